@@ -1,0 +1,21 @@
+# One image for the web server, the default worker and the judge workers.
+# Judge workers that run local Hugging Face models build with: --build-arg EXTRAS=local-models
+FROM python:3.11-slim
+
+ARG EXTRAS=""
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+
+WORKDIR /app
+RUN useradd --create-home --uid 1000 concord
+COPY pyproject.toml ./
+COPY config ./config
+COPY rubrics ./rubrics
+COPY annotation ./annotation
+COPY judges ./judges
+RUN pip install ".${EXTRAS:+[$EXTRAS]}"
+COPY . .
+RUN SECRET_KEY=build-only DATABASE_URL=postgres://x@localhost/x python manage.py collectstatic --noinput -v0
+
+USER concord
+EXPOSE 8000
+CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4", "--threads", "4", "--worker-class", "gthread", "--access-logfile", "-"]
