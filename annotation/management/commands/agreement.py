@@ -1,0 +1,74 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.stats.report import DuplicateRating, agreement_report
+from annotation.stats.tables import TableError, read_ratings
+
+ROWS = [
+    ("alpha nominal", ("krippendorff_alpha", "nominal")),
+    ("alpha ordinal", ("krippendorff_alpha", "ordinal")),
+    ("alpha interval", ("krippendorff_alpha", "interval")),
+    ("alpha ratio", ("krippendorff_alpha", "ratio")),
+    *[(f"ICC {form}", ("icc", form)) for form in ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")],
+    ("Fleiss kappa", ("fleiss_kappa",)),
+    ("Cohen kappa", ("cohen_kappa", "unweighted")),
+    ("Cohen kappa linear", ("cohen_kappa", "linear")),
+    ("Cohen kappa quadratic", ("cohen_kappa", "quadratic")),
+    ("mean pairwise Pearson", ("mean_pairwise_pearson",)),
+    ("mean pairwise Spearman", ("mean_pairwise_spearman",)),
+    ("percent agreement", ("percent_agreement",)),
+]
+
+
+def _get(tree, path):
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+class Command(BaseCommand):
+    help = ("Inter-rater agreement from a long CSV with columns item,rater,score and optionally "
+            "criterion. Needs no database. Judges (--judge) are compared with the human mean per item.")
+    requires_system_checks = []
+    requires_migrations_checks = False
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="CSV with columns item,rater,score[,criterion]")
+        parser.add_argument("--judge", action="append", default=[], metavar="RATER",
+                            help="a rater that is a judge, not a human (repeatable)")
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    def handle(self, *args, file: str, judge: list[str], json: bool = False, **options):
+        try:
+            ratings = read_ratings(file)
+            report = agreement_report(ratings, judges=judge)
+        except TableError as exc:
+            raise CommandError(f"{file}: {exc}") from exc
+        except DuplicateRating as exc:
+            raise CommandError(f"{file}: row {exc.row + 2}, columns 'item','rater': duplicate rating "
+                               f"({exc})") from exc
+        if json:
+            self.stdout.write(_dumps(report))
+            return
+        self.stdout.write(self._table(report))
+
+    def _table(self, report) -> str:
+        lines = []
+        for name, c in report["criteria"].items():
+            lines.append(f"criterion {name}: {c['n_items']} items, {c['n_raters']} raters, "
+                         f"{c['n_ratings']} ratings")
+            for label, path in ROWS:
+                value = _get(c, path)
+                shown = f"{value:8.3f}" if value is not None else "       -"
+                reason = c["reasons"].get(".".join(path), "")
+                lines.append(f"  {label:<24}{shown}  {reason}".rstrip())
+            for judge, stats in c["judges"].items():
+                parts = ", ".join(f"{k} {v:.3f}" if v is not None else f"{k} -" for k, v in stats.items())
+                lines.append(f"  judge {judge}: {parts}")
+            lines.append("")
+        return "\n".join(lines)
+
+
+def _dumps(report) -> str:
+    return json.dumps(report, indent=2, allow_nan=False)

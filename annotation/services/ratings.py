@@ -1,0 +1,408 @@
+"""Writes for a rater's answers: drafts, submits (idempotent upserts), revisions, attention checks.
+
+    assignment_save_draft(assignment=a, answers=answers, time_on_task_ms=None) -> Assignment
+    assignment_submit(assignment=a, answers=answers, time_on_task_ms=0) -> Assignment   # AnswerError, SubmitError
+
+Answers address responses by their shown number (1..K), never by output id or system:
+
+    {"responses": {"1": {"fluency": {"value": 6, "reasoning": ""}, "decision": "ACCEPT",
+                         "highlights": [{"start": 0, "end": 9, "text": "Thank you", "label": "relevant"}]}},
+     "item": {"<item-level key>": {"value": ...}},
+     "ignored": false, "ignore_reason": "", "comment": ""}
+
+A criterion's answer is either its bare value or {"value": ..., "reasoning": ...}.
+`answers_from_form` builds this from the workspace form (fields r<n>__<key>, r<n>__<key>__reasoning,
+item__<key>, ignored, ignore_reason, comment).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.models import Assignment, Output, Rating, Study, StudyMember
+from annotation.services.assignments import assignment_reclaim, lease_duration
+
+MAX_TEXT = 20_000
+MAX_SPANS = 200
+MAX_DRAFT_BYTES = 512 * 1024
+MAX_TIME_ON_TASK_MS = 24 * 3600 * 1000  # a client clock gone wrong must not poison the statistics
+
+_TRUE_VALUES = {"ACCEPT", "YES", "TRUE", "1", "Y", "PASS"}
+_FALSE_VALUES = {"REJECT", "NO", "FALSE", "0", "N", "FAIL"}
+
+
+class AnswerError(ValueError):
+    """Answers that cannot be stored. `.errors` maps a form field name (r2__fluency, item__x,
+    ignore_reason, answers) to a message a rater can act on."""
+
+    def __init__(self, errors: Mapping[str, str]):
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{k}: {v}" for k, v in self.errors.items()))
+
+
+class SubmitError(ValueError):
+    """The assignment cannot take a submit now (study closed, slot given to someone else)."""
+
+
+@dataclass(frozen=True)
+class RatingRow:
+    response: int | None  # shown number 1..K, None for an item-level criterion
+    criterion: str
+    value: Any
+    score: float | None
+    reasoning: str
+
+
+# ---------------------------------------------------------------- parsing (pure)
+
+
+def field_name(response: int | None, key: str) -> str:
+    return f"r{response}__{key}" if response is not None else f"item__{key}"
+
+
+def answers_from_form(data: Mapping[str, Any], *, rubric: dict, n_responses: int) -> dict:
+    """The workspace form (a QueryDict or dict of strings) -> answers. Spans fields hold JSON."""
+    def entry(response: int | None, criterion: dict) -> dict | None:
+        name = field_name(response, criterion["key"])
+        raw = data.get(name, "")
+        if criterion["kind"] == "spans":
+            try:
+                raw = json.loads(raw) if raw else []
+            except json.JSONDecodeError:
+                raw = "invalid"
+        reasoning = str(data.get(f"{name}__reasoning", "") or "")
+        if raw in ("", [], None) and not reasoning:
+            return None
+        return {"value": raw, "reasoning": reasoning}
+
+    responses: dict[str, dict] = {}
+    item: dict[str, dict] = {}
+    for criterion in rubric["criteria"]:
+        if criterion["target"] == "item":
+            if (e := entry(None, criterion)) is not None:
+                item[criterion["key"]] = e
+        else:
+            for n in range(1, n_responses + 1):
+                if (e := entry(n, criterion)) is not None:
+                    responses.setdefault(str(n), {})[criterion["key"]] = e
+    return {
+        "responses": responses, "item": item,
+        "ignored": str(data.get("ignored", "")).lower() in {"1", "on", "true", "yes"},
+        "ignore_reason": str(data.get("ignore_reason", "") or "").strip(),
+        "comment": str(data.get("comment", "") or "").strip(),
+    }
+
+
+def answers_normalise(answers: Any) -> dict:
+    """Any JSON the API received -> the answers shape with every entry as {"value", "reasoning"}."""
+    if not isinstance(answers, dict):
+        raise AnswerError({"answers": "must be an object"})
+    def entries(block: Any, where: str) -> dict:
+        if block in (None, ""):
+            return {}
+        if not isinstance(block, dict):
+            raise AnswerError({where: "must be an object keyed by criterion"})
+        out = {}
+        for key, e in block.items():
+            if isinstance(e, dict) and "value" in e:
+                out[str(key)] = {"value": e["value"], "reasoning": str(e.get("reasoning") or "")}
+            else:
+                out[str(key)] = {"value": e, "reasoning": ""}
+        return out
+    responses = answers.get("responses") or {}
+    if not isinstance(responses, dict):
+        raise AnswerError({"responses": "must be an object keyed by response number"})
+    return {
+        "responses": {str(n): entries(block, f"responses.{n}") for n, block in responses.items()},
+        "item": entries(answers.get("item"), "item"),
+        "ignored": bool(answers.get("ignored", False)),
+        "ignore_reason": str(answers.get("ignore_reason") or "").strip(),
+        "comment": str(answers.get("comment") or "").strip(),
+    }
+
+
+# ---------------------------------------------------------------- validation (pure)
+
+
+def _is_blank(value: Any) -> bool:
+    return value is None or value == "" or value == []
+
+
+def _scale_value(criterion: dict, value: Any) -> int | float:
+    if isinstance(value, bool):
+        raise ValueError("must be a number")
+    if isinstance(value, str):
+        value = value.strip()
+        number = float(value)  # ValueError for junk
+    elif isinstance(value, (int, float)):
+        number = float(value)
+    else:
+        raise ValueError("must be a number")
+    if not math.isfinite(number):
+        raise ValueError("must be a number")
+    lo, hi = criterion["min"], criterion["max"]
+    if number < lo or number > hi:
+        raise ValueError(f"must be between {lo} and {hi}")
+    step = criterion.get("step", 1) if criterion["kind"] == "numeric" else 1
+    steps = (number - lo) / step
+    if abs(steps - round(steps)) > 1e-9:
+        raise ValueError(f"must be {lo}, {lo + step}, ... (steps of {step})")
+    return int(number) if number == int(number) else number
+
+
+def _choice_value(criterion: dict, value: Any) -> Any:
+    for choice in criterion["choices"]:
+        if str(choice["value"]) == str(value).strip():
+            return choice["value"]
+    raise ValueError("must be one of " + ", ".join(str(c["value"]) for c in criterion["choices"]))
+
+
+def binary_score(criterion: dict, value: Any) -> float:
+    """ACCEPT/yes = 1, REJECT/no = 0; other binary labels by order (the first choice is 1)."""
+    label = str(value).upper()
+    if label in _TRUE_VALUES:
+        return 1.0
+    if label in _FALSE_VALUES:
+        return 0.0
+    return 1.0 if str(criterion["choices"][0]["value"]) == str(value) else 0.0
+
+
+def span_text(content: str) -> str:
+    """The text span offsets index: the content with line breaks as browsers show them (\r\n -> \n)."""
+    return content.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _spans_value(criterion: dict, value: Any, content: str) -> list[dict]:
+    content = span_text(content)
+    if not isinstance(value, list):
+        raise ValueError("must be a list of highlights")
+    if len(value) > MAX_SPANS:
+        raise ValueError(f"at most {MAX_SPANS} highlights")
+    labels = criterion.get("labels") or []
+    out = []
+    for span in value:
+        if not isinstance(span, dict):
+            raise ValueError("each highlight needs start and end")
+        start, end = span.get("start"), span.get("end")
+        if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
+            raise ValueError("each highlight needs integer start and end offsets")
+        if not 0 <= start < end <= len(content):
+            raise ValueError(f"highlight {start}-{end} lies outside the response (length {len(content)})")
+        text = content[start:end]
+        if "text" in span and span["text"] != text:
+            raise ValueError(f"highlight {start}-{end} does not match the response text")
+        label = str(span.get("label") or "")
+        if label and labels and label not in labels:
+            raise ValueError(f"label must be one of {', '.join(labels)}")
+        out.append({"start": start, "end": end, "text": text, "label": label})
+    unique = {(s["start"], s["end"], s["label"]): s for s in out}
+    return sorted(unique.values(), key=lambda s: (s["start"], s["end"], s["label"]))
+
+
+def _clean_value(criterion: dict, value: Any, content: str) -> tuple[Any, float | None]:
+    kind = criterion["kind"]
+    if kind in ("likert", "numeric", "confidence"):
+        v = _scale_value(criterion, value)
+        return v, float(v)
+    if kind == "binary":
+        v = _choice_value(criterion, value)
+        return v, binary_score(criterion, v)
+    if kind == "choice":
+        v = _choice_value(criterion, value)
+        return v, float(v) if isinstance(v, int) and not isinstance(v, bool) else None
+    if kind == "text":
+        if not isinstance(value, str):
+            raise ValueError("must be text")
+        if len(value) > MAX_TEXT:
+            raise ValueError(f"at most {MAX_TEXT} characters")
+        return value.strip(), None
+    if kind == "spans":
+        return _spans_value(criterion, value, content), None
+    raise ValueError(f"unknown criterion kind {kind!r}")
+
+
+def answers_check(rubric: dict, answers: dict, contents: list[str], context: str = "") -> list[RatingRow]:
+    """Validate normalised answers for a final submit against the rubric and the shown responses
+    (contents[n-1] is Response n's raw text; item-level highlights index the context). Returns the rating rows; raises AnswerError naming
+    every problem. An ignored item stores no ratings."""
+    errors: dict[str, str] = {}
+    options = rubric["item_options"]
+    n = len(contents)
+    unknown = [k for k in answers["responses"] if not (k.isdigit() and 1 <= int(k) <= n)]
+    if unknown:
+        errors["answers"] = f"unknown response number(s): {', '.join(sorted(unknown))}"
+    if answers["ignored"]:
+        if not options.get("allow_ignore"):
+            errors["ignored"] = "this study does not allow ignoring an item"
+        elif not answers["ignore_reason"]:
+            errors["ignore_reason"] = "say why this example should be ignored"
+        if errors:
+            raise AnswerError(errors)
+        return []
+    rows: list[RatingRow] = []
+    targets = [(None, answers["item"], context)]
+    per_response = [(i, answers["responses"].get(str(i), {}), contents[i - 1]) for i in range(1, n + 1)]
+    for criterion in rubric["criteria"]:
+        places = targets if criterion["target"] == "item" else per_response
+        for response, block, content in places:
+            name = field_name(response, criterion["key"])
+            where = f"Response {response}: " if response is not None else ""
+            entry = block.get(criterion["key"]) or {"value": None, "reasoning": ""}
+            value, reasoning = entry["value"], (entry.get("reasoning") or "").strip()
+            if _is_blank(value):
+                if criterion["required"]:
+                    errors[name] = f"{where}{criterion['name']} is required"
+                continue
+            try:
+                clean, score = _clean_value(criterion, value, content)
+            except (ValueError, TypeError) as exc:
+                errors[name] = f"{where}{criterion['name']} {exc}"
+                continue
+            if criterion["reasoning"] == "required" and not reasoning:
+                errors[f"{name}__reasoning"] = f"{where}{criterion['name']}: write your reasoning"
+                continue
+            if criterion["reasoning"] == "none":
+                reasoning = ""
+            if len(reasoning) > MAX_TEXT:
+                errors[f"{name}__reasoning"] = f"{where}reasoning is limited to {MAX_TEXT} characters"
+                continue
+            rows.append(RatingRow(response, criterion["key"], clean, score, reasoning))
+    if errors:
+        raise AnswerError(errors)
+    return rows
+
+
+def attention_passed(rubric: dict, gold: dict, rows: list[RatingRow], permutation: list[int]) -> bool:
+    """Whether a rater's answers match an attention item's gold answers.
+
+    gold maps a criterion key to one value (every response must get it, or the item-level answer)
+    or to {"<output position>": value} for per-response gold (positions as uploaded, 0-based).
+    """
+    kinds = {c["key"]: c for c in rubric["criteria"]}
+    given = {(r.response, r.criterion): r.value for r in rows}
+    shown_number = {position: n for n, position in enumerate(permutation, start=1)}
+    for key, expected in gold.items():
+        criterion = kinds.get(key)
+        if criterion is None:
+            continue
+        if criterion["target"] == "item":
+            checks = [(None, expected)]
+        elif isinstance(expected, dict):
+            checks = [(shown_number.get(int(pos)), val) for pos, val in expected.items()]
+        else:
+            checks = [(n, expected) for n in range(1, len(permutation) + 1)]
+        for response, want in checks:
+            if str(given.get((response, key))) != str(want):
+                return False
+    return True
+
+
+# ---------------------------------------------------------------- services
+
+
+def _time_on_task(current: int, reported: int | None) -> int:
+    # The client reports the total it has counted (it starts from the stored value), so take the
+    # larger: a stale tab or a retried request cannot lower it.
+    if reported is None:
+        return current
+    return max(current, min(int(reported), MAX_TIME_ON_TASK_MS))
+
+
+def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task_ms: int | None = None) -> Assignment:
+    """Store the form as it is (no validation: a draft may be incomplete) and extend the lease.
+    Drafts of submitted assignments (a revision in progress) are kept too."""
+    answers = answers_normalise(answers)
+    if len(json.dumps(answers)) > MAX_DRAFT_BYTES:
+        raise AnswerError({"answers": "the draft is too large"})
+    with transaction.atomic():
+        a = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
+            raise SubmitError("This item was given to another rater after a long pause.")
+        a.draft = answers
+        a.time_on_task_ms = _time_on_task(a.time_on_task_ms, time_on_task_ms)
+        fields = ["draft", "time_on_task_ms"]
+        if a.status == Assignment.Status.ACTIVE:
+            a.expires_at = timezone.now() + lease_duration()
+            fields.append("expires_at")
+        a.save(update_fields=fields)
+    return a
+
+
+def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms: int | None = 0) -> Assignment:
+    """Validate and store the ratings of one assignment. Idempotent: a repeated submit (double
+    click, retry) stores the same single row per (response, criterion); a later submit while the
+    study is open replaces the values (a revision). Raises AnswerError or SubmitError.
+
+    The assignment's study (with its rubric version), item and outputs are used as loaded by the
+    caller when they are (the views load them once); the assignment row itself is re-read under a
+    row lock, so concurrent submits of one assignment apply one after the other.
+    The returned assignment carries `ratings_stored`, the number of rating rows it now has.
+    """
+    answers = answers_normalise(answers)
+    study, item = assignment.study, assignment.item
+    rubric = study.rubric_version.definition
+    outputs = {o.position: o for o in item.outputs.all()}
+    with transaction.atomic():
+        a = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if study.status != Study.Status.OPEN:
+            raise SubmitError("This study is closed; ratings can no longer change.")
+        was_submitted = a.status == Assignment.Status.SUBMITTED
+        if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
+            raise SubmitError("This item was given to another rater after a long pause.")
+        shown = [outputs[p] for p in a.permutation]
+        rows = answers_check(rubric, answers, [o.content for o in shown], item.context)
+        _write_ratings(a, rows, shown, replace=was_submitted)
+        a.status = Assignment.Status.SUBMITTED
+        a.submitted_at = a.submitted_at or timezone.now()
+        a.draft = answers  # the form as submitted, so a revision starts from it
+        a.ignored, a.ignore_reason = answers["ignored"], answers["ignore_reason"] if answers["ignored"] else ""
+        a.comment = answers["comment"] if rubric["item_options"].get("comment") else ""
+        a.time_on_task_ms = _time_on_task(a.time_on_task_ms, time_on_task_ms)
+        a.expires_at = None
+        fields = ["status", "submitted_at", "draft", "ignored", "ignore_reason", "comment", "time_on_task_ms",
+                  "expires_at"]
+        if a.is_attention_check:
+            a.attention_passed = (not answers["ignored"]) and attention_passed(rubric, item.gold, rows, a.permutation)
+            fields.append("attention_passed")
+        a.save(update_fields=fields)
+        if a.is_attention_check and a.attention_passed is False and study.attention_fail_pause:
+            _pause_if_failing(study, a.rater_id)
+    a.study, a.item = study, item
+    a.ratings_stored = len(rows)
+    return a
+
+
+def _write_ratings(a: Assignment, rows: list[RatingRow], shown: list[Output], *, replace: bool) -> None:
+    """Upsert the rows; when replacing an earlier submit, drop the answers it had and this one lacks."""
+    objs = [
+        Rating(assignment=a, output=shown[r.response - 1] if r.response is not None else None,
+               criterion=r.criterion, value=r.value, score=r.score, reasoning=r.reasoning)
+        for r in rows
+    ]
+    if objs:
+        # ON CONFLICT DO UPDATE on (assignment, output, criterion): a retry or a revision never
+        # adds a second row.
+        Rating.objects.bulk_create(objs, update_conflicts=True, unique_fields=["assignment", "output", "criterion"],
+                                   update_fields=["value", "score", "reasoning", "updated_at"])
+    if not replace:
+        return  # a first submit: nothing earlier to drop
+    keep = Q()
+    for obj in objs:
+        keep |= Q(output_id=obj.output_id, criterion=obj.criterion)
+    stale = Rating.objects.filter(assignment=a)
+    if objs:
+        stale = stale.exclude(keep)
+    stale.delete()  # answers cleared in a revision (an optional highlight removed, an item ignored)
+
+
+def _pause_if_failing(study: Study, rater_id: int) -> None:
+    failed = Assignment.objects.filter(study=study, rater_id=rater_id, attention_passed=False).count()
+    if failed >= study.attention_fail_pause:
+        StudyMember.objects.filter(study=study, user_id=rater_id).update(paused=True)
