@@ -1,0 +1,28 @@
+"""Celery tasks of the judges: each takes ids, re-fetches, and calls a service.
+
+`judge_chunk` is idempotent (scores are unique per run/output/criterion and inserted with
+ON CONFLICT DO NOTHING), so it may be acknowledged late and redelivered when a worker
+dies mid-chunk. It retries only when the backend failed with a retryable error (rate
+limit, 5xx, timeout), with exponential backoff and jitter; the last attempt stores the
+failure as an error score, so the run still ends.
+"""
+
+from __future__ import annotations
+
+import random
+
+from celery import shared_task
+
+from judges.services.runs import judge_chunk_process, retry_policy
+
+
+@shared_task(bind=True, name="judges.tasks.judge_chunk", acks_late=True, reject_on_worker_lost=True,
+             max_retries=None, ignore_result=True)
+def judge_chunk(self, run_id: int, item_ids: list[int]) -> dict:
+    retries = self.request.retries
+    policy = retry_policy(run_id)
+    outcome = judge_chunk_process(run_id=run_id, item_ids=item_ids, final_attempt=retries >= policy.max_retries)
+    if outcome.retry:
+        countdown = min(policy.backoff_s * 2 ** retries, 300.0) * random.uniform(0.5, 1.0)
+        raise self.retry(countdown=countdown, max_retries=policy.max_retries, queue=policy.queue)
+    return {"written": outcome.written, "skipped": outcome.skipped}
