@@ -1,0 +1,567 @@
+/* Concord annotator workspace: keyboard shortcuts, span highlighting, autosave, time on task.
+ * Plain ES2017, no build step. The page works without it (plain form post); this makes it fast.
+ * Span offsets are Unicode code points into the response's raw text (what Python's len() counts).
+ */
+(function () {
+  "use strict";
+
+  let ws = null; // state of the form on screen; rebuilt after every htmx swap
+
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
+
+  // ------------------------------------------------------------ setup
+
+  function init() {
+    $$("[data-open]").forEach((btn) => {
+      if (btn.dataset.bound) return;
+      btn.dataset.bound = "1";
+      btn.addEventListener("click", () => openDialog(btn.dataset.open));
+    });
+    const form = document.getElementById("ws-form");
+    if (!form) { ws = null; return; }
+    if (ws && ws.form === form) return;
+    ws = {
+      form,
+      autosave: form.dataset.autosave === "1",
+      draftUrl: form.dataset.draftUrl,
+      baseTime: parseInt(form.dataset.time || "0", 10) || 0,
+      visibleSince: document.visibilityState === "visible" ? performance.now() : null,
+      counted: 0,
+      dirty: false, saving: false, again: false, timer: null,
+      current: 1, crit: null, digits: "", digitTimer: null,
+      spans: [],
+    };
+    $$("[data-spans-input]", form).forEach(setupSpans);
+    form.addEventListener("change", onEdit);
+    form.addEventListener("input", onEdit);
+    form.addEventListener("focusin", (e) => {
+      const fs = e.target.closest(".criterion");
+      if (fs) setCurrentCriterion(fs, false);
+      const resp = e.target.closest("[data-response]");
+      if (resp) setCurrentResponse(parseInt(resp.dataset.response, 10), false);
+    });
+    form.addEventListener("click", (e) => {
+      const go = e.target.closest("[data-goto]");
+      if (go) { e.preventDefault(); goTo(parseInt(go.dataset.goto, 10), true); }
+      const resp = e.target.closest("[data-response]");
+      if (resp && !go) setCurrentResponse(parseInt(resp.dataset.response, 10), false);
+    });
+    const ignore = $("[data-ignore]", form);
+    if (ignore) ignore.addEventListener("change", syncIgnore);
+    syncIgnore();
+    setCurrentResponse(1, false);
+    refreshStates();
+    const summary = $(".error-summary", form);
+    if (summary) {
+      // Errors came back from the server: open the response of the first one, announce the list.
+      const first = $(".criterion.has-error", form);
+      const resp = first && first.closest("[data-response]");
+      if (resp) setCurrentResponse(parseInt(resp.dataset.response, 10), false);
+      summary.addEventListener("click", (e) => {
+        const link = e.target.closest("a[href^='#f-']");
+        const target = link && document.getElementById(link.getAttribute("href").slice(1));
+        if (!target) return;
+        e.preventDefault();
+        const r = target.closest("[data-response]");
+        if (r) setCurrentResponse(parseInt(r.dataset.response, 10), true);
+        const fs = target.closest(".criterion");
+        if (fs) setCurrentCriterion(fs, true); else target.scrollIntoView({ block: "center" });
+      });
+      summary.focus();
+    }
+  }
+
+  function openDialog(id) {
+    const d = document.getElementById(id);
+    if (d && !d.open) d.showModal();
+  }
+
+  function anyDialogOpen() { return $$("dialog[open]").length > 0; }
+
+  // ------------------------------------------------------------ time on task
+
+  function timeOnTask() {
+    const live = ws.visibleSince !== null ? performance.now() - ws.visibleSince : 0;
+    return Math.round(ws.baseTime + ws.counted + live);
+  }
+
+  document.addEventListener("visibilitychange", () => {
+    if (!ws) return;
+    if (document.visibilityState === "visible") {
+      ws.visibleSince = performance.now();
+    } else {
+      if (ws.visibleSince !== null) ws.counted += performance.now() - ws.visibleSince;
+      ws.visibleSince = null;
+      flushDraft(true);
+    }
+  });
+
+  // ------------------------------------------------------------ autosave
+
+  function onEdit(e) {
+    if (e && e.target && e.target.matches && e.target.matches("input[type=radio]")) {
+      const fs = e.target.closest(".criterion");
+      if (fs) fs.classList.remove("has-error");
+    }
+    refreshStates();
+    if (!ws.autosave) return;
+    ws.dirty = true;
+    clearTimeout(ws.timer);
+    ws.timer = setTimeout(() => saveDraft(), e && e.type === "input" ? 900 : 250);
+    status("Unsaved changes…");
+  }
+
+  function formData() {
+    ws.form.querySelector("input[name=time_on_task_ms]").value = String(timeOnTask());
+    return new FormData(ws.form);
+  }
+
+  function csrf() {
+    const input = ws.form.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  async function saveDraft() {
+    if (!ws || !ws.autosave) return;
+    if (ws.saving) { ws.again = true; return; }
+    ws.saving = true; ws.dirty = false;
+    const mine = ws;
+    try {
+      const resp = await fetch(mine.draftUrl, {
+        method: "POST", body: formData(), credentials: "same-origin",
+        headers: { "X-CSRFToken": csrf(), "X-Requested-With": "fetch" },
+      });
+      if (!resp.ok) throw new Error(await resp.text());
+      if (ws === mine) status("Draft saved " + new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }), false, true);
+    } catch (err) {
+      mine.dirty = true;
+      if (ws === mine) status("Not saved yet (" + (err.message || "offline").slice(0, 80) + "); retrying…", true);
+      clearTimeout(mine.timer);
+      mine.timer = setTimeout(saveDraft, 3000);
+    } finally {
+      mine.saving = false;
+      if (mine.again && ws === mine) { mine.again = false; saveDraft(); }
+    }
+  }
+
+  function flushDraft(beacon) {
+    if (!ws || !ws.autosave || !ws.dirty) return;
+    clearTimeout(ws.timer);
+    if (beacon && navigator.sendBeacon) {
+      // The form carries its CSRF token, so the beacon passes Django's check without a header.
+      if (navigator.sendBeacon(ws.draftUrl, formData())) { ws.dirty = false; return; }
+    }
+    saveDraft();
+  }
+
+  window.addEventListener("pagehide", () => flushDraft(true));
+
+  function status(text, bad, saved) {
+    const el = $("#save-status");
+    if (!el) return;
+    el.textContent = text;
+    el.classList.toggle("bad", !!bad);
+    el.dataset.saved = saved ? "1" : "0";
+  }
+
+  // ------------------------------------------------------------ responses and criteria
+
+  function responses() { return $$("[data-response]", ws.form); }
+
+  function setCurrentResponse(n, scroll) {
+    const all = responses();
+    if (!all.length) return;
+    n = Math.max(1, Math.min(all.length, n));
+    ws.current = n;
+    const succession = ws.form.classList.contains("succ");
+    all.forEach((el) => {
+      const on = parseInt(el.dataset.response, 10) === n;
+      el.classList.toggle("is-current", on && !succession && all.length > 1);
+      if (succession) el.hidden = !on;
+    });
+    $$("[role=tab]", ws.form).forEach((tab) => {
+      const on = parseInt(tab.dataset.goto, 10) === n;
+      tab.setAttribute("aria-selected", on ? "true" : "false");
+      tab.tabIndex = on ? 0 : -1;
+    });
+    const cur = ws.crit && ws.crit.closest("[data-response]");
+    if (!cur || parseInt(cur.dataset.response, 10) !== n) {
+      setCurrentCriterion(firstOpen(responseEl(n)) || criteriaOf(responseEl(n))[0] || null, false);
+    }
+    if (scroll) {
+      const el = responseEl(n);
+      if (el && !succession) el.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    }
+  }
+
+  function goTo(n, focus) {
+    setCurrentResponse(n, true);
+    if (focus && ws.crit) focusCriterion(ws.crit);
+  }
+
+  function responseEl(n) { return $('[data-response="' + n + '"]', ws.form); }
+  function criteriaOf(el) { return el ? $$(".criterion", el) : []; }
+  function itemCriteria() { return $$(".item-controls .criterion", ws.form); }
+
+  function setCurrentCriterion(fs, focus) {
+    if (ws.crit) ws.crit.classList.remove("is-current");
+    ws.crit = fs;
+    if (fs) {
+      fs.classList.add("is-current");
+      if (focus) focusCriterion(fs);
+    }
+  }
+
+  function focusCriterion(fs) {
+    const target = $("input:checked", fs) || $("input:not([type=hidden]), textarea, select", fs);
+    if (target) target.focus({ preventScroll: false });
+    fs.scrollIntoView({ block: "nearest" });
+  }
+
+  function answered(fs) {
+    switch (fs.dataset.widget) {
+      case "segmented": case "choice": case "binary":
+        return !!$("input[type=radio]:checked", fs);
+      case "spans": {
+        try { return JSON.parse($("[data-spans-input]", fs).value || "[]").length > 0; } catch (e) { return false; }
+      }
+      default: {
+        const el = $("input:not([type=hidden]):not(.reasoning), textarea:not(.reasoning)", fs);
+        return !!(el && el.value.trim());
+      }
+    }
+  }
+
+  function missing(fs) {
+    // What a required criterion still lacks: "" when complete.
+    if (fs.dataset.required === "1" && !answered(fs)) return "missing";
+    if (fs.dataset.reasoning === "required" && answered(fs)) {
+      const r = $("textarea.reasoning", fs);
+      if (r && !r.value.trim()) return "reasoning";
+    }
+    return "";
+  }
+
+  function firstOpen(el) { return criteriaOf(el).find((fs) => missing(fs)) || null; }
+
+  function isIgnored() {
+    const box = $("[data-ignore]", ws.form);
+    return !!(box && box.checked);
+  }
+
+  function syncIgnore() {
+    const ignored = isIgnored();
+    ws.form.classList.toggle("is-ignored", ignored);
+    const reason = $(".ignore-reason", ws.form);
+    if (reason) reason.hidden = !ignored;
+  }
+
+  function refreshStates() {
+    responses().forEach((el) => {
+      const n = el.dataset.response;
+      const done = !firstOpen(el);
+      const dot = $('[role=tab][data-goto="' + n + '"] .tab-state', ws.form);
+      if (dot) dot.classList.toggle("done", done);
+    });
+  }
+
+  function nextCriterion(delta) {
+    const list = criteriaOf(responseEl(ws.current)).concat(itemCriteria());
+    if (!list.length) return;
+    let i = list.indexOf(ws.crit);
+    i = i < 0 ? 0 : Math.max(0, Math.min(list.length - 1, i + delta));
+    setCurrentCriterion(list[i], true);
+  }
+
+  function advanceAfterAnswer(fs) {
+    const el = fs.closest("[data-response]");
+    const next = el ? firstOpen(el) : null;
+    if (next) setCurrentCriterion(next, false);
+  }
+
+  // ------------------------------------------------------------ choosing values by key
+
+  function choose(fs, value) {
+    const radio = $$("input[type=radio]", fs).find((r) => r.value === value);
+    if (!radio) return false;
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+    fs.classList.remove("has-error");
+    advanceAfterAnswer(fs);
+    return true;
+  }
+
+  function digitTarget() {
+    const usable = (fs) => fs && ["segmented", "choice", "number"].includes(fs.dataset.widget);
+    if (usable(ws.crit)) return ws.crit;
+    return criteriaOf(responseEl(ws.current)).find((fs) => usable(fs) && !answered(fs)) || null;
+  }
+
+  function onDigit(d) {
+    const fs = digitTarget();
+    if (!fs) return false;
+    if (fs.dataset.widget === "number") {
+      const input = $("input[type=number]", fs);
+      input.focus();
+      return false; // let the key type into the box
+    }
+    if (fs.dataset.widget === "choice") {
+      const options = $$("input[type=radio]", fs);
+      const i = parseInt(d, 10) - 1;
+      if (i >= 0 && i < options.length) choose(fs, options[i].value);
+      return true;
+    }
+    // A scale: "1" then "0" within half a second means 10 when the scale reaches 10.
+    const values = $$("input[type=radio]", fs).map((r) => r.value);
+    clearTimeout(ws.digitTimer);
+    const combined = ws.digits + d;
+    if (ws.digits && values.includes(combined)) {
+      ws.digits = "";
+      choose(fs, combined);
+      return true;
+    }
+    ws.digits = "";
+    if (values.includes(d + "0") && values.includes(d)) {
+      ws.digits = d;
+      const target = fs;
+      ws.digitTimer = setTimeout(() => { ws.digits = ""; choose(target, d); }, 450);
+      return true;
+    }
+    if (values.includes(d)) choose(fs, d);
+    return true;
+  }
+
+  function onAcceptReject(key) {
+    const el = responseEl(ws.current);
+    const fs = criteriaOf(el).find((f) => f.dataset.widget === "binary");
+    if (!fs) return false;
+    const label = $$("label[data-key]", fs).find((l) => l.dataset.key === key);
+    if (!label) return false;
+    const radio = document.getElementById(label.getAttribute("for"));
+    return choose(fs, radio.value);
+  }
+
+  // ------------------------------------------------------------ submit
+
+  function firstProblem() {
+    if (isIgnored()) {
+      const reason = $("#ignore-reason", ws.form);
+      return reason && !reason.value.trim() ? { fs: $(".ignore", ws.form), text: "Say why this example should be ignored", n: null } : null;
+    }
+    for (const el of responses()) {
+      const fs = firstOpen(el);
+      if (fs) {
+        const n = parseInt(el.dataset.response, 10);
+        const what = missing(fs) === "reasoning" ? ": write your reasoning" : " is required";
+        return { fs, n, text: "Response " + n + ": " + $(".c-name", fs).textContent + what };
+      }
+    }
+    const fs = itemCriteria().find((f) => missing(f));
+    return fs ? { fs, n: null, text: $(".c-name", fs).textContent + " is required" } : null;
+  }
+
+  function showProblem(p) {
+    if (p.n) setCurrentResponse(p.n, true);
+    p.fs.classList.add("has-error");
+    if (p.fs.classList.contains("criterion")) setCurrentCriterion(p.fs, true);
+    else { const input = $("select, input", p.fs); if (input) input.focus(); }
+    status(p.text, true);
+  }
+
+  // Capture phase on the document: runs before htmx's own submit listener on the form.
+  document.addEventListener("submit", (e) => {
+    if (!ws || e.target !== ws.form) return;
+    const p = firstProblem();
+    if (p) {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      e.stopPropagation();
+      showProblem(p);
+      return;
+    }
+    clearTimeout(ws.timer);
+    ws.dirty = false;
+    ws.form.querySelector("input[name=time_on_task_ms]").value = String(timeOnTask());
+    status("Submitting…");
+  }, true);
+
+  function onEnter() {
+    const p = firstProblem();
+    if (!p) { ws.form.requestSubmit(); return; }
+    if (p.n === ws.current || p.n === null) { showProblem(p); return; }
+    // The current response is complete: move on to the next one that needs answers.
+    goTo(p.n, true);
+  }
+
+  // ------------------------------------------------------------ keyboard
+
+  function typing(el) {
+    if (!el) return false;
+    if (el.isContentEditable) return true;
+    if (el.tagName === "TEXTAREA" || el.tagName === "SELECT") return true;
+    return el.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(el.type);
+  }
+
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+    if (e.key === "Escape" && typing(e.target)) { e.target.blur(); return; }
+    if (typing(e.target) || anyDialogOpen()) return;
+    if (e.key === "?") { e.preventDefault(); openDialog("help-dialog"); return; }
+    if (e.key === "g" || e.key === "G") {
+      const btn = $('[data-open="guidelines-dialog"]');
+      if (btn) { e.preventDefault(); btn.click(); }
+      return;
+    }
+    if (!ws) return;
+    const k = e.key;
+    let handled = false;
+    if (/^[0-9]$/.test(k)) handled = onDigit(k);
+    else if (k === "a" || k === "A") handled = onAcceptReject("A");
+    else if (k === "r" || k === "R") handled = onAcceptReject("R");
+    else if (k === "h" || k === "H") handled = highlightSelection();
+    else if (k === "ArrowRight") { goTo(ws.current + 1, false); handled = true; }
+    else if (k === "ArrowLeft") { goTo(ws.current - 1, false); handled = true; }
+    else if (k === "ArrowDown") { nextCriterion(1); handled = true; }
+    else if (k === "ArrowUp") { nextCriterion(-1); handled = true; }
+    else if (k === "Enter") {
+      const el = e.target;
+      if (el && (el.tagName === "BUTTON" || el.tagName === "A" || el.tagName === "SUMMARY")) return;
+      onEnter(); handled = true;
+    }
+    if (handled) e.preventDefault();
+  });
+
+  // ------------------------------------------------------------ highlighting
+
+  const cpLen = (s) => Array.from(s).length;           // code points
+  function cpToUnits(text, cp) { return Array.from(text).slice(0, cp).join("").length; }
+
+  function setupSpans(input) {
+    const fs = input.closest(".criterion");
+    const name = fs.dataset.name;
+    const target = name.startsWith("item__") ? "item" : name.slice(1, name.indexOf("__"));
+    const body = $('[data-response-body="' + target + '"]', ws.form);
+    const root = body && $("[data-span-root]", body);
+    if (!root) return;
+    let spans = [];
+    try { spans = JSON.parse(input.value || "[]"); } catch (e) { spans = []; }
+    const labels = (input.dataset.labels || "").split("|").filter(Boolean);
+    const s = { input, fs, root, original: root.innerHTML, raw: root.textContent, labels, spans };
+    ws.spans.push(s);
+    root.addEventListener("mouseup", () => setTimeout(() => addFromSelection(s), 0));
+    renderSpans(s);
+  }
+
+  function offsetIn(root, node, offset) {
+    const r = document.createRange();
+    r.setStart(root, 0);
+    r.setEnd(node, offset);
+    return r.toString().length; // UTF-16 units
+  }
+
+  function addFromSelection(s) {
+    const sel = window.getSelection();
+    if (!sel || sel.isCollapsed || !sel.rangeCount) return false;
+    const range = sel.getRangeAt(0);
+    if (!s.root.contains(range.startContainer) || !s.root.contains(range.endContainer)) return false;
+    let a = offsetIn(s.root, range.startContainer, range.startOffset);
+    let b = offsetIn(s.root, range.endContainer, range.endOffset);
+    while (a < b && /\s/.test(s.raw[a])) a++;
+    while (b > a && /\s/.test(s.raw[b - 1])) b--;
+    if (b <= a) return false;
+    const start = cpLen(s.raw.slice(0, a));
+    const end = start + cpLen(s.raw.slice(a, b));
+    if (!s.spans.some((x) => x.start === start && x.end === end)) {
+      s.spans.push({ start, end, text: s.raw.slice(a, b), label: s.labels[0] || "" });
+      s.spans.sort((x, y) => x.start - y.start || x.end - y.end);
+    }
+    sel.removeAllRanges();
+    commitSpans(s);
+    return true;
+  }
+
+  function highlightSelection() {
+    if (!ws) return false;
+    return ws.spans.some((s) => addFromSelection(s));
+  }
+
+  function commitSpans(s) {
+    s.input.value = JSON.stringify(s.spans);
+    renderSpans(s);
+    s.input.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  function wrapRange(root, a, b, index) {
+    // Wrap UTF-16 range [a, b) of root's text in <mark>, one piece per text node it crosses.
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const pieces = [];
+    let pos = 0;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const len = node.data.length;
+      const from = Math.max(a, pos), to = Math.min(b, pos + len);
+      if (from < to) pieces.push([node, from - pos, to - pos]);
+      pos += len;
+      if (pos >= b) break;
+    }
+    pieces.forEach(([node, from, to]) => {
+      let mid = node;
+      if (from > 0) mid = mid.splitText(from);
+      if (to - from < mid.data.length) mid.splitText(to - from);
+      const mark = document.createElement("mark");
+      mark.className = "hl-span";
+      mark.dataset.span = String(index);
+      mid.parentNode.replaceChild(mark, mid);
+      mark.appendChild(mid);
+    });
+  }
+
+  function renderSpans(s) {
+    s.root.innerHTML = s.original;
+    s.spans.forEach((sp, i) => {
+      const a = cpToUnits(s.raw, sp.start), b = cpToUnits(s.raw, sp.end);
+      wrapRange(s.root, a, b, i);
+    });
+    const list = $(".span-list", s.fs);
+    list.innerHTML = "";
+    s.spans.forEach((sp, i) => {
+      const li = document.createElement("li");
+      const text = document.createElement("span");
+      text.className = "span-text";
+      text.textContent = "“" + sp.text + "”";
+      text.title = sp.text;
+      li.appendChild(text);
+      if (s.labels.length) {
+        const select = document.createElement("select");
+        select.setAttribute("aria-label", "Label for highlight " + (i + 1));
+        [""].concat(s.labels).forEach((lab) => {
+          const o = document.createElement("option");
+          o.value = lab; o.textContent = lab || "(no label)";
+          if (lab === (sp.label || "")) o.selected = true;
+          select.appendChild(o);
+        });
+        select.addEventListener("change", (e) => { e.stopPropagation(); sp.label = select.value; commitSpans(s); });
+        li.appendChild(select);
+      }
+      const rm = document.createElement("button");
+      rm.type = "button";
+      rm.textContent = "Remove";
+      rm.setAttribute("aria-label", "Remove highlight " + (i + 1) + ": " + sp.text.slice(0, 40));
+      rm.addEventListener("click", () => { s.spans.splice(i, 1); commitSpans(s); });
+      li.appendChild(rm);
+      list.appendChild(li);
+    });
+  }
+
+  // ------------------------------------------------------------ lifecycle
+
+  document.addEventListener("DOMContentLoaded", init);
+  document.addEventListener("htmx:afterSettle", init);
+  document.addEventListener("htmx:responseError", () => {
+    if (ws) status("Could not submit (server error); your answers are still here. Try again.", true);
+  });
+  document.addEventListener("htmx:sendError", () => {
+    if (ws) status("Could not reach the server; your answers are still here. Try again.", true);
+  });
+  if (document.readyState !== "loading") init();
+})();
