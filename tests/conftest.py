@@ -1,0 +1,164 @@
+"""Shared fixtures: users in every role, a study per preset, a Celery worker, a browser."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop in the test thread
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_DIR = REPO / "annotation" / "demo"
+CHROMIUM = os.environ.get("CONCORD_CHROMIUM", "/usr/bin/chromium")
+PASSWORD = "pw-for-tests-only"
+
+
+def current_database_url() -> str:
+    """DATABASE_URL pointing at the database the tests use now (after pytest-django created it).
+
+    For subprocesses such as a real Celery worker; keeps host, port, socket and credentials as given.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    from django.conf import settings
+
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(parts._replace(path="/" + settings.DATABASES["default"]["NAME"]))
+
+
+def make_user(username: str, *, staff: bool = False):
+    user = get_user_model().objects.create_user(username=username, password=PASSWORD, is_staff=staff)
+    return user
+
+
+@pytest.fixture
+def admin_user(db):
+    return make_user("boss", staff=True)
+
+
+@pytest.fixture
+def annotator(db):
+    return make_user("rater1")
+
+
+@pytest.fixture
+def researcher(db):
+    return make_user("reader1")
+
+
+@pytest.fixture
+def outsider(db):
+    """A logged-in user who belongs to no study."""
+    return make_user("stranger")
+
+
+@pytest.fixture
+def preset_version(db):
+    """Install every preset; return a lookup slug -> RubricVersion."""
+    from rubrics.services import rubric_presets_install
+
+    return {v.rubric.slug: v for v in rubric_presets_install()}
+
+
+@pytest.fixture
+def make_study(db, preset_version, admin_user):
+    """Build an open study from a preset with its demo items and the given members."""
+    from annotation.services.items import items_import
+    from annotation.services.studies import study_create, study_members_add, study_set_status
+
+    def _make(preset: str = "rrgen-001", *, annotators=(), researchers=(), items_text: str | None = None,
+              status: str = "open", **options):
+        study = study_create(name=f"Test {preset}", rubric_version=preset_version[preset], user=admin_user,
+                             **options)
+        text = items_text if items_text is not None else (DEMO_DIR / f"{preset}.jsonl").read_text()
+        items_import(study=study, text=text, filename="items.jsonl")
+        if annotators:
+            study_members_add(study=study, usernames=[u.username for u in annotators], role="annotator")
+        if researchers:
+            study_members_add(study=study, usernames=[u.username for u in researchers], role="researcher")
+        if status != "draft":
+            study_set_status(study=study, status="open")
+            if status == "closed":
+                study_set_status(study=study, status="closed")
+        return study
+
+    return _make
+
+
+@pytest.fixture
+def client_for(client):
+    """Return a Django test client logged in as the given user."""
+    from django.test import Client
+
+    def _client(user) -> Client:
+        c = Client()
+        c.force_login(user)
+        return c
+
+    return _client
+
+
+@pytest.fixture
+def api_for():
+    from rest_framework.test import APIClient
+
+    def _api(user) -> APIClient:
+        api = APIClient()
+        if user is not None:
+            api.force_authenticate(user)
+        return api
+
+    return _api
+
+
+@pytest.fixture(scope="session")
+def celery_worker_session():
+    """A real Celery worker in a thread, consuming every queue from the real Redis broker."""
+    from celery.contrib.testing.worker import start_worker
+
+    from config.celery import app
+
+    with start_worker(app, pool="threads", concurrency=4, perform_ping_check=False,
+                      queues=["default", "judges"], shutdown_timeout=30) as worker:
+        yield worker
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium driven by Playwright (no browser download).
+
+    Module-scoped: Playwright's sync API keeps an event loop running on the test thread
+    while it is open, which would break later tests that call asyncio.run().
+    """
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: run `make browsers` (or set CONCORD_CHROMIUM)")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+        )
+        yield b
+        b.close()
+
+
+def log_in(page, live_server, user) -> None:
+    """Log in through the real login form, as a person would."""
+    page.goto(live_server.url + "/login/")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(live_server.url + "/")
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    yield page
+    context.close()

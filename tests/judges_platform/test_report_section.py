@@ -1,0 +1,84 @@
+"""The "Judges vs humans" section of the study report, through the report page and its JSON."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.urls import reverse
+from scipy.stats import pearsonr
+
+from tests.conftest import make_user
+from tests.reports.factories import items_jsonl, rate_study
+
+N_ITEMS = 8
+TIER = {0: 6, 1: 4, 2: 2}
+
+
+def human_value(i: int, p: int, r: int, key: str, rng) -> object:
+    score = max(1, min(7, TIER[p] + (i % 3) - 1 - (1 if r == 2 else 0)))
+    if key == "decision":
+        return "ACCEPT" if score >= 4 else "REJECT"
+    return score
+
+
+def judge_value(i: int, p: int) -> int:
+    return TIER[p] + (1 if i % 2 else 0)
+
+
+@pytest.fixture
+def judged_study(make_study, make_judge, make_run, researcher):
+    raters = [make_user(f"h{k}") for k in range(3)]
+    study = make_study("rrgen-001", annotators=raters, researchers=[researcher], items_text=items_jsonl(N_ITEMS))
+    rate_study(study, raters, human_value, criteria=["fluency", "decision"])
+    values = {}
+    for i in range(N_ITEMS):
+        for p in range(3):
+            values[(f"it-{i:03d}", p, "fluency")] = judge_value(i, p)
+            values[(f"it-{i:03d}", p, "decision")] = "ACCEPT" if p < 2 else "REJECT"
+    run = make_run(study, make_judge("rr-judge"), values, criteria=["fluency", "decision"])
+    return study, run
+
+
+def expected_fluency() -> tuple[float, float]:
+    judge, mean = [], []
+    for i in range(N_ITEMS):
+        for p in range(3):
+            judge.append(judge_value(i, p))
+            mean.append(np.mean([human_value(i, p, r, "fluency", None) for r in range(3)]))
+    judge, mean = np.array(judge, float), np.array(mean)
+    return pearsonr(judge, mean)[0], float(np.mean(np.abs(judge - mean)))
+
+
+def test_report_page_shows_judges_against_humans(judged_study, client_for, researcher):
+    study, run = judged_study
+    html = client_for(researcher).get(reverse("report", args=[study.slug])).content.decode()
+    assert "Judges vs humans" in html and f"rr-judge (run {run.pk})" in html
+    r, mae = expected_fluency()
+    assert f"<td>{r:.3f}</td>" in html and f"<td>{mae:.3f}</td>" in html
+    assert 'aria-label="judges-scatter-fluency"' in html and 'aria-label="judges-confusion-decision"' in html
+    assert "human ceiling" in html and ("alt-test" in html)
+
+
+def test_report_json_carries_the_section(judged_study, client_for, researcher):
+    study, run = judged_study
+    resp = client_for(researcher).get(reverse("report", args=[study.slug]), {"download": "json"})
+    section = resp.json()["sections"]["Judges vs humans"]
+    name = f"rr-judge (run {run.pk})"
+    flu = section["criteria"]["fluency"]
+    r, mae = expected_fluency()
+    assert flu["judges"][name]["pearson"]["value"] == pytest.approx(r)
+    assert flu["judges"][name]["mae"]["value"] == pytest.approx(mae)
+    assert flu["n_humans"] == 3 and flu["ceiling"]["n_humans"] == 3
+    dec = section["criteria"]["decision"]["judges"][name]
+    # the humans' majority: ACCEPT when the score >= 4; the judge says ACCEPT for positions 0 and 1
+    majority = [human_value(i, p, 1, "decision", None) for i in range(N_ITEMS) for p in range(3)]
+    judge = ["ACCEPT" if p < 2 else "REJECT" for i in range(N_ITEMS) for p in range(3)]
+    assert dec["agreement"]["value"] == pytest.approx(np.mean([a == b for a, b in zip(majority, judge)]))
+    assert dec["verdict"]["method"] == "rule"  # 24 units: fewer than the alt-test's 30
+
+
+def test_no_finished_run_no_section(make_study, client_for, researcher, make_judge, make_run):
+    study = make_study("rrgen-001", researchers=[researcher])
+    make_run(study, make_judge("rr-judge"), {("rr-001", 0, "fluency"): 5}, status="running")
+    html = client_for(researcher).get(reverse("report", args=[study.slug])).content.decode()
+    assert "Judges vs humans" not in html

@@ -1,0 +1,130 @@
+"""The long format from one streamed query equals what the ORM says, row for row."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pyarrow as pa
+import pytest
+
+from annotation.models import Assignment, Rating
+from annotation.selectors_ratings import (
+    LONG_NAMES, copy_ratings, count_rating_rows, iter_rating_rows, rating_batches, stats_frame,
+)
+from tests.reports.conftest import N_ITEMS
+from tests.reports.factories import submit
+
+pytestmark = pytest.mark.django_db
+
+
+def expected_rows(study) -> list[dict]:
+    """The long format rebuilt independently from ORM objects."""
+    kinds = {c["key"]: c["kind"] for c in study.rubric_version.criteria}
+    rows = []
+    assignments = (Assignment.objects.filter(study=study, status="submitted")
+                   .select_related("item", "rater").order_by("id"))
+    for a in assignments:
+        ratings = sorted(Rating.objects.filter(assignment=a).select_related("output"),
+                         key=lambda r: (r.output_id is None, r.output_id or 0, r.criterion))
+        base = {"item": a.item.external_id, "rater": a.rater.username, "ignored": a.ignored,
+                "ignore_reason": a.ignore_reason, "comment": a.comment, "time_on_task_ms": a.time_on_task_ms,
+                "is_attention_check": a.is_attention_check, "submitted_at": a.submitted_at}
+        if not ratings:
+            rows.append({**base, "output": None, "system": None, "criterion": None, "criterion_kind": None,
+                         "value": None, "score": None, "reasoning": None, "spans": None, "shown_position": None})
+        for r in ratings:
+            kind = kinds[r.criterion]
+            pos = r.output.position if r.output else None
+            rows.append({
+                **base, "output": pos, "system": r.output.system if r.output else None,
+                "criterion": r.criterion, "criterion_kind": kind,
+                "value": None if kind == "spans" else (r.value if isinstance(r.value, str) else json.dumps(r.value)),
+                "score": r.score, "reasoning": r.reasoning,
+                "spans": r.value if kind == "spans" else None,
+                "shown_position": a.permutation.index(pos) + 1 if pos is not None else None,
+            })
+    return rows
+
+
+@pytest.fixture
+def study_with_spans(rated_study, raters):
+    item = rated_study.items.order_by("id")[0]
+    other = raters[0].__class__.objects.create_user(username="r-spans")
+    submit(rated_study, other, item, {
+        (1, "semantic_relevance"): 5, (1, "decision"): "ACCEPT",
+        (1, "highlights"): [{"start": 0, "end": 6, "text": "Answer", "label": "relevant"}],
+    }, permutation=[2, 1, 0], comment='He said "no", then left\nearly', time_ms=1234)
+    return rated_study
+
+
+def test_streamed_rows_equal_orm_rows(study_with_spans):
+    exp = expected_rows(study_with_spans)
+    got = [dict(zip(LONG_NAMES, row)) for chunk in iter_rating_rows(study_with_spans, chunk_size=7)
+           for row in chunk]
+    assert len(got) == len(exp) == count_rating_rows(study_with_spans)
+    for g, e in zip(got, exp):
+        g = dict(g)
+        g["spans"] = json.loads(g["spans"]) if g["spans"] is not None else None
+        if e["value"] is not None and not isinstance(e["value"], str):
+            e["value"] = str(e["value"])
+        assert g == e
+
+
+def test_shown_position_comes_from_the_permutation(study_with_spans):
+    rows = [dict(zip(LONG_NAMES, r)) for c in iter_rating_rows(study_with_spans) for r in c]
+    spans_rater = [r for r in rows if r["rater"] == "r-spans"]
+    # permutation [2, 1, 0]: output 1 was shown second
+    assert {r["shown_position"] for r in spans_rater} == {2}
+    ignored = [r for r in rows if r["ignored"]]
+    assert len(ignored) == 1 and ignored[0]["criterion"] is None and ignored[0]["item"] == f"it-{N_ITEMS - 1:03d}"
+
+
+def test_csv_copy_parses_back_to_the_same_rows(study_with_spans):
+    text = b"".join(copy_ratings(study_with_spans, fmt="csv")).decode()
+    reader = list(csv.reader(io.StringIO(text)))
+    assert reader[0] == LONG_NAMES
+    exp = expected_rows(study_with_spans)
+    assert len(reader) - 1 == len(exp)
+    spans_row = next(dict(zip(LONG_NAMES, r)) for r in reader[1:] if r[5] == "spans")
+    assert json.loads(spans_row["spans"])[0]["label"] == "relevant"
+    assert spans_row["comment"] == 'He said "no", then left\nearly'
+    decision = next(dict(zip(LONG_NAMES, r)) for r in reader[1:] if r[4] == "decision")
+    assert decision["value"] in {"ACCEPT", "REJECT"}
+
+
+def test_jsonl_copy_is_valid_json_with_nested_values(study_with_spans):
+    lines = b"".join(copy_ratings(study_with_spans, fmt="jsonl")).decode().splitlines()
+    exp = expected_rows(study_with_spans)
+    assert len(lines) == len(exp)
+    objs = [json.loads(x) for x in lines]
+    assert list(objs[0]) == LONG_NAMES
+    spans = next(o for o in objs if o["criterion"] == "highlights")
+    assert spans["spans"] == [{"start": 0, "end": 6, "text": "Answer", "label": "relevant"}]
+    assert spans["comment"] == 'He said "no", then left\nearly'
+    likert = next(o for o in objs if o["criterion"] == "fluency")
+    assert isinstance(likert["value"], int) and likert["score"] == float(likert["value"])
+
+
+def test_arrow_batches_equal_orm_rows(study_with_spans):
+    table = pa.Table.from_batches(list(rating_batches(study_with_spans)))
+    exp = expected_rows(study_with_spans)
+    got = table.to_pylist()
+    assert len(got) == len(exp)
+    for g, e in zip(got, exp):
+        if g["spans"] is not None:
+            g["spans"] = json.loads(g["spans"])
+        if e["value"] is not None and not isinstance(e["value"], str):
+            e["value"] = str(e["value"])
+        assert g == e
+
+
+def test_stats_frame_leaves_out_ignored_and_other_criteria(rated_study):
+    df = stats_frame(rated_study, ["fluency", "decision"])
+    assert set(df["criterion"]) == {"fluency", "decision"}
+    n_outputs = 3
+    # 8 items x 3 raters minus one ignored assignment, x 3 outputs x 2 criteria
+    assert len(df) == (N_ITEMS * 3 - 1) * n_outputs * 2
+    assert df.loc[df.criterion == "decision", "label"].isin(["ACCEPT", "REJECT"]).all()
+    assert (df["seconds"] >= 10).all()

@@ -1,0 +1,3 @@
+"""Property tests load the reproducible Hypothesis profile (see profiles.py)."""
+
+from tests.robustness import profiles  # noqa: F401

@@ -1,0 +1,104 @@
+"""The annotator API: next, draft, submit; blinded; who may not."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Assignment, Rating, StudyMember
+from annotation.services.studies import study_set_status
+from tests.conftest import make_user
+from tests.workspace.conftest import complete_answers, items_jsonl
+
+
+@pytest.fixture
+def study(make_study, annotator, researcher):
+    return make_study("rrgen-001", annotators=[annotator], researchers=[researcher], items_text=items_jsonl(2))
+
+
+def _next(api, study):
+    return api.post(f"/api/studies/{study.slug}/rate/next/")
+
+
+def test_next_returns_a_blinded_item(study, annotator, api_for):
+    response = _next(api_for(annotator), study)
+    assert response.status_code == 200
+    data = response.json()
+    assert data["state"] == "rate"
+    a = data["assignment"]
+    assert [r["number"] for r in a["responses"]] == [1, 2, 3]
+    assert set(a["responses"][0]) == {"number", "kind", "content"}
+    assignment = Assignment.objects.get(rater=annotator)
+    shown = {o.position: o.content for o in assignment.item.outputs.all()}
+    assert [r["content"] for r in a["responses"]] == [shown[p] for p in assignment.permutation]
+    assert a["token"] == str(assignment.token)
+    assert [c["key"] for c in a["rubric"]["criteria"]][:2] == ["semantic_relevance", "fluency"]
+    assert "judge" not in a["rubric"]
+    assert "sys-" not in response.content.decode()
+    # the same item again until it is submitted
+    assert _next(api_for(annotator), study).json()["assignment"]["token"] == a["token"]
+
+
+def test_draft_submit_and_repeat(study, annotator, api_for):
+    api = api_for(annotator)
+    a = _next(api, study).json()["assignment"]
+    base = f"/api/studies/{study.slug}/rate/{a['token']}/"
+    assert api.post(base + "draft/", {"answers": {"responses": {"1": {"fluency": 3}}}, "time_on_task_ms": 50},
+                    format="json").json() == {"saved": True}
+    assert api.get(base).json()["assignment"]["answers"]["responses"]["1"]["fluency"]["value"] == 3
+    bad = api.post(base + "submit/", {"answers": {"responses": {"1": {"fluency": 9}}}}, format="json")
+    assert bad.status_code == 400
+    assert "between 1 and 7" in bad.json()["errors"]["r1__fluency"]
+    assert "r2__semantic_relevance" in bad.json()["errors"]
+    answers = complete_answers(study.rubric, 3)
+    for _ in range(2):
+        ok = api.post(base + "submit/", {"answers": answers, "time_on_task_ms": 7000}, format="json")
+        assert ok.status_code == 200 and ok.json() == {"status": "submitted", "ratings": 15}
+    assert Rating.objects.count() == 15
+    assert Assignment.objects.get(token=a["token"]).time_on_task_ms == 7000
+
+
+def test_states_done_paused_closed(study, annotator, api_for):
+    api = api_for(annotator)
+    for _ in range(2):
+        a = _next(api, study).json()["assignment"]
+        api.post(f"/api/studies/{study.slug}/rate/{a['token']}/submit/",
+                 {"answers": complete_answers(study.rubric, 3)}, format="json")
+    assert _next(api, study).json() == {"state": "done", "assignment": None}
+    StudyMember.objects.filter(user=annotator).update(paused=True)
+    assert _next(api, study).json()["state"] == "paused"
+    StudyMember.objects.filter(user=annotator).update(paused=False)
+    study_set_status(study=study, status="closed")
+    assert _next(api, study).json()["state"] == "closed"
+
+
+def test_submit_to_a_closed_study_is_a_conflict(study, annotator, api_for):
+    api = api_for(annotator)
+    a = _next(api, study).json()["assignment"]
+    study_set_status(study=study, status="closed")
+    r = api.post(f"/api/studies/{study.slug}/rate/{a['token']}/submit/",
+                 {"answers": complete_answers(study.rubric, 3)}, format="json")
+    assert r.status_code == 409 and not Rating.objects.exists()
+
+
+@pytest.mark.parametrize("who", ["anonymous", "outsider", "researcher", "other_annotator", "fellow"])
+def test_who_may_not(who, study, annotator, outsider, researcher, api_for, make_study):
+    a = _next(api_for(annotator), study).json()["assignment"]
+    if who == "anonymous":
+        user = None
+    elif who == "other_annotator":
+        user = make_user("elsewhere")
+        make_study("aqua-003", annotators=[user])
+    elif who == "fellow":
+        user = make_user("fellow")
+        StudyMember.objects.create(study=study, user=user, role="annotator")
+    else:
+        user = {"outsider": outsider, "researcher": researcher}[who]
+    api = api_for(user)
+    base = f"/api/studies/{study.slug}/rate/{a['token']}/"
+    expected = 403 if who == "anonymous" else 404
+    calls = [api.get(base), api.post(base + "draft/", {"answers": {}}, format="json"),
+             api.post(base + "submit/", {"answers": complete_answers(study.rubric, 3)}, format="json")]
+    if who != "fellow":  # a fellow rater may pull their own work, just not touch mine
+        calls.append(_next(api, study))
+    assert [c.status_code for c in calls] == [expected] * len(calls)
+    assert not Rating.objects.exists()
