@@ -6,6 +6,9 @@ assignments are addressed by token, and no system name, output id or other rater
     POST /api/studies/<slug>/rate/<token>/draft/     {"answers": {...}, "time_on_task_ms": 1200} -> {"saved": true}
     POST /api/studies/<slug>/rate/<token>/submit/    {"answers": {...}, "time_on_task_ms": 5400}
          -> 200 {"status": "submitted", "ratings": 15} | 400 {"errors": {field: message}} | 409 {"detail": ...}
+    POST /api/studies/<slug>/rate/<token>/submit/?next=1
+         -> 200 {"status": "submitted", "ratings": 15, "next": <the body of rate/next/>}: submit and fetch the
+            next item in one round trip, as the browser workspace does
 
 `answers` has the shape documented in annotation/services/ratings.py. A repeated submit stores nothing
 twice; a later submit while the study is open replaces the answers (a revision).
@@ -14,7 +17,7 @@ twice; a later submit while the study is open replaces the answers (a revision).
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -52,19 +55,24 @@ def assignment_payload(study: Study, assignment: Assignment) -> dict:
 
 
 
+def next_payload(study: Study, rater) -> dict:
+    """The body of rate/next/: the rater's current or next item, or why there is none."""
+    try:
+        assignment = assignment_next(study=study, rater=rater)
+    except RaterPaused:
+        return {"state": "paused", "assignment": None}
+    if assignment is None:
+        return {"state": "done" if study.is_open else "closed", "assignment": None}
+    return {"state": "rate", "assignment": assignment_payload(study, load_for_screen(study, assignment))}
+
+
 class NextView(APIView):
     permission_classes = [permissions.IsAuthenticated]
 
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT, summary="The rater's current or next item")
     def post(self, request: Request, slug: str) -> Response:
         study = get_study_for_annotator(request.user, slug)
-        try:
-            assignment = assignment_next(study=study, rater=request.user)
-        except RaterPaused:
-            return Response({"state": "paused", "assignment": None})
-        if assignment is None:
-            return Response({"state": "done" if study.is_open else "closed", "assignment": None})
-        return Response({"state": "rate", "assignment": assignment_payload(study, load_for_screen(study, assignment))})
+        return Response(next_payload(study, request.user))
 
 
 class AssignmentView(APIView):
@@ -99,7 +107,9 @@ class DraftView(APIView):
 class SubmitView(APIView):
     permission_classes = [permissions.IsAuthenticated]
 
-    @extend_schema(request=AnswersSerializer, responses=OpenApiTypes.OBJECT, summary="Submit (or revise) ratings")
+    @extend_schema(request=AnswersSerializer, responses=OpenApiTypes.OBJECT, summary="Submit (or revise) ratings",
+                   parameters=[OpenApiParameter("next", OpenApiTypes.BOOL, description=(
+                       "Also return the next item (the body of rate/next/) under `next`: one round trip per item."))])
     def post(self, request: Request, slug: str, token) -> Response:
         study = get_study_for_annotator(request.user, slug)
         assignment = get_own_assignment(request.user, study, token)
@@ -112,4 +122,7 @@ class SubmitView(APIView):
             return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         except SubmitError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response({"status": done.status, "ratings": done.ratings_stored})
+        body = {"status": done.status, "ratings": done.ratings_stored}
+        if request.query_params.get("next", "").lower() in {"1", "true", "yes"}:
+            body["next"] = next_payload(study, request.user)
+        return Response(body)

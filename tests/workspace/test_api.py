@@ -57,6 +57,32 @@ def test_draft_submit_and_repeat(study, annotator, api_for):
     assert Assignment.objects.get(token=a["token"]).time_on_task_ms == 7000
 
 
+def test_submit_with_next_returns_the_next_item_in_the_same_round_trip(study, annotator, api_for):
+    api = api_for(annotator)
+    first = _next(api, study).json()["assignment"]
+    r = api.post(f"/api/studies/{study.slug}/rate/{first['token']}/submit/?next=1",
+                 {"answers": complete_answers(study.rubric, 3)}, format="json")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "submitted" and body["ratings"] == 15
+    second = body["next"]["assignment"]
+    assert body["next"]["state"] == "rate" and second["token"] != first["token"]
+    # it is the rater's active assignment, blinded like rate/next/
+    assert _next(api, study).json()["assignment"]["token"] == second["token"]
+    assert set(second["responses"][0]) == {"number", "kind", "content"} and "sys-" not in r.content.decode()
+    # a failed submit fetches nothing; the last one says the study is done for this rater
+    bad = api.post(f"/api/studies/{study.slug}/rate/{second['token']}/submit/?next=1", {"answers": {}}, format="json")
+    assert bad.status_code == 400 and "next" not in bad.json()
+    last = api.post(f"/api/studies/{study.slug}/rate/{second['token']}/submit/?next=1",
+                    {"answers": complete_answers(study.rubric, 3)}, format="json").json()
+    assert last["next"] == {"state": "done", "assignment": None}
+    assert Rating.objects.count() == 30
+    # without the flag the body is unchanged
+    again = api.post(f"/api/studies/{study.slug}/rate/{second['token']}/submit/",
+                     {"answers": complete_answers(study.rubric, 3)}, format="json").json()
+    assert again == {"status": "submitted", "ratings": 15}
+
+
 def test_states_done_paused_closed(study, annotator, api_for):
     api = api_for(annotator)
     for _ in range(2):

@@ -45,7 +45,7 @@ def _pages_of_one_rater(study, rater, client, api) -> list[tuple[str, str]]:
             keep("api invalid submit",
                  _as_ok(api.post(f"/api/studies/{study.slug}/rate/{token}/submit/", {"answers": {}}, format="json")))
             answers = complete_answers(study.rubric, len(a.permutation))
-            keep("api submit", api.post(f"/api/studies/{study.slug}/rate/{token}/submit/",
+            keep("api submit", api.post(f"/api/studies/{study.slug}/rate/{token}/submit/?next=1",
                                         {"answers": answers}, format="json"))
         else:
             response = client.get(base)
