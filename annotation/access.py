@@ -45,10 +45,10 @@ def get_study_for_annotator(user, slug: str) -> Study:
 def get_own_assignment(user, study: Study, token) -> Assignment:
     """One of the user's own assignments in `study`, with its item and outputs; anyone else's is a 404."""
     try:
-        assignment = (Assignment.objects.select_related("item").prefetch_related("item__outputs")
-                      .get(study=study, rater=user, token=token))
+        assignment = Assignment.objects.select_related("item").get(study=study, rater=user, token=token)
     except Assignment.DoesNotExist:
         raise Http404("No such assignment") from None
+    assignment.item.load_outputs()
     assignment.study = study  # already loaded with its rubric version
     return assignment
 

@@ -322,7 +322,7 @@ def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task
     if len(json.dumps(answers)) > MAX_DRAFT_BYTES:
         raise AnswerError({"answers": "the draft is too large"})
     with transaction.atomic():
-        a = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        a = _locked(assignment)
         if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
             raise SubmitError("This item was given to another rater after a long pause.")
         a.draft = answers
@@ -332,6 +332,20 @@ def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task
             a.expires_at = timezone.now() + lease_duration()
             fields.append("expires_at")
         a.save(update_fields=fields)
+    return a
+
+
+def _locked(assignment: Assignment) -> Assignment:
+    """Lock the assignment row and re-read what a concurrent submit or the expiry sweep may have
+    changed since the caller loaded it (the rest never changes after creation)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT status, slot, submitted_at, time_on_task_ms, expires_at FROM {Assignment._meta.db_table}"
+                       " WHERE id = %s FOR UPDATE", [assignment.pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise Assignment.DoesNotExist(assignment.pk)
+    a = assignment
+    a.status, a.slot, a.submitted_at, a.time_on_task_ms, a.expires_at = row
     return a
 
 
@@ -350,7 +364,7 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
     rubric = study.rubric_version.definition
     outputs = {o.position: o for o in item.outputs.all()}
     with transaction.atomic():
-        a = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        a = _locked(assignment)
         if study.status != Study.Status.OPEN:
             raise SubmitError("This study is closed; ratings can no longer change.")
         was_submitted = a.status == Assignment.Status.SUBMITTED

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Exists, OuterRef, prefetch_related_objects
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -196,7 +196,7 @@ def rater_progress(study: Study, rater) -> dict:
 
 def load_for_screen(study: Study, assignment: Assignment) -> Assignment:
     """Attach what the screen needs to an assignment from the engine (which loads its item)."""
-    prefetch_related_objects([assignment], "item__outputs")
+    assignment.item.load_outputs()
     assignment.study = study
     return assignment
 
