@@ -14,3 +14,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
+
+handler404 = "config.errors.not_found"
+handler500 = "config.errors.server_error"
