@@ -2,12 +2,14 @@
 
 Each rater holds a session cookie and loops: POST /api/studies/<slug>/rate/next/, think, POST .../submit/
 with a complete RRGen answer (3 responses x 5 criteria, sometimes a highlight). One submit in twenty is
-sent twice at once, as a double click would. Two phases:
+sent twice at once, as a double click would. Three phases:
 
 - human pace: think times drawn from DESIGN.md's 5-15 s per item (times BENCH_THINK_SCALE, default 1;
   a smaller scale shortens the think time and raises the load); targets p95 < 100 ms for next-item
   and submit;
-- saturation: no think time; rated items per second (target >= 100/s).
+- saturation, two requests per item (next, then submit): no think time; rated items per second;
+- saturation, one request per item: submit?next=1 returns the next item, as the browser workspace gets
+  it (htmx swaps the next item in on submit); rated items per second (target >= 100/s).
 
 Afterwards the database is audited: every acknowledged submit is present exactly once (15 ratings,
 no duplicates), no submit is stored that was not acknowledged, no item has more live assignments than
@@ -47,6 +49,7 @@ class Phase:
     name: str
     seconds: float
     think: tuple[float, float] | None
+    one_trip: bool = False  # submit?next=1: the submit's answer carries the next item
     next_ms: list[float] = field(default_factory=list)
     submit_ms: list[float] = field(default_factory=list)
     acknowledged: set[str] = field(default_factory=set)  # tokens whose submit returned 200
@@ -68,27 +71,29 @@ async def _rater(i: int, base: str, slug: str, session_key: str, phase: Phase, s
     async with rater_client(base, session_key, timeout=30) as client:
         if phase.think:  # raters arrive over the first think interval, not all in the same millisecond
             await asyncio.sleep(rng.uniform(0, phase.think[1]))
+        data = None  # the rate/next/ body in hand (one-trip phase), else fetched
         while time.perf_counter() < stop_at:
-            t0 = time.perf_counter()
-            try:
-                resp = await client.post(f"/api/studies/{slug}/rate/next/")
-            except httpx.HTTPError as exc:
-                phase.errors.append(f"next: {exc!r}")
-                continue
-            phase.next_ms.append((time.perf_counter() - t0) * 1000)
-            if resp.status_code != 200:
-                phase.errors.append(f"next: HTTP {resp.status_code} {resp.text[:200]}")
-                await asyncio.sleep(0.5)
-                continue
-            data = resp.json()
+            if data is None:
+                t0 = time.perf_counter()
+                try:
+                    resp = await client.post(f"/api/studies/{slug}/rate/next/")
+                except httpx.HTTPError as exc:
+                    phase.errors.append(f"next: {exc!r}")
+                    continue
+                phase.next_ms.append((time.perf_counter() - t0) * 1000)
+                if resp.status_code != 200:
+                    phase.errors.append(f"next: HTTP {resp.status_code} {resp.text[:200]}")
+                    await asyncio.sleep(0.5)
+                    continue
+                data = resp.json()
             if data["assignment"] is None:
                 phase.done_raters += 1
                 return
-            assignment = data["assignment"]
+            assignment, data = data["assignment"], None
             if phase.think:
                 await asyncio.sleep(rng.uniform(*phase.think))
             body = {"answers": answers(rng, assignment["responses"]), "time_on_task_ms": rng.randint(5000, 15000)}
-            url = f"/api/studies/{slug}/rate/{assignment['token']}/submit/"
+            url = f"/api/studies/{slug}/rate/{assignment['token']}/submit/" + ("?next=1" if phase.one_trip else "")
             double = rng.random() < 0.05
             t0 = time.perf_counter()
             try:
@@ -102,6 +107,8 @@ async def _rater(i: int, base: str, slug: str, session_key: str, phase: Phase, s
             phase.submit_ms.append((time.perf_counter() - t0) * 1000)
             if all(r.status_code == 200 for r in results):
                 phase.acknowledged.add(assignment["token"])
+                if phase.one_trip:
+                    data = results[-1].json()["next"]
             else:
                 phase.errors.append(f"submit: HTTP {[r.status_code for r in results]} {results[0].text[:200]}")
 
@@ -125,7 +132,8 @@ def _pct(values: list[float], q: float) -> float:
 def run(full: bool = False) -> dict:
     human_s, saturation_s, n_items = (120.0, 60.0, 20_000) if full else (40.0, 20.0, 4_000)
     think = (THINK_SECONDS[0] * THINK_SCALE, THINK_SECONDS[1] * THINK_SCALE)
-    phases = [Phase("human pace", human_s, think), Phase("saturation", saturation_s, None)]
+    phases = [Phase("human pace", human_s, think), Phase("saturation", saturation_s, None),
+              Phase("saturation, one request per item", saturation_s, None, one_trip=True)]
     with bench_database("annotator") as db_name:
         secret_key = secrets.token_urlsafe(40)
         slug, sessions = _setup(n_items, secret_key)
@@ -142,17 +150,20 @@ def run(full: bool = False) -> dict:
     rows = []
     for phase in phases:
         duration = phase.ended - phase.started
-        for label, values in (("next item", phase.next_ms), ("submit", phase.submit_ms)):
+        timings = ((("submit + next item", phase.submit_ms),) if phase.one_trip else
+                   (("next item", phase.next_ms), ("submit", phase.submit_ms)))
+        for label, values in timings:
             for q in (50, 95, 99):
                 target = f"< {TARGET_P95_MS:.0f} ms" if q == 95 and phase.think else None
                 value = _pct(values, q)
                 rows.append({"metric": f"{phase.name}: {label} p{q}", "value": value, "unit": "ms",
                              "target": target, "ok": (value < TARGET_P95_MS) if target else None})
         rate = len(phase.acknowledged) / duration if duration else 0.0
-        is_saturation = phase.think is None
+        # DESIGN.md's saturation target, judged on the loop as the browser runs it (one request per item).
+        judged = phase.one_trip
         rows.append({"metric": f"{phase.name}: rated items/s", "value": rate, "unit": "items/s",
-                     "target": f">= {TARGET_ITEMS_PER_S:.0f}" if is_saturation else None,
-                     "ok": rate >= TARGET_ITEMS_PER_S if is_saturation else None})
+                     "target": f">= {TARGET_ITEMS_PER_S:.0f}" if judged else None,
+                     "ok": rate >= TARGET_ITEMS_PER_S if judged else None})
         rows.append({"metric": f"{phase.name}: requests failed", "value": float(len(phase.errors)), "unit": "",
                      "target": "0", "ok": not phase.errors})
         # The simulated raters share the machine with the server; this is their share of it.
