@@ -11,6 +11,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from annotation.models import Assignment, Study, StudyMember
+from rubrics.models import RubricVersion
 
 ANNOTATOR = StudyMember.Role.ANNOTATOR
 RESEARCHER = StudyMember.Role.RESEARCHER
@@ -35,11 +36,25 @@ def get_study_for_admin(user, slug: str) -> Study:
     return get_object_or_404(Study.objects.select_related("rubric_version__rubric"), slug=slug)
 
 
+_ANNOTATOR_STUDY_SQL = f"""
+    SELECT s.* FROM {Study._meta.db_table} s
+    JOIN {StudyMember._meta.db_table} m ON m.study_id = s.id AND m.user_id = %s AND m.role = %s
+    WHERE s.slug = %s
+"""
+_VERSION_SQL = f"SELECT * FROM {RubricVersion._meta.db_table} WHERE id = %s"
+
+
 def get_study_for_annotator(user, slug: str) -> Study:
-    """A study the user rates in; 404 (not 403) so that slugs of other studies stay unknown."""
-    # One query: this runs on every request of the rating loop.
-    return get_object_or_404(Study.objects.select_related("rubric_version"), slug=slug,
-                             members__user=user, members__role=ANNOTATOR)
+    """A study the user rates in, with its rubric version; 404 (not 403) so that slugs of other
+    studies stay unknown. Every request of the rating loop starts here: two plain statements cost
+    less CPU than the ORM compiling its join."""
+    if not user.is_authenticated:
+        raise Http404("No such study")
+    study = next(iter(Study.objects.raw(_ANNOTATOR_STUDY_SQL, [user.pk, ANNOTATOR, slug])), None)
+    if study is None:
+        raise Http404("No such study")
+    study.rubric_version = next(iter(RubricVersion.objects.raw(_VERSION_SQL, [study.rubric_version_id])))
+    return study
 
 
 def get_own_assignment(user, study: Study, token) -> Assignment:
