@@ -6,6 +6,8 @@ the studies they are members of, annotators to rate, researchers to read reports
 
 from __future__ import annotations
 
+import uuid
+
 from django.db.models import F, Value
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -60,9 +62,12 @@ def get_study_for_annotator(user, slug: str) -> Study:
 def get_own_assignment(user, study: Study, token) -> Assignment:
     """One of the user's own assignments in `study`, with its item and outputs; anyone else's is a 404."""
     try:
-        assignment = Assignment.objects.select_related("item").get(study=study, rater=user, token=token)
-    except Assignment.DoesNotExist:
+        token = uuid.UUID(str(token))
+    except ValueError:
         raise Http404("No such assignment") from None
+    assignment = Assignment.objects.with_item(study=study.pk, rater=user.pk, token=token)
+    if assignment is None:
+        raise Http404("No such assignment")
     assignment.item.load_outputs()
     assignment.study = study  # already loaded with its rubric version
     return assignment

@@ -188,7 +188,7 @@ def _own_active(study: Study, rater) -> Assignment | None:
             [timezone.now() + lease_duration(), study.pk, rater.pk],
         )
         ids = [row[0] for row in cursor.fetchall()]
-    return Assignment.objects.select_related("item").get(pk=min(ids)) if ids else None
+    return Assignment.objects.with_item(id=min(ids)) if ids else None
 
 
 def _assign_attention_item(study: Study, rater) -> Assignment | None:
@@ -202,7 +202,7 @@ def _assign_attention_item(study: Study, rater) -> Assignment | None:
     fields = {"study": study, "status": ACTIVE, "slot": None, "permutation": [positions[i] for i in order],
               "is_attention_check": True, "expires_at": timezone.now() + lease_duration()}
     assignment, _ = Assignment.objects.get_or_create(item_id=item_id, rater=rater, defaults=fields)
-    return Assignment.objects.select_related("item").get(pk=assignment.pk)
+    return Assignment.objects.with_item(id=assignment.pk)
 
 
 _INSERT_SQL = f"""
@@ -247,7 +247,7 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int]) -> 
         cursor.execute(_INSERT_SQL, {"rpi": rpi, "item": item_id, "study": study.pk, "rater": rater.pk,
                                      "perms": perms, "now": now, "expires": now + lease_duration()})
         row = cursor.fetchone()
-    return Assignment.objects.select_related("item").get(pk=row[0]) if row else None
+    return Assignment.objects.with_item(id=row[0]) if row else None
 
 
 def assignments_expire(*, study: Study, now: datetime | None = None) -> int:
