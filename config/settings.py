@@ -61,6 +61,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a lockout raised during authentication into its response.
     "axes.middleware.AxesMiddleware",
+    # Innermost, so it sees a view's database error before anything renders a 500.
+    "config.errors.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
