@@ -8,14 +8,16 @@ and a database trigger refuses updates of a ready release.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import threading
-from datetime import timedelta
+import time
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -31,8 +33,12 @@ SEMVER = re.compile(
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
-STALE_BUILD = timedelta(hours=2)  # a build this old was lost with its worker: it may be claimed again
+log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 0.5
+# PostgreSQL advisory-lock keys of release builds: this base plus the release id ("RELS" << 32).
+BUILD_LOCK_BASE = 0x52454C53 << 32
+# write_file's temporary beside a release file: ".<name>." and mkstemp's 8 random characters
+TEMP_NAME = r"\.{name}\.[a-z0-9_]{{8}}"
 
 
 class ReleaseError(ValueError):
@@ -94,14 +100,50 @@ def releases_create(*, study: Study, version: str, formats: Iterable[str], chang
     return made
 
 
+def _lock_build(release_id: int) -> bool:
+    """Take the release's build lock on this connection's session, if no live build holds it.
+
+    PostgreSQL drops a session's advisory locks the moment its connection goes, so a build
+    whose worker was killed holds nothing: its release, left `building`, can be claimed
+    again by the redelivered task at once (it used to wait two hours for a staleness
+    timeout, and as that task was then acknowledged, nothing ever built it)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [BUILD_LOCK_BASE + release_id])
+        return bool(cursor.fetchone()[0])
+
+
+def _unlock_build(release_id: int) -> None:
+    with contextlib.suppress(DatabaseError):  # a lost connection has released it already
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [BUILD_LOCK_BASE + release_id])
+
+
 def _claim(release_id: int) -> DatasetRelease | None:
-    """Mark the release as building, unless it is ready or another worker builds it now."""
-    now = timezone.now()
-    claimable = Q(status__in=[DatasetRelease.Status.PENDING, DatasetRelease.Status.FAILED]) | Q(
-        status=DatasetRelease.Status.BUILDING, started_at__lt=now - STALE_BUILD)
+    """Mark the release as building, unless it is ready or a live build holds its lock.
+    The caller holds the lock (taken here) until the build is recorded."""
+    if not _lock_build(release_id):
+        return None  # another worker builds it now
+    # with the lock ours, a release still marked building lost its builder: claim it again
+    claimable = Q(status__in=[DatasetRelease.Status.PENDING, DatasetRelease.Status.FAILED,
+                              DatasetRelease.Status.BUILDING])
     claimed = DatasetRelease.objects.filter(claimable, pk=release_id).update(
-        status=DatasetRelease.Status.BUILDING, started_at=now, progress=0.0, error="")
-    return DatasetRelease.objects.select_related("study__rubric_version").get(pk=release_id) if claimed else None
+        status=DatasetRelease.Status.BUILDING, started_at=timezone.now(), progress=0.0, error="")
+    if not claimed:
+        _unlock_build(release_id)
+        return None
+    return DatasetRelease.objects.select_related("study__rubric_version").get(pk=release_id)
+
+
+def _remove_leftovers(path: Path) -> None:
+    """Files a killed build left for this release (we hold its lock: no live build writes them):
+    its temporary, and the final name when it died between linking it and recording it."""
+    if not path.parent.exists():
+        return
+    temp = re.compile(TEMP_NAME.format(name=re.escape(path.name)))
+    for p in path.parent.iterdir():
+        if temp.fullmatch(p.name):
+            p.unlink(missing_ok=True)
+    path.unlink(missing_ok=True)  # never published: the release is not ready
 
 
 class _ProgressReporter:
@@ -143,28 +185,61 @@ def release_build(*, release_id: int) -> DatasetRelease:
     release = _claim(release_id)
     if release is None:
         return DatasetRelease.objects.get(pk=release_id)
-    fmt = FORMATS[release.format]
-    if fmt.unit == "rows":
-        total = max(count_rating_rows(release.study), 1)
-    else:
-        total = max(-(-release.study.items.count() // ITEMS_PER_CHUNK), 1)
-    reporter = _ProgressReporter(release.pk, total)
-    path = release_path(release)
-    if path.exists():
-        path.unlink()  # left by a build that died before it was recorded: never published
     try:
-        with reporter:
-            written = export_to_file(release.study, release.format, path, overwrite=False, progress=reporter.add,
-                                     delta=release.delta or DEFAULT_DELTA, dataset_version=release.version)
-    except Exception as exc:
-        DatasetRelease.objects.filter(pk=release.pk).update(
-            status=DatasetRelease.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now())
-        raise
-    DatasetRelease.objects.filter(pk=release.pk, status=DatasetRelease.Status.BUILDING).update(
-        status=DatasetRelease.Status.READY, progress=1.0, sha256=written.sha256, size=written.size,
-        finished_at=timezone.now())
+        fmt = FORMATS[release.format]
+        if fmt.unit == "rows":
+            total = max(count_rating_rows(release.study), 1)
+        else:
+            total = max(-(-release.study.items.count() // ITEMS_PER_CHUNK), 1)
+        reporter = _ProgressReporter(release.pk, total)
+        path = release_path(release)
+        _remove_leftovers(path)
+        try:
+            with reporter:
+                written = export_to_file(release.study, release.format, path, overwrite=False,
+                                         progress=reporter.add, delta=release.delta or DEFAULT_DELTA,
+                                         dataset_version=release.version)
+        except Exception as exc:
+            DatasetRelease.objects.filter(pk=release.pk).update(
+                status=DatasetRelease.Status.FAILED, error=f"{type(exc).__name__}: {exc}",
+                finished_at=timezone.now())
+            raise
+        DatasetRelease.objects.filter(pk=release.pk, status=DatasetRelease.Status.BUILDING).update(
+            status=DatasetRelease.Status.READY, progress=1.0, sha256=written.sha256, size=written.size,
+            finished_at=timezone.now())
+    finally:
+        _unlock_build(release.pk)
     release.refresh_from_db()
     return release
+
+
+def releases_requeue_lost(*, held: Callable[[], set[int]], settle_s: float = 5.0) -> list[int]:
+    """Send again the build of each release still pending or building that no release_build
+    message in the broker covers any more (`held()`: the release ids of those messages) and
+    that no live build holds: its message was lost (a Redis restart while it was handed out).
+    Two looks `settle_s` apart, so a message in transit is not taken for lost; a build sent
+    twice anyway builds once (the lock, then the claim). Returns the release ids sent."""
+    from annotation.tasks import release_build as release_build_task  # tasks import this module
+
+    def uncovered() -> set[int]:
+        waiting = set(DatasetRelease.objects.filter(status__in=[DatasetRelease.Status.PENDING,
+                                                                DatasetRelease.Status.BUILDING])
+                      .values_list("pk", flat=True))
+        return waiting - held() if waiting else set()
+
+    first = uncovered()
+    if not first:
+        return []
+    time.sleep(settle_s)
+    sent = []
+    for release_id in sorted(uncovered() & first):
+        if not _lock_build(release_id):
+            continue  # a live build holds it
+        _unlock_build(release_id)
+        log.warning("release %s: its build message was lost by the broker; sent again", release_id)
+        release_build_task.delay(release_id)
+        sent.append(release_id)
+    return sent
 
 
 def study_releases(study: Study) -> list[DatasetRelease]:

@@ -201,6 +201,15 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {"judges.tasks.*": {"queue": "judges"}}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing (a run's chunks, a release build, a task's own retry) waits out a Redis restart
+# of a few seconds (0.5 + 1 + 1.5 + 2 + 2 + 2 = 9 s) instead of Celery's default ~1 s, after
+# which the web request failed and left a run queued with no chunk anywhere (tests/faults).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 6, "interval_start": 0.5, "interval_step": 0.5,
+                                    "interval_max": 2.0}
+# On a broker connection loss, chunks already running finish and write their scores (writes are
+# idempotent); cancelling them (Celery 6's announced default) would leave them for the visibility
+# timeout, as their unacked messages cannot be restored while Redis is down.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # A task unacknowledged this long is redelivered (a killed worker's chunk comes back after it);
 # keep it above the longest judge chunk. Redelivery is harmless: every score is written once.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=900)}

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from django.db import transaction
 from django.db.models import Count, Q, Sum
@@ -86,8 +87,21 @@ def _enqueue(run: JudgeRun, chunks: list[list[int]]) -> None:
     queue = run.config.get("queue") or "judges"
 
     def send() -> None:
-        for ids in chunks:
-            judge_chunk.apply_async(args=[run.pk, ids], queue=queue)
+        try:
+            for ids in chunks:
+                judge_chunk.apply_async(args=[run.pk, ids], queue=queue)
+        except Exception as exc:
+            # The broker stayed unreachable longer than the publish retries wait (e.g. Redis
+            # restarting for longer than CELERY_TASK_PUBLISH_RETRY_POLICY allows). The run row
+            # is already committed: left active, it would wait forever for chunks that were never
+            # queued and block the next start. Fail it, saying why; judge_run_resume re-enqueues
+            # exactly the missing items once the broker is back (a chunk that did get out finds
+            # the run failed and does nothing).
+            log.exception("could not queue the chunks of judge run %s", run.pk)
+            error = f"its chunks could not be queued (is Redis up?): {type(exc).__name__}: {exc}"[:2000]
+            JudgeRun.objects.filter(pk=run.pk, status__in=JudgeRun.ACTIVE).update(
+                status=JudgeRun.Status.FAILED, error=error, finished_at=timezone.now())
+            run.refresh_from_db()
 
     transaction.on_commit(send)  # workers must see the run row and must not run for a rolled-back start
 
@@ -133,11 +147,26 @@ def missing_item_ids(run: JudgeRun) -> list[tuple[int, int]]:
 
 
 def judge_run_resume(*, run: JudgeRun) -> JudgeRun:
-    """Re-enqueue only the items with unscored slots of a cancelled or failed run."""
+    """Re-enqueue only the items with unscored slots of a cancelled or failed run, or of a done
+    run some of whose slots ended in error.
+
+    An error row is no verdict, only the record that the backend failed (down, or still failing
+    after every retry); so resuming drops those rows and judges their slots again. Scored,
+    unparsed and refusal rows are verdicts and are kept: nothing is judged twice.
+    """
     with transaction.atomic():
         run = JudgeRun.objects.select_for_update().get(pk=run.pk)
-        if run.status not in (JudgeRun.Status.CANCELLED, JudgeRun.Status.FAILED):
-            raise JudgeRunError(f"only a cancelled or failed run can be resumed (this one is {run.status})")
+        errors = JudgeScore.objects.filter(run=run, status="error")
+        if run.status == JudgeRun.Status.DONE:
+            # A backend that was down longer than the retries last leaves a done run full of
+            # errors; without this its only cure was a whole new run.
+            if not errors.exists():
+                raise JudgeRunError("this run is done and none of its slots failed: nothing to resume")
+        elif run.status not in (JudgeRun.Status.CANCELLED, JudgeRun.Status.FAILED):
+            raise JudgeRunError(f"only a cancelled, failed or done-with-errors run can be resumed "
+                                f"(this one is {run.status})")
+        if errors.delete()[0]:
+            judge_run_refresh_totals(run=run)
         missing = missing_item_ids(run)
         run.status = JudgeRun.Status.RUNNING if run.started_at else JudgeRun.Status.QUEUED
         run.error = ""
@@ -149,6 +178,49 @@ def judge_run_resume(*, run: JudgeRun) -> JudgeRun:
         judge_run_finish_if_complete(run_id=run.pk)
         run.refresh_from_db()
     return run
+
+
+def judge_runs_requeue_lost(*, held: Callable[[Iterable[str]], Mapping[int, set[int]]],
+                            settle_s: float = 5.0) -> dict[int, int]:
+    """Re-enqueue the items of active runs that have unscored slots and no chunk message left
+    anywhere in the broker; returns {run id: items re-enqueued}.
+
+    Celery's Redis transport pops a message (BRPOP) and only then records it as unacknowledged:
+    a Redis restart between the two loses it, and its run would wait forever for the chunk. The
+    worker calls this after each (re)connection to the broker. `held(queues)` maps run id to the
+    item ids of the judge_chunk messages the broker holds (queued, or delivered and unacked).
+    Items are re-enqueued only when two looks `settle_s` apart both find them uncovered, so a
+    message between two hands (popped, published on commit, restored) is not taken for lost; a
+    chunk sent twice anyway scores nothing twice.
+    """
+    def uncovered() -> dict[int, set[tuple[int, int]]]:
+        runs = list(JudgeRun.objects.filter(status__in=JudgeRun.ACTIVE).select_related("study"))
+        covered = held({run.config.get("queue") or "judges" for run in runs}) if runs else {}
+        found = {}
+        for run in runs:
+            items = {(item_id, n) for item_id, n in missing_item_ids(run) if item_id not in covered.get(run.pk, ())}
+            if items:
+                found[run.pk] = items
+        return found
+
+    first = uncovered()
+    if not first:
+        return {}
+    time.sleep(settle_s)
+    requeued = {}
+    for run_id, items in uncovered().items():
+        lost = sorted(items & first.get(run_id, set()))
+        if not lost:
+            continue
+        with transaction.atomic():
+            run = JudgeRun.objects.select_for_update().get(pk=run_id)
+            if run.status not in JudgeRun.ACTIVE:
+                continue
+            log.warning("judge run %s: the chunks of %d items were lost by the broker; enqueued again",
+                        run_id, len(lost))
+            _enqueue(run, make_chunks(lost, config_chunk_size(run.config)))
+        requeued[run_id] = len(lost)
+    return requeued
 
 
 # ------------------------------------------------------------------------------------- one chunk
