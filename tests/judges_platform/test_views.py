@@ -171,3 +171,23 @@ def test_a_bad_gold_csv_names_the_row_and_column(setup, client_for, admin_user):
     resp = client_for(admin_user).post(f"/judges/studies/{study.slug}/gold/", {"gold": upload})
     assert resp.status_code == 400
     assert "row 3" in resp.content.decode() and "duplicate id" in resp.content.decode()
+
+
+def test_a_done_run_with_failed_slots_offers_to_retry_them(setup, client_for, admin_user,
+                                                           django_capture_on_commit_callbacks):
+    from judges.models import JudgeScore
+    from judges.services.runs import judge_run_refresh_totals
+
+    study, judge, run = setup
+    assert run.status == "done"
+    c = client_for(admin_user)
+    assert "failed</button>" not in c.get(f"/judges/runs/{run.pk}/progress/", HTTP_HX_REQUEST="true").content.decode()
+    failed = JudgeScore.objects.filter(run=run).first()
+    JudgeScore.objects.filter(pk=failed.pk).update(status="error", value=None, score=None)
+    judge_run_refresh_totals(run=run)
+    fragment = c.get(f"/judges/runs/{run.pk}/progress/", HTTP_HX_REQUEST="true").content.decode()
+    assert "Retry 1 failed" in fragment and f"/judges/runs/{run.pk}/resume/" in fragment
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        resumed = c.post(f"/judges/runs/{run.pk}/resume/", HTTP_HX_REQUEST="true")
+    assert resumed.status_code == 200 and len(callbacks) == 1
+    assert not JudgeScore.objects.filter(run=run, status="error").exists()
