@@ -228,7 +228,7 @@ def _raters(df: pd.DataFrame, gold_rows: pd.DataFrame, numeric: list[str]) -> di
             rows["position"] = sub["shown_position"].to_numpy()
         quality = rater_quality(rows)
     gold = _gold_accuracy(gold_rows)
-    for rater in sorted(set(df["rater"]) | set(gold)):
+    for rater in sorted(set(df["rater"].unique()) | set(gold)):  # unique() first: 1M rows iterated cost ~1 s
         info = dict(quality.get(rater, {}))
         if not info:
             info = {"bias": None, "pearson_vs_others": None, "mae_vs_others": None, "flags": [],
