@@ -177,6 +177,9 @@ def test_a_release_build_message_lost_by_the_broker_is_sent_again(private_redis,
 
 # ------------------------------------------------------------------------------------- b. streamed download
 
+SERVER_APP_NAME = "concord-fault-test-gunicorn"
+
+
 @contextlib.contextmanager
 def running_gunicorn(media: Path) -> Iterator[tuple[str, subprocess.Popen]]:
     """gunicorn as docker-compose.yml runs it (gthread), one worker, on the test database."""
@@ -185,7 +188,8 @@ def running_gunicorn(media: Path) -> Iterator[tuple[str, subprocess.Popen]]:
     port = free_port()
     env = {**os.environ, "DATABASE_URL": current_database_url(), "DEBUG": "0", "CONCORD_TESTING": "0",
            "SECRET_KEY": settings.SECRET_KEY, "ALLOWED_HOSTS": "127.0.0.1", "MEDIA_ROOT": str(media),
-           "CONN_MAX_AGE": "600"}  # persistent connections: one left in a transaction would stay so
+           "CONN_MAX_AGE": "600",  # persistent connections: one left in a transaction would stay so
+           "PGAPPNAME": SERVER_APP_NAME}  # libpq tags the server's sessions, over TCP or a Unix socket alike
     cmd = [str(Path(sys.executable).with_name("gunicorn")), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
            "--workers", "1", "--worker-class", "gthread", "--threads", "4", "--log-level", "warning"]
     log = media.parent / "gunicorn.log"
@@ -215,15 +219,10 @@ def gunicorn_workers(master: subprocess.Popen) -> set[int]:
 
 
 def server_db_sessions(master: subprocess.Popen) -> list[tuple[int, str, str]]:
-    """(pid, state, query) of the PostgreSQL sessions the gunicorn workers hold, found by their client ports."""
-    pg_port = int(connection.settings_dict.get("PORT") or 5432)
-    ports = {conn.laddr.port for pid in gunicorn_workers(master)
-             for conn in psutil.Process(pid).net_connections(kind="tcp") if conn.raddr and conn.raddr.port == pg_port}
-    if not ports:
-        return []
+    """(pid, state, query) of the PostgreSQL sessions the gunicorn server holds (its application_name)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid, state, query FROM pg_stat_activity WHERE datname = current_database()"
-                       " AND client_port = ANY(%s)", [list(ports)])
+                       " AND application_name = %s", [SERVER_APP_NAME])
         return cursor.fetchall()
 
 
