@@ -114,14 +114,9 @@ class Item(models.Model):
         return self.external_id
 
     def load_outputs(self) -> "Item":
-        """Read the outputs once, into the cache `item.outputs.all()` reads, as prefetch_related does.
-        The rating loop calls this on every request; the generic prefetch machinery cost it more CPU
-        than the query itself."""
-        outputs = list(Output.objects.raw(f"SELECT * FROM {Output._meta.db_table} WHERE item_id = %s ORDER BY position",
-                                          [self.pk]))
-        cached = self.outputs.all()
-        cached._result_cache, cached._prefetch_done = outputs, True
-        self._prefetched_objects_cache = {**getattr(self, "_prefetched_objects_cache", {}), "outputs": cached}
+        """Read the outputs once, into the cache `item.outputs.all()` reads (the screen and the submit
+        both use them)."""
+        models.prefetch_related_objects([self], "outputs")
         return self
 
 

@@ -24,6 +24,7 @@ from django.utils import timezone
 from annotation.exports import FORMATS, export_filename, export_to_file
 from annotation.exports.datasets import ITEMS_PER_CHUNK
 from annotation.exports.formatters import DEFAULT_DELTA
+from annotation.exports.writers import temporaries
 from annotation.models import DatasetRelease, Study
 from annotation.selectors_ratings import count_rating_rows
 
@@ -37,8 +38,6 @@ log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 0.5
 # PostgreSQL advisory-lock keys of release builds: this base plus the release id ("RELS" << 32).
 BUILD_LOCK_BASE = 0x52454C53 << 32
-# write_file's temporary beside a release file: ".<name>." and mkstemp's 8 random characters
-TEMP_NAME = r"\.{name}\.[a-z0-9_]{{8}}"
 
 
 class ReleaseError(ValueError):
@@ -137,12 +136,8 @@ def _claim(release_id: int) -> DatasetRelease | None:
 def _remove_leftovers(path: Path) -> None:
     """Files a killed build left for this release (we hold its lock: no live build writes them):
     its temporary, and the final name when it died between linking it and recording it."""
-    if not path.parent.exists():
-        return
-    temp = re.compile(TEMP_NAME.format(name=re.escape(path.name)))
-    for p in path.parent.iterdir():
-        if temp.fullmatch(p.name):
-            p.unlink(missing_ok=True)
+    for temp in temporaries(path):
+        temp.unlink(missing_ok=True)
     path.unlink(missing_ok=True)  # never published: the release is not ready
 
 

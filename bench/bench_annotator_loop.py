@@ -22,6 +22,7 @@ raters_per_item, and nobody rated an item twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import random
@@ -57,6 +58,8 @@ class Phase:
     started: float = 0.0
     ended: float = 0.0
     client_cpu_s: float = 0.0
+    server_cpu_s: float = 0.0  # gunicorn, all processes
+    db_cpu_s: float | None = None  # the PostgreSQL backends serving gunicorn; None when not on this machine
     done_raters: int = 0
 
 
@@ -122,6 +125,49 @@ async def _run_phase(base: str, slug: str, sessions: list[str], phase: Phase) ->
     phase.client_cpu_s = time.process_time() - cpu
 
 
+SERVER_APP_NAME = "concord-bench-gunicorn"  # PGAPPNAME: tags the server's PostgreSQL sessions
+
+
+def _server_cpu_s(server) -> float:
+    """CPU seconds used so far by gunicorn's master and workers."""
+    import psutil
+
+    total = 0.0
+    for proc in [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def _db_cpu_by_backend() -> dict[int, float] | None:
+    """CPU seconds so far of each PostgreSQL backend serving gunicorn; None when the server's processes
+    cannot be read (PostgreSQL on another machine)."""
+    import psutil
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [SERVER_APP_NAME])
+        pids = [row[0] for row in cursor.fetchall()]
+    out = {}
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            return None
+        out[pid] = times.user + times.system
+    return out
+
+
+def _measured_phase(base: str, slug: str, sessions: list[str], phase: Phase, server) -> None:
+    server_before, db_before = _server_cpu_s(server), _db_cpu_by_backend()
+    asyncio.run(_run_phase(base, slug, sessions, phase))
+    phase.server_cpu_s = _server_cpu_s(server) - server_before
+    db_after = _db_cpu_by_backend()
+    if db_before is not None and db_after is not None:  # connections are persistent (CONN_MAX_AGE)
+        phase.db_cpu_s = sum(cpu - db_before.get(pid, 0.0) for pid, cpu in db_after.items())
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -138,12 +184,12 @@ def run(full: bool = False) -> dict:
         secret_key = secrets.token_urlsafe(40)
         slug, sessions = _setup(n_items, secret_key)
         port = free_port()
-        server = start_server(port, secret_key, db_name=db_name)
+        server = start_server(port, secret_key, db_name=db_name, extra_env={"PGAPPNAME": SERVER_APP_NAME})
         try:
             base = f"http://127.0.0.1:{port}"
             asyncio.run(warm_up(base, slug, sessions[0]))
             for phase in phases:
-                asyncio.run(_run_phase(base, slug, sessions, phase))
+                _measured_phase(base, slug, sessions, phase, server)
         finally:
             stop_server(server)
         audit = db_audit(slug, set().union(*(p.acknowledged for p in phases)))
@@ -169,6 +215,13 @@ def run(full: bool = False) -> dict:
         # The simulated raters share the machine with the server; this is their share of it.
         rows.append({"metric": f"{phase.name}: load generator CPU", "value": phase.client_cpu_s / duration,
                      "unit": "cores", "target": None, "ok": None})
+        if not phase.think:  # where a rated item's CPU goes, at saturation
+            n = max(len(phase.acknowledged), 1)
+            for label, cpu_s in (("gunicorn", phase.server_cpu_s), ("PostgreSQL", phase.db_cpu_s),
+                                 ("load generator", phase.client_cpu_s)):
+                if cpu_s is not None:
+                    rows.append({"metric": f"{phase.name}: {label} CPU per rated item", "value": 1000 * cpu_s / n,
+                                 "unit": "ms", "target": None, "ok": None})
     for key, label in (("lost_or_incomplete", "acknowledged submits lost or incomplete"),
                        ("duplicate_ratings", "duplicated ratings"),
                        ("stored_not_acknowledged", "submits stored but not acknowledged"),

@@ -40,11 +40,10 @@ def parse(xml_text: str) -> list[dict]:
     for case in ET.fromstring(xml_text).iter("testcase"):
         problem = next((c for c in case if c.tag in ("failure", "error")), None)
         skipped = case.find("skipped") is not None
-        ok = None if skipped else problem is None
-        outcome = {True: "pass", False: "FAIL", None: "skipped"}[ok]
+        outcome = "skipped" if skipped else "FAIL" if problem is not None else "pass"
         figures = _figures(case)
         rows.append({"metric": f"fault: {_label(case)}", "value": outcome, "unit": "",
-                     "target": "pass", "ok": ok if not skipped else False,
+                     "target": "pass", "ok": outcome == "pass",
                      "seconds": float(case.get("time", 0) or 0), "figures": figures,
                      "message": (problem.get("message", "")[:500] if problem is not None else "")})
     return rows

@@ -104,8 +104,8 @@ def setup_study(n_items: int, secret_key: str, *, raters: int, raters_per_item: 
 
 
 def start_server(port: int, secret_key: str, *, db_name: str | None = None, database_url: str | None = None,
-                 extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-    """gunicorn (GUNICORN_ARGS) serving Concord on 127.0.0.1:port, in its own process group; returns once
+                 extra_env: dict[str, str] | None = None, gunicorn_args: list[str] | None = None) -> subprocess.Popen:
+    """gunicorn (gunicorn_args, default GUNICORN_ARGS) serving Concord on 127.0.0.1:port, in its own process group; returns once
     it answers. The database is `database_url`, or `db_name` on the server of $DATABASE_URL.
     Its stderr goes to a file (server_log_tail reads it): a pipe nobody reads would block it when full."""
     if database_url is None:
@@ -118,7 +118,8 @@ def start_server(port: int, secret_key: str, *, db_name: str | None = None, data
         "SESSION_COOKIE_SECURE": "0", "CSRF_COOKIE_SECURE": "0", "LOG_LEVEL": "ERROR", "CONN_MAX_AGE": "600",
         **(extra_env or {}),
     }
-    cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}", *GUNICORN_ARGS]
+    cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
+           *(GUNICORN_ARGS if gunicorn_args is None else gunicorn_args)]
     log = tempfile.NamedTemporaryFile(prefix="concord-gunicorn-", suffix=".log", delete=False)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     proc.log_path = Path(log.name)  # type: ignore[attr-defined]

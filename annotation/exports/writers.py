@@ -29,12 +29,24 @@ def write_stream(chunks: Iterable[bytes], out: BinaryIO) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def temporaries(path: str | Path) -> list[Path]:
+    """write_file's temporaries beside `path`: left behind only by a writer that was killed."""
+    path = Path(path)
+    if not path.parent.exists():
+        return []
+    return [p for p in path.parent.iterdir() if p.name.startswith(_temp_prefix(path))]
+
+
 def write_file(chunks: Iterable[bytes], path: str | Path, *, overwrite: bool = True) -> Written:
     """Write to a temporary file beside `path`, then move it into place: a reader never sees
     half a file. With overwrite=False an existing file is an error (FileExistsError)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
             sha, size = write_stream(chunks, out)

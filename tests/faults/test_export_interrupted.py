@@ -16,28 +16,27 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
-import signal
 import socket
 import struct
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Iterator
 
 import httpx
-import psutil
 import pytest
 from django.conf import settings
 from django.db import connection
 
 from annotation.exports import export_chunks
+from annotation.exports.writers import temporaries
 from annotation.models import Assignment, DatasetRelease, Item, Output, Rating
 from annotation.releases import release_path, releases_create
-from tests.conftest import make_user
+from bench.loadclient import free_port, start_server, stop_server, worker_pids
+from tests.conftest import current_database_url, make_user
+from tests.workers import kill_worker, start_worker, stop_worker
 
-from .conftest import REPO, app_broker, free_port, kill_worker, one_output_items, start_worker, stop_worker, wait_for
+from .conftest import app_broker, one_output_items, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -76,11 +75,19 @@ def sha256_of(chunks) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def temp_files(final: Path) -> list[Path]:
-    """write_file's temporaries for `final` (mkstemp: ".<name>.<8 random characters>")."""
-    if not final.parent.exists():
-        return []
-    return [p for p in final.parent.iterdir() if p.name.startswith(f".{final.name}.")]
+def wait_release_ends(release, log: Path, what: str) -> float:
+    """Wait for the release to be ready or failed; returns the seconds waited."""
+    started = time.monotonic()
+
+    def ended():
+        release.refresh_from_db()
+        return release.status in (DatasetRelease.Status.READY, DatasetRelease.Status.FAILED)
+
+    try:
+        wait_for(ended, 60, interval=0.2, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: status {release.status}\n{log.read_text()[-5000:]}") from None
+    return time.monotonic() - started
 
 
 def test_release_build_sigkilled_mid_write_is_rebuilt_whole_by_the_next_worker(private_redis, make_study,
@@ -96,28 +103,18 @@ def test_release_build_sigkilled_mid_write_is_rebuilt_whole_by_the_next_worker(p
                                  name="release-first", concurrency=1)
             (release,) = releases_create(study=study, version="1.0.0", formats=["jsonl"])
             final = release_path(release)
-            wait_for(lambda: any(p.stat().st_size > 0 for p in temp_files(final)), 90, interval=0.01,
+            wait_for(lambda: any(p.stat().st_size > 0 for p in temporaries(final)), 90, interval=0.01,
                      what="the first worker to start writing the release file")
             kill_worker(first)
-            partial = {p.name: p.stat().st_size for p in temp_files(final)}
+            partial = {p.name: p.stat().st_size for p in temporaries(final)}
             release.refresh_from_db()
             assert release.status == DatasetRelease.Status.BUILDING and not final.exists(), \
                 "the build ended before the kill; make the study bigger"
             # the broker hands the unacknowledged task out again once it is older than the visibility timeout
             time.sleep(VISIBILITY_S + 1)
-            killed_at = time.monotonic()
             second = start_worker(log, queues="default", redis_url=private_redis.url, visibility_s=VISIBILITY_S,
                                   name="release-second", concurrency=1)
-
-            def ended():
-                release.refresh_from_db()
-                return release.status in (DatasetRelease.Status.READY, DatasetRelease.Status.FAILED)
-
-            try:
-                wait_for(ended, 60, interval=0.2, what="the release to be rebuilt")
-            except AssertionError as exc:
-                raise AssertionError(f"{exc}: status {release.status}\n{log.read_text()[-5000:]}") from None
-            rebuilt_s = time.monotonic() - killed_at
+            rebuilt_s = wait_release_ends(release, log, "the release to be rebuilt")
         finally:
             stop_worker(first)
             stop_worker(second)
@@ -152,17 +149,7 @@ def test_a_release_build_message_lost_by_the_broker_is_sent_again(private_redis,
         try:
             worker = start_worker(log, queues="default", redis_url=private_redis.url, visibility_s=VISIBILITY_S,
                                   name="release-lost", concurrency=1)
-            started = time.monotonic()
-
-            def ended():
-                release.refresh_from_db()
-                return release.status in (DatasetRelease.Status.READY, DatasetRelease.Status.FAILED)
-
-            try:
-                wait_for(ended, 60, interval=0.2, what="the lost build to be sent again")
-            except AssertionError as exc:
-                raise AssertionError(f"{exc}: status {release.status}\n{log.read_text()[-4000:]}") from None
-            recovered_s = time.monotonic() - started
+            recovered_s = wait_release_ends(release, log, "the lost build to be sent again")
         finally:
             stop_worker(worker)
     final = release_path(release)
@@ -183,39 +170,16 @@ SERVER_APP_NAME = "concord-fault-test-gunicorn"
 @contextlib.contextmanager
 def running_gunicorn(media: Path) -> Iterator[tuple[str, subprocess.Popen]]:
     """gunicorn as docker-compose.yml runs it (gthread), one worker, on the test database."""
-    from tests.conftest import current_database_url
-
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": current_database_url(), "DEBUG": "0", "CONCORD_TESTING": "0",
-           "SECRET_KEY": settings.SECRET_KEY, "ALLOWED_HOSTS": "127.0.0.1", "MEDIA_ROOT": str(media),
-           "CONN_MAX_AGE": "600",  # persistent connections: one left in a transaction would stay so
+    env = {"MEDIA_ROOT": str(media),
            "PGAPPNAME": SERVER_APP_NAME}  # libpq tags the server's sessions, over TCP or a Unix socket alike
-    cmd = [str(Path(sys.executable).with_name("gunicorn")), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-           "--workers", "1", "--worker-class", "gthread", "--threads", "4", "--log-level", "warning"]
-    log = media.parent / "gunicorn.log"
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=log.open("ab"),
-                            start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
+    proc = start_server(port, settings.SECRET_KEY, database_url=current_database_url(), extra_env=env,
+                        gunicorn_args=["--workers", "1", "--worker-class", "gthread", "--threads", "4",
+                                       "--log-level", "warning"])
     try:
-        def answers():
-            assert proc.poll() is None, log.read_text()[-3000:]
-            with contextlib.suppress(httpx.HTTPError):
-                return httpx.get(base + "/login/", timeout=2).status_code == 200
-
-        wait_for(answers, 60, interval=0.2, what="gunicorn to answer")
-        yield base, proc
+        yield f"http://127.0.0.1:{port}", proc
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
-
-
-def gunicorn_workers(master: subprocess.Popen) -> set[int]:
-    return {c.pid for c in psutil.Process(master.pid).children()}
+        stop_server(proc)
 
 
 def server_db_sessions(master: subprocess.Popen) -> list[tuple[int, str, str]]:
@@ -263,7 +227,7 @@ def test_client_gone_mid_stream_leaves_the_server_healthy_and_nothing_open(make_
     media_root.mkdir(parents=True, exist_ok=True)
 
     with running_gunicorn(media_root) as (base, master):
-        workers = gunicorn_workers(master)
+        workers = set(worker_pids(master))
         sock, status, got = open_and_read(base, path, cookie, keep=64 * 1024)
         # the fault strikes mid-export: the server is still running the export's query
         try:
@@ -291,7 +255,7 @@ def test_client_gone_mid_stream_leaves_the_server_healthy_and_nothing_open(make_
             with http.stream("GET", path) as response:
                 assert response.status_code == 200
                 full_sha, full_size = sha256_of(response.iter_bytes())
-        after = gunicorn_workers(master)
+        after = set(worker_pids(master))
         sessions = server_db_sessions(master)
     written = [p for p in media_root.rglob("*") if p.is_file()]
     record_property("format", fmt)

@@ -22,7 +22,9 @@ from judges.models import JudgeRun, JudgeScore
 from judges.services.files import run_file
 from judges.services.runs import judge_run_resume, judge_run_start
 
-from .conftest import duplicated_slots, free_port, wait_for, wait_run_ends
+from bench.loadclient import free_port
+
+from .conftest import duplicated_slots, wait_for, wait_run_ends
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -24,9 +24,9 @@ import pytest
 from judges.models import JudgeRun, JudgeScore
 from judges.services.runs import judge_run_start
 
-from .conftest import (
-    app_broker, duplicated_slots, one_output_items, start_worker, stop_worker, wait_for, wait_run_ends,
-)
+from tests.workers import start_worker, stop_worker
+
+from .conftest import app_broker, duplicated_slots, one_output_items, wait_for, wait_run_ends
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
