@@ -26,6 +26,9 @@ class Study(models.Model):
     randomize_items = models.BooleanField(default=True)
     randomize_outputs = models.BooleanField(default=True)
     counterbalance = models.BooleanField(default=True)
+    consensus_min_raters = models.PositiveSmallIntegerField(
+        default=2, help_text="Evaluators an output needs before it enters consensus or preference pairs (seed 002)."
+    )
     attention_check_rate = models.FloatField(default=0.0, help_text="Share of a rater's items that are gold checks.")
     attention_fail_pause = models.PositiveSmallIntegerField(
         default=0, help_text="Pause a rater after this many failed checks (0: never)."
