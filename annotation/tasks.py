@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from annotation.releases import release_build as release_build_service, releases_requeue_lost
+from annotation.datasets.releases import release_build as release_build_service, releases_requeue_lost
 
 
 @shared_task(name="annotation.tasks.release_build", acks_late=True, reject_on_worker_lost=True,
@@ -17,7 +17,9 @@ def release_build(release_id: int) -> str:
 
 def broker_held_builds() -> set[int]:
     """Release ids of the release_build messages the broker holds (queued, or delivered and unacked)."""
-    from config.celery import app, broker_task_args
+    from celery import current_app as app
+
+    from config.broker import broker_task_args
 
     held = set()
     for args in broker_task_args(release_build.name, [app.conf.task_default_queue]):
@@ -28,6 +30,7 @@ def broker_held_builds() -> set[int]:
     return held
 
 
+@shared_task(name="annotation.tasks.requeue_lost_builds", ignore_result=True)
 def requeue_lost_builds(settle_s: float = 5.0) -> list[int]:
     """Send again the builds whose messages the broker lost (config/celery.py RequeueLostWork)."""
     return releases_requeue_lost(held=broker_held_builds, settle_s=settle_s)

@@ -10,5 +10,6 @@ urlpatterns = [
     path("studies/<slug:slug>/members/", studies.study_add_members, name="study-members"),
     path("studies/<slug:slug>/status/", studies.study_status, name="study-status"),
     path("", include("annotation.workspace_urls")),
-    path("", include("annotation.report_urls")),
+    path("", include("annotation.reports.urls")),
+    path("", include("annotation.datasets.urls")),
 ]

@@ -38,7 +38,7 @@ import django
 django.setup()
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 import pyarrow, pandas  # imported by the export anyway: count them in the baseline
-from annotation.exports import export_to_file
+from annotation.datasets import export_to_file
 from annotation.models import Study
 study = Study.objects.get(slug=sys.argv[1])
 rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -140,9 +140,9 @@ def run(full: bool = False) -> dict:
     n_items = 50_000 if full else 10_000
     rows: list[dict] = []
     with bench_database("exports") as db_name:
-        from annotation.reports import study_report
-        from annotation.plots import report_plots
-        from annotation.selectors_ratings import count_rating_rows
+        from annotation.reports.study import study_report
+        from annotation.reports.plots import report_plots
+        from annotation.reports.ratings import count_rating_rows
 
         t0 = time.perf_counter()
         study = make_study(n_items)

@@ -15,9 +15,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from annotation.models import Study
-from annotation.plots import COLORS, to_svg
-from annotation.report_stats import add_analysis_value, criterion_measure
-from annotation.selectors_ratings import rater_names, stats_frame
+from annotation.reports.plots import COLORS, to_svg
+from annotation.reports.stats import add_analysis_value, criterion_measure
+from annotation.reports.ratings import rater_names, stats_frame
 from judges.models import JudgeRun, JudgeScore
 from judges.services.humans import compare_criterion, consensus
 

@@ -35,7 +35,7 @@ def judge_chunk(self, run_id: int, item_ids: list[int]) -> dict:
 
 def broker_held_chunks(queues: Iterable[str]) -> dict[int, set[int]]:
     """Run id -> item ids of the judge_chunk messages the broker holds (queued, or delivered and unacked)."""
-    from config.celery import broker_task_args
+    from config.broker import broker_task_args
 
     held: dict[int, set[int]] = defaultdict(set)
     for args in broker_task_args(judge_chunk.name, queues):
@@ -46,6 +46,7 @@ def broker_held_chunks(queues: Iterable[str]) -> dict[int, set[int]]:
     return held
 
 
+@shared_task(name="judges.tasks.requeue_lost_chunks", ignore_result=True)
 def requeue_lost_chunks(settle_s: float = 5.0) -> dict[int, int]:
     """Re-enqueue the chunks of active runs whose messages the broker lost (config/celery.py)."""
     return judge_runs_requeue_lost(held=broker_held_chunks, settle_s=settle_s)

@@ -14,9 +14,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotation.exports import FORMATS, export_chunks, export_to_file
-from annotation.exports import datasets as export_datasets
-from annotation.selectors_ratings import LONG_NAMES
+from annotation.datasets import FORMATS, export_chunks, export_to_file
+from annotation.datasets import tables as export_datasets
+from annotation.reports.ratings import LONG_NAMES
 from annotation.stats.consensus import consensus_table
 from tests.reports.test_selectors_ratings import expected_rows
 

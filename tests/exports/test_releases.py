@@ -11,10 +11,10 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from annotation.exports import export_chunks
-from annotation.exports.writers import write_file
+from annotation.datasets import export_chunks
+from annotation.datasets.writers import write_file
 from annotation.models import DatasetRelease
-from annotation.releases import ReleaseError, next_version, release_build, release_path, releases_create
+from annotation.datasets.releases import ReleaseError, next_version, release_build, release_path, releases_create
 
 pytestmark = pytest.mark.django_db
 
@@ -144,7 +144,7 @@ def test_failed_build_is_recorded(codegen_study, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("annotation.releases.export_to_file", boom)
+    monkeypatch.setattr("annotation.datasets.releases.export_to_file", boom)
     with pytest.raises(RuntimeError):
         release_build(release_id=release.pk)
     release.refresh_from_db()
@@ -184,7 +184,8 @@ def test_progress_is_visible_while_building(celery_worker_session, codegen_study
     import dataclasses
     import threading
 
-    from annotation import exports, releases
+    from annotation import datasets as exports
+    from annotation.datasets import releases
 
     halfway = threading.Event()
 

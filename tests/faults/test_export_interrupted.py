@@ -28,10 +28,10 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from annotation.exports import export_chunks
-from annotation.exports.writers import temporaries
+from annotation.datasets import export_chunks
+from annotation.datasets.writers import temporaries
 from annotation.models import Assignment, DatasetRelease, Item, Output, Rating
-from annotation.releases import release_path, releases_create
+from annotation.datasets.releases import release_path, releases_create
 from bench.loadclient import free_port, start_server, stop_server, worker_pids
 from tests.conftest import current_database_url, make_user
 from tests.workers import kill_worker, start_worker, stop_worker

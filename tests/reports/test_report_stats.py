@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.report_stats import (
+from annotation.reports.stats import (
     agreement_bootstrap, consensus_frame, majority_frame, output_scores_frame, slot_matrix,
 )
 from annotation.stats.consensus import consensus_table, output_scores

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from annotation.models import Assignment, Rating
-from annotation.selectors_ratings import (
+from annotation.reports.ratings import (
     LONG_NAMES, copy_ratings, count_rating_rows, iter_rating_rows, rating_batches, stats_frame,
 )
 from tests.reports.conftest import N_ITEMS

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.exports import FORMATS, export_chunks
-from annotation.exports.formatters import DEFAULT_DELTA, UNRELEASED
-from annotation.exports.writers import write_file, write_stream
+from annotation.datasets import FORMATS, export_chunks
+from annotation.datasets.formatters import DEFAULT_DELTA, UNRELEASED
+from annotation.datasets.writers import write_file, write_stream
 from annotation.models import Study
 
 

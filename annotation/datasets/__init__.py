@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from annotation.exports import formatters
-from annotation.exports.writers import Written, write_file
+from annotation.datasets import formatters
+from annotation.datasets.writers import Written, write_file
 from annotation.models import Study
 
 

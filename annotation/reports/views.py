@@ -18,8 +18,8 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
-from annotation.plots import report_plots
-from annotation.reports import (
+from annotation.reports.plots import report_plots
+from annotation.reports.study import (
     DEFAULT_ICC_THRESHOLD, cached_study_report, extra_sections, report_csv_rows, with_threshold,
 )
 

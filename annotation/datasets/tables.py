@@ -1,6 +1,6 @@
 """Datasets: what an export reads, in chunks, from the study's ratings.
 
-- the long ratings table comes straight from annotation.selectors_ratings (COPY / Arrow);
+- the long ratings table comes straight from annotation.reports.ratings (COPY / Arrow);
 - per-output scores (consensus, groups, overall and its CI, vote count) are computed per
   chunk of items, so memory stays flat however many items a study has.
 """
@@ -12,10 +12,10 @@ from typing import Any, Callable, Iterator
 import pandas as pd
 
 from annotation.models import Output, Study
-from annotation.report_stats import (
+from annotation.reports.stats import (
     add_analysis_value, consensus_frame, criterion_measure, majority_frame, output_scores_frame,
 )
-from annotation.selectors_ratings import item_id_ranges, rater_names, stats_frame
+from annotation.reports.ratings import item_id_ranges, rater_names, stats_frame
 
 ITEMS_PER_CHUNK = 5_000
 Progress = Callable[[int], None]

@@ -17,10 +17,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import get_study_for_reader
-from annotation.exports import FORMATS, export_chunks, export_filename
-from annotation.exports.formatters import DEFAULT_DELTA
+from annotation.datasets import FORMATS, export_chunks, export_filename
+from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.models import DatasetRelease
-from annotation.releases import ReleaseError, next_version, release_path, releases_create, study_releases
+from annotation.datasets.releases import ReleaseError, next_version, release_path, releases_create, study_releases
 
 
 class ReleaseForm(forms.Form):

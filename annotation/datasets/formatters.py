@@ -14,11 +14,11 @@ from typing import Any, Callable, Iterator
 
 import pyarrow.parquet as pq
 
-from annotation.exports.datasets import (
+from annotation.datasets.tables import (
     CONSENSUS_COLUMNS, consensus_rows, item_chunks, output_score_rows, score_fields,
 )
 from annotation.models import Assignment, Study
-from annotation.selectors_ratings import LONG_SCHEMA, copy_ratings, rating_batches
+from annotation.reports.ratings import LONG_SCHEMA, copy_ratings, rating_batches
 from annotation.stats.consensus import preference_pairs
 
 Progress = Callable[[int], None]

@@ -1,5 +1,5 @@
 """The study report: agreement, consensus, rater quality and system comparison, as one
-JSON-ready dict built by calling annotation.stats (and annotation.report_stats, its
+JSON-ready dict built by calling annotation.stats (and annotation.reports.stats, its
 vectorised twin for large studies) on the study's ratings.
 
 Scope of the statistics: submitted, not ignored assignments; attention-check items count
@@ -22,11 +22,11 @@ from django.core.cache import cache
 from django.utils.module_loading import import_string
 
 from annotation.models import Assignment, Study
-from annotation.report_stats import (
+from annotation.reports.stats import (
     add_analysis_value, agreement_bootstrap, consensus_frame, criterion_measure, majority_frame,
     output_scores_frame, slot_matrix,
 )
-from annotation.selectors_ratings import rater_names, ratings_fingerprint, stats_frame
+from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
 from annotation.stats.consensus import acceptance
 from annotation.stats.icc import icc
 from annotation.stats.ranking import compare_systems

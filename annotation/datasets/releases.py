@@ -21,12 +21,12 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation.exports import FORMATS, export_filename, export_to_file
-from annotation.exports.datasets import ITEMS_PER_CHUNK
-from annotation.exports.formatters import DEFAULT_DELTA
-from annotation.exports.writers import temporaries
+from annotation.datasets import FORMATS, export_filename, export_to_file
+from annotation.datasets.tables import ITEMS_PER_CHUNK
+from annotation.datasets.formatters import DEFAULT_DELTA
+from annotation.datasets.writers import temporaries
 from annotation.models import DatasetRelease, Study
-from annotation.selectors_ratings import count_rating_rows
+from annotation.reports.ratings import count_rating_rows
 
 # semver.org's own pattern
 SEMVER = re.compile(
