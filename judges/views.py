@@ -217,10 +217,7 @@ def doubt_view(request: HttpRequest, slug: str) -> HttpResponse:
         except (HandoffError, ItemFileError) as exc:
             messages.error(request, str(exc))
         else:
-            reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.reasons.items()))
-            messages.success(request, f"Sent {len(result.sent)} items to {target.name}"
-                             + (f" ({reasons})" if reasons else "")
-                             + (f"; {len(result.already_there)} were already there" if result.already_there else ""))
+            (messages.success if result.sent else messages.warning)(request, f"{target.name}: {result.summary}")
         return redirect("judges:study", slug=study.slug)
     flagged = find_doubtful(runs, thresholds, signals) if runs else {}
     names = dict(Item.objects.filter(pk__in=flagged).values_list("pk", "external_id"))
