@@ -18,7 +18,7 @@ from annotation.importers import ItemFileError
 from annotation.models import Item, Study
 from judges.config import JudgeConfigError
 from judges.models import JudgeConfig, JudgeRun
-from judges.selectors import run_progress, study_runs
+from judges.selectors import run_key_comparison, run_progress, study_runs
 from judges.services import gold as gold_svc
 from judges.services.configs import judge_configs_load
 from judges.services.doubt import SIGNALS, Thresholds
@@ -76,7 +76,7 @@ def judge_load(request: HttpRequest) -> HttpResponse:
 
 def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
     return {"run": run, "p": run_progress(run), "can_write": study_role(request.user, run.study) == "admin",
-            "files": RUN_FILES}
+            "files": RUN_FILES, "key": run_key_comparison(run)}
 
 
 @login_required
