@@ -7,7 +7,10 @@
 - bias-corrected system scores (scales): per system, the human mean estimated from the judge
   on every output corrected by the outputs humans rated (PPI++), beside the human-only and
   judge-only means, and how many human-rated outputs the judge was worth;
-- verbosity: whether the judge's scores, and the humans', rise with the output's length.
+- verbosity: whether the judge's scores, and the humans', rise with the output's length, and
+  each system's score read at the average length (humans and judge side by side);
+- self-preference: where an output's metadata names its model `family` and the judge's model
+  name contains it, how much more generous the judge is (judge − human) to its own family.
 
 Pure statistics live in annotation.stats (calibration, ppi, bias); this module only gathers
 the study's numbers and draws.
@@ -26,7 +29,7 @@ from annotation.models import Item, Output, Study
 from annotation.reports.plots import COLORS, to_svg
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure
-from annotation.stats.bias import verbosity
+from annotation.stats.bias import length_controlled, self_preference, verbosity
 from annotation.stats.calibration import calibration, human_answer_for_scale
 from annotation.stats.ppi import estimate_system
 from judges.models import JudgeRun, JudgeScore
@@ -37,14 +40,16 @@ MAX_RUNS = 6
 Unit = tuple[int, int]  # (item id, output position; -1 for item-level criteria)
 
 
-def _outputs(study: Study) -> dict[Unit, tuple[str, int]]:
-    """(item, position) -> (system, words in the output)."""
+def _outputs(study: Study) -> dict[Unit, tuple[str, int, str]]:
+    """(item, position) -> (system, words in the output, its model family from the metadata or "")."""
     sql = (f"SELECT o.item_id, o.position, o.system,"
-           f" COALESCE(array_length(regexp_split_to_array(btrim(o.content), '\\s+'), 1), 0)"
+           f" COALESCE(array_length(regexp_split_to_array(btrim(o.content), '\\s+'), 1), 0),"
+           f" COALESCE(o.metadata ->> 'family', '')"
            f" FROM {Output._meta.db_table} o JOIN {Item._meta.db_table} i ON i.id = o.item_id WHERE i.study_id = %s")
     with connection.cursor() as cursor:
         cursor.execute(sql, [study.pk])
-        return {(item, pos): (system or "", int(words)) for item, pos, system, words in cursor.fetchall()}
+        return {(item, pos): (system or "", int(words), family.lower())
+                for item, pos, system, words, family in cursor.fetchall()}
 
 
 def _human_answers(humans_df, criterion: Mapping[str, Any]) -> dict[Unit, Any]:
@@ -127,7 +132,8 @@ def _estimates_plot(systems: Mapping[str, Mapping[str, Any]], name: str) -> str 
 
 
 def _run_criterion(run_name: str, criterion: Mapping[str, Any], judged: Mapping[Unit, tuple[float | None, Any, Any]],
-                   humans: Mapping[Unit, Any], outputs: Mapping[Unit, tuple[str, int]]) -> dict[str, Any]:
+                   humans: Mapping[Unit, Any], outputs: Mapping[Unit, tuple[str, int, str]],
+                   model: str = "") -> dict[str, Any]:
     numeric = criterion_measure(criterion) == "numeric"
     step = float(criterion.get("step") or 1)
     points = (list(np.arange(criterion["min"], criterion["max"] + step / 2, step))
@@ -143,22 +149,30 @@ def _run_criterion(run_name: str, criterion: Mapping[str, Any], judged: Mapping[
     if not numeric:
         return out
     by_system: dict[str, dict[str, list]] = defaultdict(lambda: {"y": [], "yhat": [], "unlabelled": []})
-    scores, words = [], []
+    scores, words, systems = [], [], []
+    own, others = [], []  # judge − human, on outputs of the judge's own model family and of the others
+    model = (model or "").lower()
     for unit, (score, value, _) in judged.items():
         if score is None or unit not in outputs:
             continue
-        system, n_words = outputs[unit]
+        system, n_words, family = outputs[unit]
         scores.append(score)
         words.append(n_words)
+        systems.append(system)
         slot = by_system[system]
         if unit in humans:
             slot["y"].append(humans[unit])
             slot["yhat"].append(score)
+            if family:
+                (own if family in model else others).append(score - humans[unit])
         else:
             slot["unlabelled"].append(score)
     out["systems"] = {system: estimate_system(np.array(v["y"]), np.array(v["yhat"]), np.array(v["unlabelled"]))
                       for system, v in sorted(by_system.items())}
     out["verbosity"] = verbosity(scores, words)
+    out["length_controlled"] = length_controlled(scores, words, systems)
+    if own:
+        out["self_preference"] = self_preference(own, others)
     return out
 
 
@@ -183,15 +197,17 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
     data: dict[str, Any] = {"criteria": {}}
     for c in crits:
         humans = _human_answers(humans_df, c)
-        human_words = [(humans[u], outputs[u][1]) for u in humans if u in outputs]
+        human_words = [(humans[u], outputs[u][1], outputs[u][0]) for u in humans if u in outputs]
         entry: dict[str, Any] = {"key": c["key"], "name": c.get("name", c["key"]), "measure": criterion_measure(c),
                                  "runs": [], "n_human_units": len(humans)}
         if entry["measure"] == "numeric" and human_words:
-            entry["human_verbosity"] = verbosity([h for h, _ in human_words], [w for _, w in human_words])
+            h, w, sy = zip(*human_words)
+            entry["human_verbosity"] = verbosity(h, w)
+            entry["human_length_controlled"] = length_controlled(h, w, sy)
         for run in runs:
             if (run.pk, c["key"]) in judged:
                 entry["runs"].append(_run_criterion(f"{run.name} (run {run.pk})", c, judged[(run.pk, c["key"])],
-                                                    humans, outputs))
+                                                    humans, outputs, str(run.config.get("model") or "")))
         if not entry["runs"]:
             continue
         entry["reliability_plot"] = _reliability_plot(

@@ -102,3 +102,40 @@ def test_no_distribution_says_so(make_study, make_judge, make_run, client_for, r
     assert "no stated distribution" in html
     # every output rated by humans: PPI has nothing to add and says why
     assert "PPI needs items only the judge scored" in html
+
+
+def test_length_control_and_self_preference(make_study, make_judge, make_run, client_for, researcher):
+    """Outputs of the 'llama' family get +1 from a llama judge on top of its usual view; long
+    outputs get +1 from the judge but not from the humans."""
+    import json as _json
+
+    from annotation.models import Output
+    from annotation.stats.bias import length_controlled, self_preference
+
+    raters = [make_user(f"h{k}") for k in range(2)]
+    lines = []
+    for i in range(12):
+        outputs = [{"system": s, "content": " ".join(["word"] * (20 + 60 * (p == 0) + i)),
+                    "metadata": {"family": "llama" if p == 1 else "other"}} for p, s in enumerate(SYSTEMS)]
+        lines.append(_json.dumps({"id": f"it-{i:03d}", "context": f"Context {i}", "outputs": outputs}))
+    study = make_study("rrgen-001", annotators=raters, researchers=[researcher], items_text="\n".join(lines) + "\n")
+    rate_study(study, raters, lambda i, p, r, key, rng: 3 + (i % 3), criteria=["fluency"])
+    judge_value_of = lambda i, p: 3 + (i % 3) + (p == 0) + (p == 1)  # noqa: E731  long +1, own family +1
+    run = make_run(study, make_judge("llama-judge", model="meta-llama/Llama-3.1-8B"),
+                   {(f"it-{i:03d}", p, "fluency"): judge_value_of(i, p) for i in range(12) for p in range(3)})
+    data = client_for(researcher).get(reverse("report", args=[study.slug]), {"download": "json"}).json()
+    got = data["sections"]["Trusting the judges"]["criteria"]["fluency"]["runs"][0]
+    words = {(o.item.external_id, o.position): len(o.content.split())
+             for o in Output.objects.filter(item__study=study).select_related("item")}
+    keys = [(f"it-{i:03d}", p) for i in range(12) for p in range(3)]
+    expected = length_controlled([judge_value_of(int(k[0][3:]), k[1]) for k in keys], [words[k] for k in keys],
+                                 [SYSTEMS[k[1]] for k in keys])
+    for system in SYSTEMS:
+        assert got["length_controlled"]["systems"][system]["length_controlled"] == pytest.approx(
+            expected["systems"][system]["length_controlled"])
+    own = [1.0 + 0 for i in range(12)]  # judge − human on the llama outputs: +1
+    others = [1.0 if p == 0 else 0.0 for i in range(12) for p in (0, 2)]
+    assert got["self_preference"]["difference"] == pytest.approx(self_preference(own, others)["difference"])
+    html = client_for(researcher).get(reverse("report", args=[study.slug])).content.decode()
+    assert "more generous (judge − human) to outputs of its own model family" in html
+    assert "At the average length" in html
