@@ -29,6 +29,7 @@ from annotation.models import Item, Output, Study
 from annotation.reports.plots import COLORS, to_svg
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure
+from annotation.stats import comparisons as cmp
 from annotation.stats.bias import length_controlled, self_preference, verbosity
 from annotation.stats.calibration import calibration, human_answer_for_scale
 from annotation.stats.ppi import estimate_system
@@ -176,13 +177,74 @@ def _run_criterion(run_name: str, criterion: Mapping[str, Any], judged: Mapping[
     return out
 
 
+def _pairwise_runs(study: Study, runs: Sequence[JudgeRun]) -> list[dict[str, Any]]:
+    """Per pairwise run: how often the first-shown response won (both orders of every pair were
+    asked), how often the verdict flipped with the swap, and the systems' Bradley–Terry strengths
+    from the verdicts that survived it, with a win-rate heat map."""
+    out = []
+    systems = {(item, pos): system for (item, pos), (system, _, _) in _outputs(study).items()}
+    for run in runs:
+        if run.config.get("method") != "pairwise":
+            continue
+        shown, wins, flips, both = [], [], 0, 0
+        for item_id, slot, value, status, detail in JudgeScore.objects.filter(run=run).values_list(
+                "item_id", "criterion", "value", "status", "detail").iterator():
+            try:
+                a, b = (int(x) for x in slot.rsplit(":", 1)[1].split("-"))
+            except (ValueError, IndexError):
+                continue
+            sa, sb = systems.get((item_id, a), str(a)), systems.get((item_id, b), str(b))
+            v1, v2 = ((detail or {}).get("verdicts") or [None, None])[:2]
+            for first, second, verdict in ((a, b, v1), (b, a, v2)):
+                if verdict is not None:
+                    shown.append((str(first), str(second), "tie" if verdict == "tie" else str(verdict)))
+            if v1 is not None and v2 is not None:
+                both += 1
+                flips += v1 != v2
+            if status == "scored" and value is not None:
+                wins += cmp.pairs_from_pairwise(sa, sb, "tie" if value == "tie" else (sa if int(value) == a else sb))
+        if not shown:
+            continue
+        bt = cmp.bradley_terry(wins)
+        rates = cmp.win_rates(wins)
+        out.append({"name": f"{run.name} (run {run.pk})", "position": cmp.position_effect(shown),
+                    "flip_rate": flips / both if both else None, "n_both": both, "strengths": bt,
+                    "win_rates": rates, "heatmap": _heatmap(rates, f"pairwise-{run.pk}")})
+    return out
+
+
+def _heatmap(rates: Mapping[str, Mapping[str, float]], name: str) -> str | None:
+    systems = sorted(rates)
+    if len(systems) < 2:
+        return None
+    grid = np.full((len(systems), len(systems)), np.nan)
+    for i, a in enumerate(systems):
+        for j, b in enumerate(systems):
+            if b in rates[a]:
+                grid[i, j] = rates[a][b]
+    fig = Figure(figsize=(0.8 * len(systems) + 2.2, 0.7 * len(systems) + 1.2))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.imshow(grid, cmap="RdBu", vmin=0, vmax=1)
+    for i in range(len(systems)):
+        for j in range(len(systems)):
+            if np.isfinite(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(systems)), systems, fontsize=7, rotation=30, ha="right")
+    ax.set_yticks(range(len(systems)), systems, fontsize=7)
+    ax.set_xlabel("against")
+    ax.set_ylabel("wins of")
+    fig.tight_layout()
+    return to_svg(fig, name)
+
+
 def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     runs = list(JudgeRun.objects.filter(study=study, status=JudgeRun.Status.DONE).order_by("-finished_at")[:MAX_RUNS])
     if not runs:
         return None
+    pairwise = _pairwise_runs(study, runs)
     judged_keys = {k for r in runs for k in (r.criteria or [])}
     crits = [c for c in study.rubric.get("criteria", []) if criterion_measure(c) and c["key"] in judged_keys]
-    if not crits:
+    if not crits and not pairwise:
         return None
     humans_df = add_analysis_value(stats_frame(study, [c["key"] for c in crits]), crits)
     outputs = _outputs(study)
@@ -193,8 +255,9 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
     for run_id, item_id, position, crit, score, value, detail in rows.iterator():
         unit = (item_id, -1 if position is None else position)
         judged[(run_id, crit)][unit] = (score, value, detail)
-    context: dict[str, Any] = {"criteria": []}
-    data: dict[str, Any] = {"criteria": {}}
+    context: dict[str, Any] = {"criteria": [], "pairwise": pairwise}
+    data: dict[str, Any] = {"criteria": {}, "pairwise": [{k: v for k, v in p.items() if k != "heatmap"}
+                                                          for p in pairwise]}
     for c in crits:
         humans = _human_answers(humans_df, c)
         human_words = [(humans[u], outputs[u][1], outputs[u][0]) for u in humans if u in outputs]
@@ -217,6 +280,6 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
         entry["estimates_run"] = first["name"] if first else None
         context["criteria"].append(entry)
         data["criteria"][c["key"]] = {k: v for k, v in entry.items() if not k.endswith("_plot")}
-    if not context["criteria"]:
+    if not context["criteria"] and not pairwise:
         return None
     return {"title": TITLE, "template": "judges/report_trust.html", "context": context, "data": data}

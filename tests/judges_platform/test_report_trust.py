@@ -139,3 +139,39 @@ def test_length_control_and_self_preference(make_study, make_judge, make_run, cl
     html = client_for(researcher).get(reverse("report", args=[study.slug])).content.decode()
     assert "more generous (judge − human) to outputs of its own model family" in html
     assert "At the average length" in html
+
+
+def test_pairwise_runs_give_position_bias_and_strengths(make_study, make_judge, client_for, researcher):
+    """A pairwise judge that prefers sys-a, and in a third of the pairs just picks the first shown."""
+    from django.utils import timezone
+
+    from annotation.stats import comparisons as cmp
+    from judges.models import JudgeRun
+
+    study = make_study("rrgen-001", researchers=[researcher], items_text=items_jsonl(12))
+    run = JudgeRun.objects.create(study=study, judge=make_judge("pj", method="pairwise"),
+                                  config={"name": "pj", "method": "pairwise"}, criteria=[], status="done",
+                                  finished_at=timezone.now())
+    rank = {0: 0, 1: 1, 2: 2}  # position p holds SYSTEMS[p]; lower rank is better
+    shown, wins = [], []
+    for item in study.items.all():
+        for a, b in ((0, 1), (0, 2), (1, 2)):
+            better = a if rank[a] < rank[b] else b
+            biased = (item.pk + a + b) % 3 == 0
+            v1, v2 = (a, b) if biased else (better, better)  # biased: the first shown wins both orders
+            value, status = (better, "scored") if v1 == v2 else (None, "unparsed")  # the engine stores a flip so
+            JudgeScore.objects.create(run=run, item=item, output=None, criterion=f"pair:overall:{a}-{b}",
+                                      value=value, status=status, detail={"verdicts": [v1, v2]},
+                                      doubt={"swap_disagreement": v1 != v2})
+            shown += [(str(a), str(b), str(v1)), (str(b), str(a), str(v2))]
+            if value is not None:
+                wins += cmp.pairs_from_pairwise(SYSTEMS[a], SYSTEMS[b], SYSTEMS[value])
+    data = client_for(researcher).get(reverse("report", args=[study.slug]), {"download": "json"}).json()
+    got = data["sections"]["Trusting the judges"]["pairwise"][0]
+    expected = cmp.position_effect(shown)
+    assert got["position"]["first_wins"] == pytest.approx(expected["first_wins"]) and expected["first_wins"] > 0.5
+    assert got["flip_rate"] == pytest.approx(sum(1 for i in range(len(shown) // 2)
+                                                 if shown[2 * i][2] != shown[2 * i + 1][2]) / (len(shown) // 2))
+    assert got["strengths"]["reason"] == cmp.bradley_terry(wins)["reason"]
+    html = client_for(researcher).get(reverse("report", args=[study.slug])).content.decode()
+    assert "the first-shown response won" in html and 'aria-label="pairwise-' in html
