@@ -40,8 +40,8 @@ QUEUE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")
 OPENAI_OPTIONS = {"timeout_s": float, "connect_timeout_s": float, "max_retries": int, "backoff_base_s": float,
                   "backoff_max_s": float, "retry_after_max_s": float, "supports_json_schema": bool,
                   "supports_seed": bool, "extra_body": dict, "headers": dict}
-TRANSFORMERS_OPTIONS = {"batch_size": int, "dtype": str, "device": str, "trust_remote_code": bool,
-                        "max_input_tokens": int}
+TRANSFORMERS_OPTIONS = {"batch_size": int, "max_batch_tokens": int, "dtype": str, "device": str,
+                        "trust_remote_code": bool, "max_input_tokens": int}
 SAMPLING = {"temperature": (float, 0.0, 2.0), "top_p": (float, 0.0, 1.0), "max_tokens": (int, 1, 32768),
             "seed": (int, 0, 2**31 - 1)}
 # Options every method understands (platform side), then per method (the method's keyword arguments).
