@@ -4,9 +4,6 @@ Friedman test, and the `comparisons` command's files."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import choix
 import numpy as np
@@ -16,8 +13,8 @@ import pytest
 from scipy.stats import friedmanchisquare
 
 from annotation.stats import comparisons as cmp
+from tests.offline_command import run_offline
 
-REPO = Path(__file__).resolve().parents[2]
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 
 
@@ -105,11 +102,8 @@ def test_position_effect_counts_decided_pairs():
     assert cmp.position_effect(rows) == {"first_wins": 0.7, "n": 10, "p": pytest.approx(0.34375)}
 
 
-def _run(tmp_path, text: str, *args: str) -> subprocess.CompletedProcess:
-    path = tmp_path / "judgements.csv"
-    path.write_text(text)
-    return subprocess.run([sys.executable, "manage.py", "comparisons", str(path), *args], cwd=REPO,
-                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "SECRET_KEY": "x"})
+def _run(tmp_path, text: str, *args: str):
+    return run_offline("comparisons", tmp_path, text, *args)
 
 
 def test_command_pairwise_json(tmp_path):

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 
 from annotation.stats.ppi import estimate_system, ppi_lambda
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.offline_command import run_offline
 
 
 def _data(seed: int, n: int = 80, big_n: int = 900, bias: float = 0.7, noise: float = 0.6):
@@ -61,11 +57,8 @@ def test_ppi_intervals_cover_the_human_mean_despite_a_biased_judge():
     assert np.mean(judge_err) == pytest.approx(0.1, abs=0.05)  # 0.8·3 + 0.7 − 3
 
 
-def _command(tmp_path, text: str, *args: str) -> subprocess.CompletedProcess:
-    path = tmp_path / "scores.csv"
-    path.write_text(text)
-    return subprocess.run([sys.executable, "manage.py", "estimate", str(path), *args], cwd=REPO,
-                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "SECRET_KEY": "x"})
+def _command(tmp_path, text: str, *args: str):
+    return run_offline("estimate", tmp_path, text, *args)
 
 
 def test_estimate_command_json_averages_raters_and_needs_no_database(tmp_path):
