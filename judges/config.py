@@ -17,8 +17,8 @@
     backend_options: {timeout_s: 60, max_retries: 5}
     method_options: {chunk_size: 16}
     # seed 003: escalation takes router: deterministic|llm (router_two_calls: true forces the
-    # two-call fallback); label/legacy/modular take ensemble: weighted, members: [names],
-    # weights: [this judge, member...] | gold
+    # two-call fallback); label/legacy/modular take ensemble: weighted, members: [names of the
+    # voting judges], weights: [one per member] | gold
 
 A file holds one judge, or several under `judges:`. Errors are collected for the whole
 file and name the field, e.g. `judges[1].sampling.temperature: must be between 0 and 2`.
@@ -204,8 +204,9 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
 
 
 def _check_ensemble(method: str, mo: dict[str, Any], p: Any, errors: list[tuple[str, str]]) -> None:
-    """`ensemble: weighted` with `members` (other judges' names) and `weights` (a number per
-    judge, this one first, or "gold": each judge's accuracy in its own latest run on the study)."""
+    """`ensemble: weighted` with `members` (the voting judges' names) and `weights` (a number per
+    member, or "gold": each member's accuracy in its own latest run on the study). The judge
+    that carries these options coordinates the vote; its own model does not vote."""
     keys = {"ensemble", "members", "weights"} & set(mo)
     if not keys:
         return
@@ -221,10 +222,10 @@ def _check_ensemble(method: str, mo: dict[str, Any], p: Any, errors: list[tuple[
     w = mo.get("weights")
     if w is None or w == "gold":
         return
-    if (not isinstance(w, list) or len(w) != len(members) + 1
+    if (not isinstance(w, list) or len(w) != len(members)
             or not all(_typed(x, float) and x >= 0 for x in w) or not any(x > 0 for x in w)):
-        errors.append((p("method_options.weights"), f'must be "gold" or {len(members) + 1} numbers >= 0 '
-                                                    "(this judge first, then each member), not all 0"))
+        errors.append((p("method_options.weights"), f'must be "gold" or {len(members)} numbers >= 0 '
+                                                    "(one per member, in order), not all 0"))
 
 
 def parse_judges_text(text: str, *, filename: str = "") -> list[dict[str, Any]]:

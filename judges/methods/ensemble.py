@@ -1,7 +1,8 @@
 """Seed 003's weighted ensemble (`ensemble: weighted`): several judges label every output,
 and a weighted vote decides.
 
-Each member is a whole judge (backend, model, method, price). Weights are given, or learnt
+Each member is a whole judge (backend, model, method, price); the judge that carries
+`ensemble: weighted` only coordinates them. Weights are given, or learnt
 from each member's accuracy on gold labels (`learn_weights`, used by the platform with the
 member's own earlier run on the study, so the vote never sees the gold of what it labels).
 A member that failed on an output casts no vote there; ties go to the label whose

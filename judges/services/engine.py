@@ -166,7 +166,7 @@ def is_ensemble(config: Mapping[str, Any]) -> bool:
 
 def ensemble_weights(config: Mapping[str, Any]) -> list[float]:
     """Frozen learnt weights (weights: gold), else the given ones, else 1 each."""
-    members = config.get("members") or [config]
+    members = config.get("members") or []
     if config.get("ensemble_weights"):
         return [float(w) for w in config["ensemble_weights"]]
     given = (config.get("method_options") or {}).get("weights")
@@ -223,10 +223,10 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
     stages = None
     members: list[M.Member] = []
     if is_ensemble(config):
-        for c in config.get("members") or [config]:
+        for c in config.get("members") or []:
             members.append(M.Member(build_backend(c), M.METHODS[c["method"]], pricing(c), c.get("name", ""),
                                     {k: v for k, v in method_kwargs(c).items() if k != "key"}))
-        backend = members[0].backend
+        backend = build_backend(config)  # closed below like any judge's; the members vote
     elif method == "escalation":
         stage_cfgs = config.get("stages") or []
         stages = [M.Stage(build_backend(c), pricing(c), c.get("name", "")) for c in stage_cfgs]
@@ -272,6 +272,6 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
         # HTTP clients close per call; local models stay loaded (see build_backend).
         if config["backend"] != "transformers":
             await backend.aclose()
-        for m, c in list(zip(members, config.get("members") or []))[1:]:
+        for m, c in zip(members, config.get("members") or []):
             if c["backend"] != "transformers":
                 await m.backend.aclose()

@@ -19,7 +19,7 @@ from django.db.models import Count
 from annotation.models import Output
 from annotation.stats.classification import FAILED, gold_eval
 from judges.models import JudgeRun, JudgeScore
-from judges.services.gold import gold_value, list_cost, output_key, seed_table
+from judges.services.gold import gold_value, list_cost, method_title, output_key, seed_table
 
 RUN_FILES = ("report.txt", "labeled.csv", "errors.txt", "correct.txt")
 LABELED_COLUMNS = ["id", "item", "output", "system", "criterion", "value", "score", "status", "gold", "correct",
@@ -106,7 +106,7 @@ def _report(run: JudgeRun, rows: list[dict[str, Any]]) -> str:
                             {r["id"]: str(r["value"]) if r["status"] == "scored" else FAILED for r in graded},
                             positive=positive, labels=choices or None,
                             cost={r["id"]: list_cost(float(r["cost_usd"]), r["_detail"]) for r in graded})
-            lines += seed_table(rep, method=f"{c.get('method')} ({c.get('model')})", n_classes=len(choices))
+            lines += seed_table(rep, method=method_title(c), n_classes=len(choices))
             lines.append(f"unparsed or failed: {rep['unparsed']}  (counted as wrong, label {FAILED})")
             lines.append("per class: " + "  ".join(
                 f"{lab} P={v['precision']:.3f} R={v['recall']:.3f} F1={v['f1']:.3f} n={v['support']}"

@@ -188,3 +188,15 @@ def ensemble_weights_from_gold(study: Study, judge_names: Sequence[str]) -> list
     if not any(w > 0 for w in weights):
         raise GoldError("weights: gold: every member is wrong on every gold label, so no weight is above 0")
     return weights
+
+
+def method_title(config: Mapping[str, Any]) -> str:
+    """A run's row name in seed 003's table, e.g. "escalation (mini→4o→o3)"."""
+    method = config.get("method")
+    if config.get("members"):
+        return f"{method} weighted ensemble ({', '.join(m.get('name', '?') for m in config['members'])})"
+    if config.get("stages"):
+        chain = "→".join(str(st.get("model")) for st in config["stages"])
+        router = (config.get("method_options") or {}).get("router") or "deterministic"
+        return f"{method} ({chain}, {router} router)"
+    return f"{method} ({config.get('model')})"

@@ -55,7 +55,7 @@ def judge_config_snapshot(judge: JudgeConfig, study: Study | None = None) -> dic
     snap = judge_config_dict(judge)
     mo = judge.method_options or {}
     if mo.get("ensemble") == "weighted":
-        members = [judge] + _named_judges(list(mo.get("members") or []), "ensemble members")
+        members = _named_judges(list(mo.get("members") or []), "ensemble members")
         snap["members"] = [judge_config_dict(j) for j in members]
         if mo.get("weights") == "gold":
             from judges.services.gold import GoldError, ensemble_weights_from_gold
