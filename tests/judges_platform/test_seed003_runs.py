@@ -151,3 +151,33 @@ def test_weighted_ensemble_learns_weights_from_gold_and_runs(celery_worker_sessi
         assert s.value == votes[0]["label"] or votes[0]["status"] != "ok"
     report = run_file(run, "report.txt").read_text()
     assert re.search(r"\| label weighted ensemble \(m-baseline, m-legacy, m-modular\) \| \d\.\d{3} \|", report)
+
+
+@pytestmark_worker
+def test_run_judge_ensemble_weighted_from_the_command_line(celery_worker_session, make_study, make_judge,
+                                                           fake_server):
+    from django.core.management import CommandError
+
+    study = make_study("aqua-003")
+    make_judge("c-baseline", endpoint=fake_server.base_url, method="label")
+    make_judge("c-legacy", endpoint=fake_server.base_url, method="legacy")
+    out = StringIO()
+    call_command("run_judge", "--study", study.slug, "--judge", "c-baseline", "--judge", "c-legacy",
+                 "--ensemble", "weighted", "--weights", "2,1", "--wait", "--interval", "0.2", "--timeout", "60",
+                 stdout=out)
+    text = out.getvalue()
+    assert "weighted ensemble ensemble-c-baseline-c-legacy: members c-baseline, c-legacy; weights [2.0, 1.0]" in text
+    from judges.models import JudgeRun
+
+    run = JudgeRun.objects.get(config__name="ensemble-c-baseline-c-legacy")
+    assert run.status == "done" and run.n_scored == 6
+    # weight 2 against 1: the baseline's label always wins where it gave one
+    for s in JudgeScore.objects.filter(run=run):
+        assert s.value == s.detail["votes"][0]["label"]
+    with pytest.raises(CommandError, match="go with --ensemble weighted"):
+        call_command("run_judge", "--study", study.slug, "--judge", "c-baseline", "--judge", "c-legacy")
+    with pytest.raises(CommandError, match="no judge named nobody"):
+        call_command("run_judge", "--study", study.slug, "--judge", "nobody", "--ensemble", "weighted")
+    with pytest.raises(CommandError, match="weights"):
+        call_command("run_judge", "--study", study.slug, "--judge", "c-baseline", "--ensemble", "weighted",
+                     "--weights", "x")
