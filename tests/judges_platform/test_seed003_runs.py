@@ -181,3 +181,13 @@ def test_run_judge_ensemble_weighted_from_the_command_line(celery_worker_session
     with pytest.raises(CommandError, match="weights"):
         call_command("run_judge", "--study", study.slug, "--judge", "c-baseline", "--ensemble", "weighted",
                      "--weights", "x")
+
+
+def test_gold_page_counts_missing_and_unparsed_as_wrong(db, make_study, make_judge, make_run, client_for,
+                                                        researcher):
+    study = make_study("aqua-003", researchers=[researcher])
+    preds = {"aq-001": "TP", "aq-002": ("", "unparsed", {}), "aq-003": "FP3", "aq-004": "FP2", "aq-005": "FP2"}
+    make_run(study, make_judge("aqua-partial", method="label"), {(k, 0, "label"): v for k, v in preds.items()})
+    html = client_for(researcher).get(f"/judges/studies/{study.slug}/gold/").content.decode()
+    # aq-006 has no prediction, aq-002 none readable: 3 of 6 right
+    assert "<td>0.500</td>" in html and "<td>1 / 1</td>" in html
