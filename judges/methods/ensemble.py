@@ -26,6 +26,7 @@ class Member:
     pricing: Pricing = field(default_factory=Pricing)
     name: str = ""
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    settings: MethodSettings | None = None  # the member's own sampling, prompts and cache; else the ensemble's
 
 
 def weighted_vote(votes: Sequence[str | None], weights: Sequence[float]) -> tuple[str | None, float]:
@@ -64,8 +65,8 @@ async def weighted_ensemble(members: Sequence[Member], rubric: Mapping[str, Any]
     weights = list(weights) if weights is not None else [1.0] * len(members)
     if len(weights) != len(members) or any(w < 0 for w in weights):
         raise ValueError(f"weights: need {len(members)} numbers >= 0, one per member, got {weights}")
-    per_member = [await m.method(m.backend, rubric, targets, replace(s, pricing=m.pricing), key=key, **m.kwargs)
-                  for m in members]
+    per_member = [await m.method(m.backend, rubric, targets, m.settings or replace(s, pricing=m.pricing), key=key,
+                                 **m.kwargs) for m in members]
     out = []
     for n, t in enumerate(targets):
         rs = [res[n] for res in per_member]

@@ -225,7 +225,8 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
     if is_ensemble(config):
         for c in config.get("members") or []:
             members.append(M.Member(build_backend(c), M.METHODS[c["method"]], pricing(c), c.get("name", ""),
-                                    {k: v for k, v in method_kwargs(c).items() if k != "key"}))
+                                    {k: v for k, v in method_kwargs(c).items() if k != "key"},
+                                    settings_for(c, cache, None)))
         backend = build_backend(config)  # closed below like any judge's; the members vote
     elif method == "escalation":
         stage_cfgs = config.get("stages") or []

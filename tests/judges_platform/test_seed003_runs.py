@@ -191,3 +191,23 @@ def test_gold_page_counts_missing_and_unparsed_as_wrong(db, make_study, make_jud
     html = client_for(researcher).get(f"/judges/studies/{study.slug}/gold/").content.decode()
     # aq-006 has no prediction, aq-002 none readable: 3 of 6 right
     assert "<td>0.500</td>" in html and "<td>1 / 1</td>" in html
+
+
+@pytestmark_worker
+def test_an_ensemble_served_from_the_cache_is_priced_at_what_its_calls_would_have_cost(
+        celery_worker_session, make_study, make_judge, fake_server):
+    study = make_study("aqua-003")
+    cached = {"method_options": {"use_cache": True}, "sampling": {"temperature": 0, "max_tokens": 128, "seed": 3}}
+    member = make_judge("k-baseline", endpoint=fake_server.base_url, method="label", **cached)
+    solo = wait_run_ends(judge_run_start(study=study, judge=member))
+    assert solo.status == "done" and solo.cost_usd > 0
+    sent = fake_server.stats().completion_requests
+    ens = make_judge("k-vote", endpoint=fake_server.base_url, method="label",
+                     method_options={"ensemble": "weighted", "members": ["k-baseline"], "weights": [1],
+                                     "use_cache": True})
+    run = wait_run_ends(judge_run_start(study=study, judge=ens))
+    assert run.status == "done", run.error
+    assert fake_server.stats().completion_requests == sent  # every member call came from the cache
+    assert run.cost_usd == 0
+    solo_cost = _figures(run_file(solo, "report.txt").read_text())[-1]
+    assert solo_cost != "$0.00" and _figures(run_file(run, "report.txt").read_text())[-1] == solo_cost
