@@ -83,7 +83,8 @@ async def weighted_ensemble(members: Sequence[Member], rubric: Mapping[str, Any]
             detail={"ensemble": "weighted", "weights": weights, "share": share,
                     "votes": [{"member": m.name or str(k), "label": r.value, "status": r.status}
                               for k, (m, r) in enumerate(zip(members, rs))]},
-            doubt={"ensemble_split": share < 1.0} if label is not None else {},
+            # the winner's share of the cast weight: a split vote reads as "inconsistent" in doubt routing
+            doubt={"agreement": share} if label is not None else {},
         )
         cached = sum(r.detail.get("cached_cost_usd", 0.0) for r in rs)
         if cached:

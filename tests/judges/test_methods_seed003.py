@@ -192,6 +192,7 @@ def test_weighted_ensemble_votes_over_members_over_http():
         assert r.value == max(tally, key=tally.get) and r.ok
         assert r.cost_usd == pytest.approx(sum(res[n].cost_usd for res in alone))
         assert [v["label"] for v in r.detail["votes"]] == votes
+        assert r.doubt["agreement"] == pytest.approx(tally[r.value] / sum(tally.values()))
     # the members disagree somewhere, so the weights matter
     assert any(len({res[n].value for res in alone[:3]}) > 1 for n in range(len(ts)))
 
