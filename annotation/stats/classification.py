@@ -108,3 +108,16 @@ def gold_eval(gold: Mapping[str, str], pred: Mapping[str, str], *, positive: str
                   missing_predictions=missing, unparsed_predictions=unparsed,
                   unknown_ids=[i for i in pred if i not in gold])
     return report
+
+
+def seed_table(report: Mapping[str, Any], *, method: str, n_classes: int = 4) -> list[str]:
+    """Seed 003's benchmark table (markdown) for one evaluated method, as lines of text:
+    the gold_eval command and a judge run's report.txt print the same row."""
+    acc = f"{n_classes}-class Acc" if n_classes else "Acc"
+    cost = report.get("cost_per_10k")
+    return [f"| Method | {acc} | Macro F1 | Binary Acc | Binary F1 | Cost/10K |",
+            "|---|---:|---:|---:|---:|---:|",
+            f"| {method} | {report['accuracy']:.3f} | {report['macro_f1']:.3f} | {report['binary']['accuracy']:.3f} "
+            f"| {report['binary']['f1']:.3f} | {'-' if cost is None else f'${cost:.2f}'} |",
+            f"n = {report['n']}  binary: {report['binary']['positive']} vs rest  "
+            "cost per 10K extrapolated from the rows with a prediction"]

@@ -107,6 +107,7 @@ def _report(run: JudgeRun, rows: list[dict[str, Any]]) -> str:
                             positive=positive, labels=choices or None,
                             cost={r["id"]: list_cost(float(r["cost_usd"]), r["_detail"]) for r in graded})
             lines += seed_table(rep, method=method_title(c), n_classes=len(choices))
+            lines.append("cached calls count at what they would have cost (the method's price, not this rerun's)")
             lines.append(f"unparsed or failed: {rep['unparsed']}  (counted as wrong, label {FAILED})")
             lines.append("per class: " + "  ".join(
                 f"{lab} P={v['precision']:.3f} R={v['recall']:.3f} F1={v['f1']:.3f} n={v['support']}"

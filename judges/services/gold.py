@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from django.db.models import Count
 
 from annotation.models import Output, Study
-from annotation.stats.classification import FAILED, gold_eval
+from annotation.stats.classification import FAILED, gold_eval, seed_table  # noqa: F401 (seed_table: one format)
 from annotation.stats.tables import TableError, read_labels
 from judges.models import JudgeRun, JudgeScore
 
@@ -148,18 +148,6 @@ def evaluation_table(study: Study, runs: Sequence[JudgeRun], *, criterion: str |
     positive = positive or default_positive(study, criterion)
     return {"criterion": criterion, "positive": positive, "n_gold": len(gold), "source": source,
             "rows": evaluate_runs(runs, gold, criterion, positive)}
-
-
-def seed_table(report: Mapping[str, Any], *, method: str, n_classes: int = 4) -> list[str]:
-    """Seed 003's benchmark table (markdown) for one evaluated run, as lines of text."""
-    acc = f"{n_classes}-class Acc" if n_classes else "Acc"
-    cost = report.get("cost_per_10k")
-    return [f"| Method | {acc} | Macro F1 | Binary Acc | Binary F1 | Cost/10K |",
-            "|---|---:|---:|---:|---:|---:|",
-            f"| {method} | {report['accuracy']:.3f} | {report['macro_f1']:.3f} | {report['binary']['accuracy']:.3f} "
-            f"| {report['binary']['f1']:.3f} | {'-' if cost is None else f'${cost:.2f}'} |",
-            f"n = {report['n']}  binary: {report['binary']['positive']} vs rest  "
-            "cost per 10K extrapolated from usage, cached calls at what they would have cost"]
 
 
 def ensemble_weights_from_gold(study: Study, judge_names: Sequence[str]) -> list[float]:

@@ -85,6 +85,9 @@ def test_report_gives_the_seed_table_and_the_same_figures_as_gold_eval(db, make_
                                 f"{rep['binary']['accuracy']:.3f}", f"{rep['binary']['f1']:.3f}",
                                 f"${rep['cost_per_10k']:.2f}"]
     assert rep["cost_per_10k"] == pytest.approx(2.0)  # $0.0002 per output
+    out = StringIO()
+    call_command("gold_eval", str(gold), str(pred), "--labels", "TP,FP3,FP2,FP1", stdout=out)
+    assert _figures(out.getvalue()) == _figures(report)  # the same table row in the text output
 
 
 def test_cached_slots_count_at_what_they_would_have_cost_in_the_report(db, make_study, make_judge, make_run):

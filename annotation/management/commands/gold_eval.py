@@ -1,8 +1,9 @@
 import json
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.stats.classification import gold_eval
+from annotation.stats.classification import gold_eval, seed_table
 from annotation.stats.tables import TableError, read_labels
 
 
@@ -39,6 +40,8 @@ class Command(BaseCommand):
         if json:
             self.stdout.write(_dumps(report))
         else:
+            n_classes = len(report["labels"])
+            self.stdout.write("\n".join(seed_table(report, method=Path(pred).stem, n_classes=n_classes)) + "\n\n")
             self.stdout.write(_table(report))
 
 
