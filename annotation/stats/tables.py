@@ -64,9 +64,13 @@ def read_ratings(path: str | Path) -> pd.DataFrame:
     return out
 
 
-def read_labels(path: str | Path, *, cost: bool = False) -> tuple[dict[str, str], dict[str, float] | None]:
-    """id -> label, and id -> cost when `cost` and the file has a cost column. Ids must be unique."""
-    df = _read(path, ("id", "label"))
+def read_labels(path: str | Path, *, cost: bool = False,
+                empty_labels: bool = False) -> tuple[dict[str, str], dict[str, float] | None]:
+    """id -> label, and id -> cost when `cost` and the file has a cost column. Ids must be unique.
+    `empty_labels`: an empty label is kept as "" (a prediction the judge failed to give)."""
+    df = _read(path, ("id",) if empty_labels else ("id", "label"))
+    if "label" not in df.columns:
+        raise TableError(f"missing column (found: {', '.join(df.columns)})", row=1, column="label")
     ids = df["id"].str.strip()
     dup = ids.duplicated().to_numpy()
     if dup.any():

@@ -42,9 +42,31 @@ def judge_config_dict(judge: JudgeConfig) -> dict[str, Any]:
     return {f: getattr(judge, f) for f in FIELDS}
 
 
-def judge_config_snapshot(judge: JudgeConfig) -> dict[str, Any]:
-    """The judge's configuration frozen into the run; escalation also freezes its experts."""
+def _named_judges(names: Sequence[str], what: str) -> list[JudgeConfig]:
+    found = {j.name: j for j in JudgeConfig.objects.filter(name__in=names)}
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise JudgeRunError(f"{what} not found: {', '.join(missing)}")
+    return [found[n] for n in names]
+
+
+def judge_config_snapshot(judge: JudgeConfig, study: Study | None = None) -> dict[str, Any]:
+    """The judge's configuration frozen into the run; escalation also freezes its experts, a
+    weighted ensemble its members and, for weights: gold, the weights learnt now."""
     snap = judge_config_dict(judge)
+    mo = judge.method_options or {}
+    if mo.get("ensemble") == "weighted":
+        members = _named_judges(list(mo.get("members") or []), "ensemble members")
+        snap["members"] = [judge_config_dict(j) for j in members]
+        if mo.get("weights") == "gold":
+            from judges.services.gold import GoldError, ensemble_weights_from_gold
+
+            if study is None:
+                raise JudgeRunError("weights: gold needs the study whose gold labels teach them")
+            try:
+                snap["ensemble_weights"] = ensemble_weights_from_gold(study, [j.name for j in members])
+            except GoldError as exc:
+                raise JudgeRunError(str(exc)) from exc
     if judge.method == "escalation":
         names = list((judge.method_options or {}).get("experts") or [])
         experts = {j.name: j for j in JudgeConfig.objects.filter(name__in=names)}
@@ -109,7 +131,7 @@ def _enqueue(run: JudgeRun, chunks: list[list[int]]) -> None:
 
 def judge_run_start(*, study: Study, judge: JudgeConfig, user=None) -> JudgeRun:
     """Create a run of `judge` on every (non-attention-check) item of `study` and enqueue its chunks."""
-    config = judge_config_snapshot(judge)
+    config = judge_config_snapshot(judge, study)
     try:
         criteria = engine.output_criteria(config, study.rubric)
     except (ValueError, KeyError) as exc:
