@@ -174,14 +174,16 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None) -> JudgeRun:
 
 def _copy_scores(source: JudgeRun, target: JudgeRun) -> int:
     """The verdicts of `source` (not its errors) as `target`'s, for the items still in the study,
-    at no cost: no model was asked. Each copied row says where it came from."""
+    at no cost: no model was asked. Each copied row says where it came from and what it would have
+    cost (seed 003's cost per 10K counts cached calls at that)."""
     table = JudgeScore._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} (run_id, item_id, output_id, criterion, value, score, status, raw_text, reasoning,"
             f" tokens_in, tokens_out, cost_usd, doubt, detail, created_at)"
             f" SELECT %s, item_id, output_id, criterion, value, score, status, raw_text, reasoning, 0, 0, 0, doubt,"
-            f" detail || jsonb_build_object('reused_from_run', %s), now() FROM {table}"
+            f" detail || jsonb_build_object('reused_from_run', %s, 'cached_cost_usd',"
+            f" cost_usd + COALESCE((detail ->> 'cached_cost_usd')::float8, 0)), now() FROM {table}"
             f" WHERE run_id = %s AND status <> 'error' ON CONFLICT DO NOTHING",
             [target.pk, source.pk, source.pk])
         return cursor.rowcount

@@ -32,7 +32,10 @@ def test_same_key_reuses_scores_without_a_model_call(celery_worker_session, make
     assert fake_server.stats().completion_requests == asked  # no model call
     assert _scores(again) == _scores(first)
     assert again.cost_usd == 0 and again.n_scored == first.n_scored
-    assert JudgeScore.objects.filter(run=again).first().detail["reused_from_run"] == first.pk
+    copied = JudgeScore.objects.filter(run=again).first()
+    original = JudgeScore.objects.get(run=first, item=copied.item, output=copied.output, criterion=copied.criterion)
+    assert copied.detail["reused_from_run"] == first.pk and copied.cost_usd == 0
+    assert copied.detail["cached_cost_usd"] == pytest.approx(original.cost_usd)  # what it would have cost
 
     # a new model is a new key: the model is asked, and the page says what differs
     judge.model = "fake-judge-2"
