@@ -51,17 +51,44 @@ def _numeric(df: pd.DataFrame, col: str) -> np.ndarray:
 
 
 def read_ratings(path: str | Path) -> pd.DataFrame:
-    """Long ratings table: columns item, rater, score (numeric) and optionally criterion."""
+    """Long ratings table: columns item, rater, score and optionally criterion.
+
+    A criterion's scores are all numbers or all text labels (Yes/No, TP/FP1, ACCEPT/REJECT, taken
+    as nominal codes); a mix is refused at the first odd one out. `score` is float when every
+    criterion has numbers, else text (the report codes the labels)."""
     df = _read(path, ("item", "rater", "score"))
     if "criterion" in df.columns:
         empty = (df["criterion"].str.strip() == "").to_numpy()
         if empty.any():
             raise TableError("empty value", row=int(np.flatnonzero(empty)[0]) + 2, column="criterion")
+    text = df["score"].str.strip()
+    numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
+    is_number = np.isfinite(numbers)
     out = pd.DataFrame({"item": df["item"].str.strip(), "rater": df["rater"].str.strip(),
-                        "score": _numeric(df, "score")})
+                        "score": numbers if is_number.all() else text})
     if "criterion" in df.columns:
         out["criterion"] = df["criterion"].str.strip()
+        groups = out.groupby("criterion", sort=False).indices.items()
+    else:
+        groups = [("score", np.arange(len(out)))]
+    for name, rows in groups:
+        _one_kind(text, is_number, np.asarray(rows), str(name))
     return out
+
+
+def _one_kind(text: pd.Series, is_number: np.ndarray, rows: np.ndarray, criterion: str) -> None:
+    """Refuse a criterion whose scores mix numbers and text labels, naming the first odd one out."""
+    numeric = is_number[rows]
+    if numeric.all() or not numeric.any():
+        return
+    if numeric.sum() >= (~numeric).sum():
+        i = int(rows[np.flatnonzero(~numeric)[0]])
+        raise TableError(f"not a number: {text.iloc[i]!r} (the other scores of criterion {criterion!r} "
+                         "are numbers)", row=i + 2, column="score")
+    i = int(rows[np.flatnonzero(numeric)[0]])
+    raise TableError(f"a number among text labels: {text.iloc[i]!r} (criterion {criterion!r} has labels "
+                     "such as " + repr(text.iloc[int(rows[np.flatnonzero(~numeric)[0]])]) + ")",
+                     row=i + 2, column="score")
 
 
 def read_labels(path: str | Path, *, cost: bool = False) -> tuple[dict[str, str], dict[str, float] | None]:
