@@ -11,6 +11,9 @@ Answers address responses by their shown number (1..K), never by output id or sy
      "ignored": false, "ignore_reason": "", "comment": ""}
 
 A criterion's answer is either its bare value or {"value": ..., "reasoning": ...}.
+A submit is strict: whatever the rubric does not ask for (an unknown criterion or field, reasoning
+where none is asked, a comment or ignore reason where the rubric has none) is refused by name, never
+dropped, and every message says what the rater should do ("Fluency: choose a whole number from 1 to 7").
 `answers_from_form` builds this from the workspace form (fields r<n>__<key>, r<n>__<key>__reasoning,
 item__<key>, ignored, ignore_reason, comment).
 """
