@@ -4,11 +4,14 @@ Input: a DataFrame with columns item, rater, score and optionally criterion (nam
 when absent). A criterion's scores are numbers, or text labels (Yes/No, TP/FP3/FP2/FP1,
 ACCEPT/REJECT) taken as nominal codes. Each criterion is read at a level of measurement
 (nominal, ordinal, interval, ratio; by default nominal for labels, interval for numbers) and
-only the statistics that make sense at that level are reported: the others are None with
-the reason, so a nominal code is never averaged, correlated or put into an ICC. Judges, named by rater, are left out of the human statistics and compared
-with the mean of the human raters per item (and by the alternative annotator test,
-alt_test.py, on negative RMSE with epsilon 0.2; on accuracy for nominal and ordinal data). Every statistic that is undefined for the
-data is None, with its reason under "reasons" (keyed by the statistic's dotted path).
+only the statistics that make sense at that level are reported, so a nominal code is never
+averaged, correlated or put into an ICC.
+
+Judges, named by rater, are left out of the human statistics and compared with the mean of
+the human raters per item (interval data), with their majority label (majority.py), and by
+the alternative annotator test (alt_test.py, epsilon 0.2: negative RMSE for interval data,
+accuracy for nominal and ordinal). Every statistic that is undefined for the data, or makes
+no sense at the level, is None with its reason under "reasons" (keyed by its dotted path).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import pandas as pd
 from .agreement import matrix_agreement
 from .alt_test import alt_test
 from .correlation import judge_vs_humans
+from .majority import judge_vs_majority
 from .result import Stat, jsonable
 
 JUDGE_KEYS = ("pearson", "spearman", "kendall_tau_b", "lin_ccc", "mae")
@@ -29,6 +33,7 @@ LEVELS = ("nominal", "ordinal", "interval", "ratio")
 # What each level of measurement adds (dotted paths into a criterion's report). Interval and ratio
 # get everything; judges' numeric comparisons use the human mean, so they need interval data.
 _NOMINAL = {"krippendorff_alpha.nominal", "fleiss_kappa", "cohen_kappa.unweighted", "percent_agreement",
+            "judges.majority_agreement", "judges.majority_kappa",
             "judges.alt_test_advantage_probability", "judges.alt_test_winning_rate"}
 _ORDINAL = _NOMINAL | {"krippendorff_alpha.ordinal", "cohen_kappa.linear", "cohen_kappa.quadratic",
                        "mean_pairwise_spearman", "judges.spearman", "judges.kendall_tau_b"}
@@ -173,6 +178,7 @@ def _criterion_report(items: np.ndarray, raters: np.ndarray, scores: np.ndarray,
         jscore = np.full(uitems.size, np.nan)
         jscore[item_idx[sel]] = scores[sel]
         stats_j: dict[str, Any] = dict(judge_vs_humans(jscore, human_mean))
+        stats_j.update(judge_vs_majority(jscore, matrix))
         # labels are scored by accuracy against the other humans, numbers by negative RMSE
         scoring = "neg_rmse" if APPLICABLE[level] is None else "accuracy"
         alt = alt_test(matrix, jscore, scoring=scoring, epsilon=ALT_TEST_EPSILON)

@@ -163,6 +163,8 @@ def test_mixed_file_numbers_and_labels_per_criterion_with_a_judge(tmp_path):
     judge = decision["judges"]["gpt"]
     assert all(judge[k] is None for k in ("pearson", "spearman", "kendall_tau_b", "lin_ccc", "mae"))
     assert "alt_test_advantage_probability" in judge
+    # the judge against the human majority: items 2 and 5 tie (Yes/No), gpt matches the other six but item 3
+    assert judge["majority_agreement"] == pytest.approx(5 / 6)
     assert clarity["level"] == "interval" and clarity["icc"]["ICC1"] is not None
     text = run(path, "--judge", "gpt")
     block = text.split("criterion clarity")[0]
