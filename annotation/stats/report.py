@@ -16,7 +16,7 @@ no sense at the level, is None with its reason under "reasons" (keyed by its dot
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -83,11 +83,17 @@ def to_matrix(items: np.ndarray, raters: np.ndarray, scores: np.ndarray,
     return m
 
 
-def agreement_report(df: pd.DataFrame, judges: Sequence[str] = (), level: str | None = None) -> dict[str, Any]:
+def agreement_report(df: pd.DataFrame, judges: Sequence[str] = (), level: str | None = None,
+                     levels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """{"criteria": {name: {...}}} with plain floats/None, ready for json.dumps.
 
-    `level` applies to every criterion; None picks nominal for text labels and interval for numbers.
-    Raises LevelError when text labels are asked to be more than nominal."""
+    `level` applies to every criterion; without it a criterion's level is `levels[name]` when
+    given, else nominal for text labels and interval for numbers. Raises LevelError when text
+    labels are asked to be more than nominal."""
+    levels = dict(levels or {})
+    for name, value in levels.items():
+        if value not in LEVELS:
+            raise LevelError(f"criterion {name!r}: unknown level {value!r}; choose one of {', '.join(LEVELS)}")
     for col in ("item", "rater", "score"):
         if col not in df.columns:
             raise ValueError(f"missing column {col!r}")
@@ -113,7 +119,7 @@ def agreement_report(df: pd.DataFrame, judges: Sequence[str] = (), level: str | 
     bounds = np.searchsorted(crit_codes[order], np.arange(len(crit_names) + 1))
     criteria = {}
     for c, name in enumerate(crit_names):
-        c_level = level or ("nominal" if labels[c] is not None else "interval")
+        c_level = level or levels.get(str(name)) or ("nominal" if labels[c] is not None else "interval")
         if labels[c] is not None and c_level != "nominal":
             shown = ", ".join(labels[c][:5]) + (", ..." if len(labels[c]) > 5 else "")
             raise LevelError(f"criterion {str(name)!r} has text labels ({shown}): they are nominal codes, "

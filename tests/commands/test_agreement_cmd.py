@@ -186,3 +186,43 @@ def test_labels_and_levels_refused_with_a_clear_error(tmp_path, content, args, e
     with pytest.raises(CommandError) as exc:
         run(path, *args)
     assert expected in str(exc.value)
+
+
+@pytest.mark.django_db
+def test_concords_own_export_is_read_as_it_is_and_agrees_with_the_study_report(tmp_path, make_study):
+    """agreement on `export_study --format csv` gives the study report's alpha: units are (item, output),
+    ignored items left out, ACCEPT/REJECT read as nominal labels, text and highlights not ratings."""
+    import random
+
+    from annotation.datasets import export_chunks
+    from annotation.reports.study import study_report
+    from annotation.services.assignments import assignment_next
+    from annotation.services.ratings import assignment_submit
+    from tests.conftest import make_user
+    from tests.workspace.conftest import items_jsonl, rrgen_answers
+
+    rs = [make_user(f"exp{i}") for i in range(3)]
+    study = make_study("rrgen-001", annotators=rs, items_text=items_jsonl(6), raters_per_item=3)
+    rng = random.Random(4)
+    for r in rs:
+        while (a := assignment_next(study=study, rater=r)) is not None:
+            if a.item.external_id == "it-0005" and r == rs[0]:
+                answers = {"ignored": True, "ignore_reason": "The REVIEW text is deemed unsuitable"}
+            else:
+                answers = rrgen_answers(3)
+                for block in answers["responses"].values():
+                    block["semantic_relevance"] = rng.randint(1, 7)
+                    block["decision"] = rng.choice(["ACCEPT", "REJECT"])
+                block["highlights"] = [{"start": 0, "end": 4, "label": "relevant"}]
+            assignment_submit(assignment=a, answers=answers, time_on_task_ms=1)
+    path = tmp_path / "export.csv"
+    path.write_bytes(b"".join(export_chunks(study, "csv")))
+    rep = json.loads(run(path, "--json"))["criteria"]
+    report = study_report(study, n_boot=10)["agreement"]
+    assert "highlights" not in rep
+    sr, decision = rep["semantic_relevance"], rep["decision"]
+    assert sr["level"] == "interval" and decision["level"] == "nominal" and decision["labels"] == ["ACCEPT", "REJECT"]
+    assert sr["n_items"] == 6 * 3 and sr["n_ratings"] == 6 * 3 * 3 - 3  # one rater ignored one item
+    assert sr["krippendorff_alpha"]["interval"] == pytest.approx(report["semantic_relevance"]["alpha"]["value"])
+    assert decision["krippendorff_alpha"]["nominal"] == pytest.approx(report["decision"]["alpha"]["value"])
+    assert decision["icc"]["ICC1"] is None

@@ -37,7 +37,8 @@ class Command(BaseCommand):
     requires_migrations_checks = False
 
     def add_arguments(self, parser):
-        parser.add_argument("file", help="CSV with columns item,rater,score[,criterion]")
+        parser.add_argument("file", help="CSV with columns item,rater,score[,criterion][,output], or Concord's own "
+                                         "export (export_study --format csv) as it is")
         parser.add_argument("--judge", action="append", default=[], metavar="RATER",
                             help="a rater that is a judge, not a human (repeatable)")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -48,7 +49,7 @@ class Command(BaseCommand):
     def handle(self, *args, file: str, judge: list[str], json: bool = False, level: str | None = None, **options):
         try:
             ratings = read_ratings(file)
-            report = agreement_report(ratings, judges=judge, level=level)
+            report = agreement_report(ratings, judges=judge, level=level, levels=ratings.attrs.get("levels"))
         except LevelError as exc:
             raise CommandError(f"{file}: {exc}") from exc
         except TableError as exc:
