@@ -32,7 +32,7 @@ class Command(BaseCommand):
             "criterion. Scores are numbers or text labels (Yes/No, TP/FP3/FP2/FP1, ACCEPT/REJECT: nominal "
             "codes). Only the statistics that make sense at the level of measurement are reported; the "
             "others are null. Needs no database. Judges (--judge) are compared with the human mean per item "
-            "(numbers) or by the alternative annotator test on accuracy (labels).")
+            "(numbers), the human majority label per item, and by the alternative annotator test.")
     requires_system_checks = []
     requires_migrations_checks = False
 
