@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from annotation.stats.consensus import combine_frame, consensus_table
+from annotation.stats.consensus import combine_parts, consensus_table
 
 NUMERIC_KINDS = {"likert", "numeric"}
 CATEGORICAL_KINDS = {"binary", "choice"}
@@ -75,23 +75,42 @@ def majority_frame(df: pd.DataFrame) -> pd.DataFrame:
     return top.rename(columns={"label": "majority"})[["item", "output", "criterion", "majority", "share", "n"]]
 
 
+def criterion_column(key: str) -> str:
+    """output_scores_frame's column of a criterion's consensus."""
+    return f"criterion:{key}"
+
+
+def group_column(key: str) -> str:
+    """output_scores_frame's column of a group's score."""
+    return f"group:{key}"
+
+
+# output_scores_frame's computed columns; criterion and group columns carry a prefix, so no
+# rubric key (seed 000 rates a criterion keyed `overall`) can collide with one of these.
+SCORE_COLUMNS = ("overall", "ci_low", "ci_high", "vote_count")
+
+
 def output_scores_frame(df: pd.DataFrame, rubric: Mapping[str, Any], *, level: float = 0.95) -> pd.DataFrame:
-    """Per (item, output): one column per criterion consensus, the group scores, overall,
-    ci_low/ci_high of the overall (from each rater's own overall) and vote_count."""
+    """Per (item, output): each criterion's consensus (criterion_column), each group's score
+    (group_column), the computed overall, ci_low/ci_high of the overall (from each rater's own
+    overall) and vote_count (the number of raters)."""
     means = df.groupby(["item", "output", "criterion"], sort=True, observed=True)["x"].mean()
     wide = means.unstack("criterion")
     wide.columns = [str(c) for c in wide.columns]
-    combined = combine_frame(wide, rubric)
+    groups, overall = combine_parts(wide, rubric)
     per_rater = df.groupby(["item", "output", "rater", "criterion"], sort=True, observed=True)["x"].mean()
     per_rater_wide = per_rater.unstack("criterion")
     per_rater_wide.columns = [str(c) for c in per_rater_wide.columns]
-    own = combine_frame(per_rater_wide, rubric)["overall"].dropna()
+    own = combine_parts(per_rater_wide, rubric)[1].dropna()
     g = own.groupby(level=["item", "output"], sort=True)
     stats = pd.DataFrame({"mean": g.mean(), "sd": g.std(), "n": g.count()})
     z = float(norm.ppf((1 + level) / 2))
     half = z * stats["sd"] / np.sqrt(stats["n"])
     ok = stats["n"] >= 2
-    out = wide.join(combined)
+    out = wide.rename(columns=criterion_column)
+    for key, series in groups.items():
+        out[group_column(key)] = series
+    out["overall"] = overall
     out["ci_low"] = (stats["mean"] - half).where(ok)
     out["ci_high"] = (stats["mean"] + half).where(ok)
     out["vote_count"] = df.groupby(["item", "output"], sort=True, observed=True)["rater"].nunique()

@@ -23,7 +23,7 @@ from django.utils.module_loading import import_string
 
 from annotation.models import Assignment, Study
 from annotation.reports.stats import (
-    add_analysis_value, agreement_bootstrap, consensus_frame, criterion_measure, majority_frame,
+    add_analysis_value, agreement_bootstrap, consensus_frame, criterion_measure, group_column, majority_frame,
     output_scores_frame, slot_matrix,
 )
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
@@ -205,7 +205,7 @@ def _consensus(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, di
     for (item_id, output), row in rows.items():
         if scores is not None and (item_id, output) in scores.index:
             s = scores.loc[(item_id, output)]
-            row["groups"] = {g: s.get(g) for g in groups}
+            row["groups"] = {g: s.get(group_column(g)) for g in groups}
             row["overall"] = s.get("overall")
             row["overall_ci"] = None if pd.isna(s.get("ci_low")) else [s["ci_low"], s["ci_high"]]
             row["vote_count"] = int(s["vote_count"])
