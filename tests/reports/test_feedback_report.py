@@ -46,7 +46,7 @@ def test_report_page_and_downloads_answer(feedback_study, client_for, researcher
     assert data["consensus"]["rows"][0]["criteria"]["overall"]["consensus"] == 5.0
     as_csv = client.get(url, {"download": "csv"})
     assert as_csv.status_code == 200
-    rows = list(csv.DictReader(io.StringIO(b"".join(as_csv.streaming_content).decode())))
+    rows = list(csv.DictReader(io.StringIO(as_csv.content.decode())))
     fb0 = [r for r in rows if r["section"] == "consensus" and r["subject"].startswith("fb-000#0")]
     rated = [r for r in fb0 if r["criterion"] == "overall" and r["statistic"] == "consensus"]
     computed = [r for r in fb0 if r["statistic"] == "overall"]
