@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from annotation.datasets.tables import (
     CONSENSUS_COLUMNS, consensus_rows, item_chunks, output_score_rows, score_fields,
 )
-from annotation.datasets.spreadsheet import spreadsheet_safe
+from annotation.datasets.spreadsheet import spreadsheet_safe_column
 from annotation.models import Assignment, Study
 from annotation.reports.ratings import LONG_SCHEMA, copy_ratings, rating_batches
 from annotation.stats.consensus import preference_pairs
@@ -120,7 +120,7 @@ def consensus_csv(study: Study, *, progress: Progress | None = None, **_: Any) -
         table = consensus_rows(study, df, outputs)
         if len(table):
             for column in SPREADSHEET_TEXT_COLUMNS:  # item ids, system names and labels come from uploads
-                table[column] = table[column].map(spreadsheet_safe)
+                table[column] = spreadsheet_safe_column(table[column])
             buf = io.StringIO()
             table.to_csv(buf, header=False, index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
             yield buf.getvalue().encode()

@@ -11,13 +11,14 @@ import csv
 import io
 import json
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from django.urls import reverse
 
 from annotation.datasets import export_chunks
-from annotation.datasets.spreadsheet import spreadsheet_safe
+from annotation.datasets.spreadsheet import spreadsheet_safe, spreadsheet_safe_column
 from annotation.reports.ratings import LONG_SCHEMA
 from tests.conftest import make_user
 from tests.reports.factories import submit
@@ -62,6 +63,9 @@ def test_helper_quotes_only_formula_text():
     assert [spreadsheet_safe(v) for v in ("+a", "-a", "@a")] == ["'+a", "'-a", "'@a"]
     assert spreadsheet_safe("a=1") == "a=1" and spreadsheet_safe("") == ""
     assert spreadsheet_safe(-1.5) == -1.5 and spreadsheet_safe(None) is None
+    mixed = pd.Series(["=a", None, "b", "-1", 3.5, "@x"], dtype=object)
+    assert spreadsheet_safe_column(mixed).tolist() == [spreadsheet_safe(v) for v in mixed]
+    assert spreadsheet_safe_column(pd.Series([1.0, -2.0])).tolist() == [1.0, -2.0]
 
 
 def test_csv_neutralises_free_text_and_writes_true_false(hostile_study):
