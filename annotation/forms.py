@@ -75,8 +75,13 @@ class StudySettingsForm(forms.ModelForm):
                   "randomize_outputs": "Shuffle responses within an item",
                   "counterbalance": "Counterbalance response order across raters",
                   "attention_check_rate": "Attention checks (share of items, 0–1)",
-                  "attention_fail_pause": "Pause a rater after this many failed checks (0: never)",
+                  "attention_fail_pause": "Pause a rater after failed checks",
                   "assignment_expiry_minutes": "Assignment expiry (minutes)"}
+        help_texts = {"attention_fail_pause": "After this many failed checks (0: never).",
+                      "instructions": "Markdown, shown to raters beside the rubric's guide.",
+                      "deadline": "Shown to raters.",
+                      "assignment_expiry_minutes": "An item a rater leaves this long goes back to the pool. "
+                                                   "Empty: the site's default."}
         widgets = {"instructions": forms.Textarea(attrs={"rows": 4}),
                    "deadline": forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")}
 
@@ -85,7 +90,7 @@ class StudySettingsForm(forms.ModelForm):
         self.fields["raters_per_item"].min_value = 1
         self.fields["raters_per_item"].widget.attrs["min"] = 1
         self.fields["attention_check_rate"].widget.attrs.update(min=0, max=1, step="0.01")
-        self.fields["assignment_expiry_minutes"].widget.attrs["min"] = 1
+        self.fields["assignment_expiry_minutes"].widget.attrs.update(min=1, placeholder="site default")
 
     def clean_raters_per_item(self):
         value = self.cleaned_data["raters_per_item"]

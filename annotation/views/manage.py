@@ -40,6 +40,10 @@ def _context(request: HttpRequest, study: Study, **forms) -> dict:
         inv.state = ("active" if inv.problem is None else "revoked" if inv.revoked_at else
                      "used up" if inv.max_uses and inv.uses >= inv.max_uses else "expired")
         inv.link = request.build_absolute_uri(f"/invite/{inv.token}/")
+    changes = list(study.changes.select_related("user")[:50])
+    labels = {name: field.label for name, field in StudySettingsForm.base_fields.items()}
+    for change in changes:
+        change.label = labels.get(change.field, change.field.capitalize())
     return {
         "study": study,
         "progress": selectors.study_progress(study),
@@ -47,7 +51,7 @@ def _context(request: HttpRequest, study: Study, **forms) -> dict:
         "items": selectors.item_progress(study, limit=50),
         "transitions": study_transitions(study),
         "invitations": invitation_list,
-        "changes": study.changes.select_related("user")[:50],
+        "changes": changes,
         "upload_form": forms.get("upload_form") or ItemUploadForm(),
         "members_form": forms.get("members_form") or AddMembersForm(),
         "settings_form": forms.get("settings_form") or StudySettingsForm(instance=study),

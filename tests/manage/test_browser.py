@@ -100,7 +100,7 @@ def test_admin_manages_a_study_in_place(make_study, admin_user, annotator, live_
     page.click("#settings button:has-text('Save settings')")
     page.wait_for_selector("#settings .notice:has-text('Saved')")
     page.wait_for_selector("#header h1:has-text('Hotel replies, round 2')")  # out-of-band header
-    page.wait_for_selector("#changes td:has-text('raters_per_item')")
+    page.wait_for_selector("#changes td:has-text('Raters per item')")
     assert_html_page_without_overflow(page, path)
 
     # upload: the problems as a table of line, field, message
@@ -132,7 +132,7 @@ def test_admin_manages_a_study_in_place(make_study, admin_user, annotator, live_
     page.click("#lifecycle button:has-text('Yes, close study')")
     page.wait_for_selector("#header .badge.closed")
     assert Study.objects.get(pk=study.pk).status == "closed"
-    page.wait_for_selector("#changes td:has-text('status')")
+    page.wait_for_selector("#changes td:has-text('Status')")
     assert_html_page_without_overflow(page, path)
     shot(page, f"{width}-done")
 

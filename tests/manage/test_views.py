@@ -140,7 +140,7 @@ def test_settings_change_confirm_and_change_log(study, client_for, admin_user, a
     change = StudyChange.objects.filter(study=study, field="raters_per_item").get()
     assert (change.old, change.new, change.user) == ("3", "2", admin_user)
     page = c.get(url("study-manage", study)).content.decode()
-    assert "raters_per_item" in page and "boss" in page
+    assert "Raters per item" in page and "boss" in page
 
 
 def test_upload_errors_as_a_table(study, client_for, admin_user):
