@@ -112,7 +112,8 @@ def study_settings(request: HttpRequest, slug: str) -> HttpResponse:
             field, _, message = str(exc).partition(": ")
             form.add_error(field if field in form.fields else None, message or str(exc))
         else:
-            ok = f"Saved: {', '.join(c.field for c in log)}." if log else "Nothing changed."
+            ok = (f"Saved: {', '.join(str(form.fields[c.field].label).lower() for c in log)}." if log
+                  else "Nothing changed.")
             return _answer(request, study, "settings", ok=ok)
     return _answer(request, study, "settings", settings_form=form, status=400)
 

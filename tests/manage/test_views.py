@@ -122,7 +122,7 @@ def test_settings_change_confirm_and_change_log(study, client_for, admin_user, a
             "randomize_items": "on", "randomize_outputs": "on", "counterbalance": "on", "attention_check_rate": 0,
             "attention_fail_pause": 0, "deadline": "2030-01-02T03:04"}
     ok = c.post(url("manage-settings", study), form, **HX)
-    assert "Saved: name, deadline" in ok.content.decode()
+    assert "Saved: title, deadline" in ok.content.decode()
     assert "New title" in ok.content.decode()  # the header, out of band
     study.refresh_from_db()
     assert study.name == "New title" and study.deadline.year == 2030
