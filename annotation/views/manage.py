@@ -8,9 +8,12 @@ study's owner get here (annotation.access.get_study_for_manager); others get 403
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -85,7 +88,21 @@ def _manage_url(study: Study) -> str:
     return reverse("study-manage", args=[study.slug])
 
 
-@login_required
+def manager_view(view):
+    """Signed in, and refused with the site's own 403 page (not Django's bare one) when the user may
+    not manage the study."""
+    @login_required
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except PermissionDenied:
+            return render(request, "annotation/forbidden.html", status=403)
+
+    return wrapped
+
+
+@manager_view
 def study_manage(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_manager(request.user, slug)
     context = _context(request, study)
@@ -94,7 +111,7 @@ def study_manage(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, PAGE, context)
 
 
-@login_required
+@manager_view
 @require_POST
 def study_settings(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_manager(request.user, slug)
@@ -118,7 +135,7 @@ def study_settings(request: HttpRequest, slug: str) -> HttpResponse:
     return _answer(request, study, "settings", settings_form=form, status=400)
 
 
-@login_required
+@manager_view
 @require_POST
 def study_status(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_manager(request.user, slug)
@@ -139,7 +156,7 @@ def study_status(request: HttpRequest, slug: str) -> HttpResponse:
     return _answer(request, study, "lifecycle", ok=f"Study is now {study.get_status_display().lower()}.")
 
 
-@login_required
+@manager_view
 @require_POST
 def study_add_members(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_manager(request.user, slug)
@@ -167,7 +184,7 @@ def study_add_members(request: HttpRequest, slug: str) -> HttpResponse:
     return _answer(request, study, "members", members_form=form, status=400)
 
 
-@login_required
+@manager_view
 @require_POST
 def study_member_status(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_manager(request.user, slug)
@@ -184,7 +201,7 @@ def study_member_status(request: HttpRequest, slug: str) -> HttpResponse:
     return _answer(request, study, "members", ok=f"{member.user.username} is {member.status}{released}.")
 
 
-@login_required
+@manager_view
 @require_POST
 def study_upload_items(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_manager(request.user, slug)
@@ -204,7 +221,7 @@ def study_upload_items(request: HttpRequest, slug: str) -> HttpResponse:
     return _answer(request, study, "upload", upload_form=form, status=400)
 
 
-@login_required
+@manager_view
 @require_POST
 def study_invitations(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_manager(request.user, slug)
@@ -220,7 +237,7 @@ def study_invitations(request: HttpRequest, slug: str) -> HttpResponse:
     return _answer(request, study, "invitations", invitation_form=form, status=400)
 
 
-@login_required
+@manager_view
 @require_POST
 def study_invitation_revoke(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_manager(request.user, slug)

@@ -22,7 +22,8 @@ def url(name, study):
 
 def test_only_admins_and_the_owner_manage(study, client_for, annotator, researcher, outsider, preset_version):
     for user in (annotator, researcher, outsider):
-        assert client_for(user).get(url("study-manage", study)).status_code == 403
+        refused = client_for(user).get(url("study-manage", study))
+        assert refused.status_code == 403 and b"Not allowed" in refused.content  # the site's page, not JSON
         assert client_for(user).post(url("manage-status", study), {"status": "closed", "confirm": "on"}).status_code == 403
     owner = make_user("owner")
     study.created_by = owner
