@@ -120,6 +120,8 @@ def test_admin_manages_a_study_in_place(make_study, admin_user, annotator, live_
     page.wait_for_selector("#invitations .invitation-link")
     link = page.input_value("#invitations .invitation-link")
     assert link.startswith(live_server.url + "/invite/")
+    page.click("#invitations button:has-text('Copy')")
+    page.wait_for_selector("#invitations button:has-text('Copied')")
     assert_html_page_without_overflow(page, path)
 
     # lifecycle: consequences stated before the click, a confirm step, the badge follows
