@@ -90,6 +90,11 @@ def test_admin_manages_a_study_in_place(make_study, admin_user, annotator, live_
     page.click("#members tr[data-member=rater1] button:has-text('Pause')")
     page.wait_for_selector("#members tr[data-member=rater1] .badge.member-paused")
     assert StudyMember.objects.get(study=study, user=annotator).paused
+    # remove asks first (what happens to the open work and the ratings), then marks the row
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#members tr[data-member=ann] button:has-text('Remove')")
+    page.wait_for_selector("#members tr[data-member=ann] .badge.member-removed")
+    assert StudyMember.objects.get(study=study, user__username="ann").removed_at is not None
 
     # settings: a bad value shown beside its field, then saved and logged
     page.fill("#id_raters_per_item", "0")
