@@ -79,7 +79,7 @@ class StudySettingsForm(forms.ModelForm):
                   "assignment_expiry_minutes": "Assignment expiry (minutes)"}
         help_texts = {"attention_fail_pause": "After this many failed checks (0: never).",
                       "instructions": "Markdown, shown to raters beside the rubric's guide.",
-                      "deadline": "Shown to raters.",
+                      "deadline": "Planned end, for the team; nothing closes by itself.",
                       "assignment_expiry_minutes": "An item a rater leaves this long goes back to the pool. "
                                                    "Empty: the site's default."}
         widgets = {"instructions": forms.Textarea(attrs={"rows": 4}),

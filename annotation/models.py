@@ -38,7 +38,7 @@ class Study(models.Model):
         null=True, blank=True, help_text="Minutes a rater holds an item before it goes back to the pool "
                                          "(empty: the site's ASSIGNMENT_TTL_SECONDS)."
     )
-    deadline = models.DateTimeField(null=True, blank=True, help_text="Shown to raters; informational.")
+    deadline = models.DateTimeField(null=True, blank=True, help_text="Planned end, for the team; nothing closes by itself.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

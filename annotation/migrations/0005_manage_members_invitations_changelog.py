@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='study',
             name='deadline',
-            field=models.DateTimeField(blank=True, help_text='Shown to raters; informational.', null=True),
+            field=models.DateTimeField(blank=True, help_text='Planned end, for the team; nothing closes by itself.', null=True),
         ),
         migrations.AddField(
             model_name='studymember',

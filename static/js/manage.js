@@ -12,3 +12,13 @@ document.addEventListener("click", (event) => {
     done();
   }
 });
+
+// After htmx swaps a section in, put the keyboard on its first refused field, else on its notice,
+// so that a screen reader announces what happened and the next Tab starts there.
+document.addEventListener("htmx:afterSwap", (event) => {
+  const section = document.getElementById(event.detail.target.id) || event.detail.target;
+  const target = section.querySelector("[aria-invalid=true], .confirm button, .error, .notice");
+  if (!target) return;
+  if (!target.matches("input, select, textarea, button")) target.setAttribute("tabindex", "-1");
+  target.focus({ preventScroll: false });
+});
