@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import F, Value
 from django.core.exceptions import PermissionDenied
+from django.db.models import F, Value
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 

@@ -172,7 +172,8 @@ def _lock_rater(study: Study, rater) -> None:
     paused or removed rater. Different raters never wait on it."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT paused OR removed_at IS NOT NULL FROM {StudyMember._meta.db_table} WHERE study_id = %s AND user_id = %s FOR NO KEY UPDATE",
+            f"SELECT paused OR removed_at IS NOT NULL FROM {StudyMember._meta.db_table}"
+            " WHERE study_id = %s AND user_id = %s FOR NO KEY UPDATE",
             [study.pk, rater.pk],
         )
         row = cursor.fetchone()

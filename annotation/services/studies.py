@@ -66,7 +66,8 @@ def study_transitions(study: Study) -> list[Transition]:
         elif status == S.OPEN and study.status == S.PAUSED:
             out.append(Transition(status, "Resume study", "Raters get new items again."))
         elif status == S.OPEN:
-            out.append(Transition(status, "Reopen study", "Raters get new items again; ratings already given are kept."))
+            out.append(Transition(status, "Reopen study",
+                                  "Raters get new items again; ratings already given are kept."))
         elif status == S.PAUSED:
             out.append(Transition(status, "Pause study", f"Pausing stops new assignments; {held} "
                                   "(drafts are kept). Resume at any time.", danger=True))

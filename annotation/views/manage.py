@@ -281,7 +281,8 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
                 problem = exc.message
         else:
             messages.success(request, f"Welcome to {invitation.study.name}.")
-            role = StudyMember.objects.filter(study=invitation.study, user=request.user).values_list("role", flat=True).first()
+            role = (StudyMember.objects.filter(study=invitation.study, user=request.user)
+                    .values_list("role", flat=True).first())
             if role == StudyMember.Role.ANNOTATOR and invitation.study.status == Study.Status.OPEN:
                 return redirect("workspace", slug=invitation.study.slug)
             return redirect("home")
