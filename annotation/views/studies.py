@@ -48,8 +48,11 @@ def study_create_view(request: HttpRequest) -> HttpResponse:
                 randomize_outputs=data["randomize_outputs"], counterbalance=data["counterbalance"],
                 attention_check_rate=data["attention_check_rate"],
             )
-        except (RubricError, StudyError, UnicodeDecodeError) as exc:
-            form.add_error(None, str(exc))
+        except StudyError as exc:  # "field: message": shown beside the field it names
+            field, _, message = str(exc).partition(": ")
+            form.add_error(field if field in form.fields else None, message if field in form.fields else str(exc))
+        except (RubricError, UnicodeDecodeError) as exc:
+            form.add_error("rubric_file" if data.get("rubric_file") else None, str(exc))
         else:
             messages.success(request, f"Study {study.name} created. Upload its items next.")
             return redirect("study-manage", slug=study.slug)

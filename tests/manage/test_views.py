@@ -201,3 +201,13 @@ def test_invited_account_logs_in_through_the_login_form(study, admin_user, clien
     answer = client.post(reverse("login"), {"username": "later", "password": "a-Long-pass-9"})
     assert answer.status_code == 302
     assert "Test rrgen-001" in client.get("/").content.decode()
+
+
+def test_create_form_puts_a_taken_slug_beside_its_field(study, client_for, admin_user, preset_version):
+    answer = client_for(admin_user).post("/studies/new/", {
+        "name": "Another", "slug": study.slug, "rubric_version": preset_version["rrgen-001"].pk,
+        "raters_per_item": 3, "presentation": "side_by_side", "attention_check_rate": 0})
+    html = answer.content.decode()
+    assert answer.status_code == 200 and "already exists" in html
+    field = html[html.index('id="id_slug"'):]
+    assert field.index("already exists") < field.index('id="id_rubric_version"')  # right after the slug field
