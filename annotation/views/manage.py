@@ -23,7 +23,7 @@ from annotation import selectors
 from annotation.access import get_study_for_manager
 from annotation.forms import (AddMembersForm, InvitationAcceptForm, InvitationForm, InvitationRevokeForm,
                               ItemUploadForm, MemberActionForm, StatusForm, StudySettingsForm)
-from annotation.importers import ItemFileError
+from annotation.importers import MAX_ERRORS, ItemFileError
 from annotation.models import Study, StudyMember
 from annotation.services import invitations as invitation_services
 from annotation.services import members as member_services
@@ -213,7 +213,7 @@ def study_upload_items(request: HttpRequest, slug: str) -> HttpResponse:
         except ItemFileError as exc:
             form.add_error("file", f"{upload.name} was refused; nothing was imported. The problems:")
             return _answer(request, study, "upload", upload_form=form, upload_errors=exc.errors,
-                           upload_errors_capped=len(exc.errors) >= 50, status=400)
+                           upload_errors_capped=len(exc.errors) >= MAX_ERRORS, status=400)
         except UnicodeDecodeError:
             form.add_error("file", f"{upload.name} is not UTF-8 text; nothing was imported.")
         else:
