@@ -424,7 +424,7 @@ def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task
         a.time_on_task_ms = _time_on_task(a.time_on_task_ms, time_on_task_ms)
         fields = ["draft", "time_on_task_ms"]
         if a.status == Assignment.Status.ACTIVE:
-            a.expires_at = timezone.now() + lease_duration()
+            a.expires_at = timezone.now() + lease_duration(assignment.study)
             fields.append("expires_at")
         a.save(update_fields=fields)
     return a
