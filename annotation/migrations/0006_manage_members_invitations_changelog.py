@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0004_study_consensus_min_raters'),
+        ('annotation', '0005_services_study_order_help'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
