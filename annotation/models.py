@@ -169,6 +169,8 @@ class Item(models.Model):
     # an index. The engine recounts under the item's row lock, so a stale hint never over-assigns.
     # db_default because item import writes rows with COPY.
     slots_taken = models.PositiveIntegerField(default=0, db_default=0)
+    # Routing (judges.services.routing): items judges or raters are unsure about are served first.
+    priority = models.SmallIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -389,7 +389,8 @@ def _regular_work_left(study: Study, rater) -> bool:
 def _pick(study: Study, rater, *, attention: bool, wait: bool) -> tuple[int, list[int]] | None:
     """Lock one candidate item in this rater's own random order; returns (item id, output positions).
 
-    The order is a seeded 64-bit hash of the item id per (study, rater): independent across raters,
+    Routed items (a higher `priority`, judges.services.routing) come first; within a priority the
+    order is a seeded 64-bit hash of the item id per (study, rater): independent across raters,
     stable for one rater. The best few candidates are found first (a top-N sort that needs no lock),
     then locked: SKIP LOCKED, so a rater takes the next free item rather than queueing behind another.
     Only when all of those are taken is the whole pool searched. With wait=True the first candidate is
@@ -410,17 +411,17 @@ def _pick(study: Study, rater, *, attention: bool, wait: bool) -> tuple[int, lis
             cursor.execute(
                 f"""
                 WITH top AS (
-                    SELECT i.id, {key} AS k FROM {Item._meta.db_table} i
+                    SELECT i.id, i.priority AS p, {key} AS k FROM {Item._meta.db_table} i
                     WHERE i.study_id = %(study)s AND i.is_attention_check = %(attention)s {capacity}
                       AND i.id NOT IN (SELECT a.item_id FROM {Assignment._meta.db_table} a
                                        WHERE a.study_id = %(study)s AND a.rater_id = %(rater)s {mine})
-                    ORDER BY k, i.id {limit}
+                    ORDER BY p DESC, k, i.id {limit}
                 )
                 SELECT i.id, ARRAY(SELECT o.position FROM {Output._meta.db_table} o
                                    WHERE o.item_id = i.id ORDER BY o.position)
                 FROM {Item._meta.db_table} i JOIN top ON top.id = i.id
                 WHERE TRUE {capacity}
-                ORDER BY top.k, i.id LIMIT 1 {lock}
+                ORDER BY top.p DESC, top.k, i.id LIMIT 1 {lock}
                 """,
                 params,
             )
