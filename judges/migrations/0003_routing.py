@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0006_routing'),
+        ('annotation', '0007_routing'),
         ('judges', '0002_run_keys'),
     ]
 
