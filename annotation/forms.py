@@ -1,6 +1,6 @@
 from django import forms
 
-from annotation.models import Study, StudyMember
+from annotation.models import CrowdLink, Study, StudyMember
 from rubrics.models import RubricVersion
 
 
@@ -112,6 +112,21 @@ class InvitationForm(forms.Form):
     days = forms.IntegerField(label="Valid for (days)", min_value=1, max_value=90, initial=7)
     max_uses = forms.IntegerField(label="Uses", required=False, min_value=1, initial=1,
                                   help_text="1: a single person. Empty: any number (a link to share with a group).")
+
+
+class CrowdLinkForm(forms.Form):
+    provider = forms.ChoiceField(label="Panel", choices=CrowdLink.Provider.choices, initial="prolific")
+    completion_code = forms.CharField(label="Completion code", required=False, max_length=64,
+                                      help_text="Prolific: the study's completion code, shown to participants at the end.")
+    completion_url = forms.URLField(label="Return address", required=False, max_length=500, assume_scheme="https",
+                                    help_text="Where participants go when done (Prolific's is made from the code).")
+    time_limit_minutes = forms.IntegerField(label="Time limit (minutes)", required=False, min_value=1)
+    items_per_participant = forms.IntegerField(label="Items per participant", required=False, min_value=1)
+    days = forms.IntegerField(label="Valid for (days)", min_value=1, max_value=90, initial=30)
+
+
+class CrowdLinkRevokeForm(forms.Form):
+    link = forms.IntegerField(widget=forms.HiddenInput)
 
 
 class InvitationRevokeForm(forms.Form):

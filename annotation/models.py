@@ -348,3 +348,47 @@ class DatasetRelease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study.slug} {self.version} ({self.format})"
+
+
+class CrowdLink(models.Model):
+    """An entry link for a paid crowd (Prolific, MTurk or any panel that appends participant ids to a
+    URL): the first visit creates or resumes a rater without a password (annotation.services.crowd)."""
+
+    class Provider(models.TextChoices):
+        PROLIFIC = "prolific", "Prolific"
+        MTURK = "mturk", "Amazon Mechanical Turk"
+        GENERIC = "generic", "Other (participant and session in the URL)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="crowd_links")
+    token = models.CharField(max_length=64, unique=True)
+    provider = models.CharField(max_length=10, choices=Provider.choices, default=Provider.PROLIFIC)
+    completion_code = models.CharField(max_length=64, blank=True)
+    completion_url = models.URLField(max_length=500, blank=True, help_text="Where a participant goes when done.")
+    time_limit_minutes = models.PositiveIntegerField(null=True, blank=True)
+    items_per_participant = models.PositiveIntegerField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class CrowdParticipant(models.Model):
+    """One crowd participant of a link: who they are at the provider, their rater account, their time."""
+
+    link = models.ForeignKey(CrowdLink, on_delete=models.CASCADE, related_name="participants")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="crowd_entries")
+    participant_id = models.CharField(max_length=64)
+    session_id = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    deadline = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    returned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["link", "participant_id"], name="crowd_participant_unique")]
+        indexes = [models.Index(fields=["deadline"], condition=Q(finished_at__isnull=True, returned_at__isnull=True),
+                                name="crowd_open_deadline")]

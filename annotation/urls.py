@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from annotation.views import manage, studies
+from annotation.views import crowd, manage, studies
 
 urlpatterns = [
     path("", studies.home, name="home"),
@@ -14,6 +14,10 @@ urlpatterns = [
     path("studies/<slug:slug>/invitations/", manage.study_invitations, name="manage-invitations"),
     path("studies/<slug:slug>/invitations/revoke/", manage.study_invitation_revoke, name="manage-invitation-revoke"),
     path("invite/<str:token>/", manage.invitation_accept, name="invitation"),
+    path("studies/<slug:slug>/crowd-links/", manage.study_crowd_links, name="manage-crowd"),
+    path("studies/<slug:slug>/crowd-links/revoke/", manage.study_crowd_link_revoke, name="manage-crowd-revoke"),
+    path("crowd/<str:token>/", crowd.crowd_entry, name="crowd-entry"),
+    path("studies/<slug:slug>/crowd/return/", crowd.crowd_return_view, name="crowd-return"),
     path("", include("annotation.workspace_urls")),
     path("", include("annotation.reports.urls")),
     path("", include("annotation.datasets.urls")),

@@ -207,6 +207,9 @@ def _sweep_now_and_then(study: Study) -> None:
     if now - _last_sweep.get(study.pk, -1e9) >= interval:
         _last_sweep[study.pk] = now
         assignments_expire(study=study)
+        from annotation.services.crowd import crowd_release_overdue  # crowd imports this module
+
+        crowd_release_overdue(study=study)  # crowd participants past their time limit
 
 
 def _lock_rater(study: Study, rater) -> None:

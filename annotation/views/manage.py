@@ -21,8 +21,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import selectors
 from annotation.access import get_study_for_manager
-from annotation.forms import (AddMembersForm, InvitationAcceptForm, InvitationForm, InvitationRevokeForm,
-                              ItemUploadForm, MemberActionForm, StatusForm, StudySettingsForm)
+from annotation.forms import (AddMembersForm, CrowdLinkForm, CrowdLinkRevokeForm, InvitationAcceptForm,
+                              InvitationForm, InvitationRevokeForm, ItemUploadForm, MemberActionForm, StatusForm,
+                              StudySettingsForm)
 from annotation.importers import MAX_ERRORS, ItemFileError
 from annotation.models import Study, StudyMember
 from annotation.services import invitations as invitation_services
@@ -59,8 +60,27 @@ def _context(request: HttpRequest, study: Study, **forms) -> dict:
         "members_form": forms.get("members_form") or AddMembersForm(),
         "settings_form": forms.get("settings_form") or StudySettingsForm(instance=study),
         "invitation_form": forms.get("invitation_form") or InvitationForm(),
+        "crowd_links": _crowd_links(request, study),
+        "crowd_form": forms.get("crowd_form") or CrowdLinkForm(),
         **{k: v for k, v in forms.items() if not k.endswith("_form")},
     }
+
+
+def _crowd_links(request: HttpRequest, study: Study) -> list:
+    from django.utils import timezone
+
+    from annotation.services.crowd import PARAMS
+
+    links = list(study.crowd_links.all()[:20])
+    for link in links:
+        pid, session = PARAMS[link.provider]
+        placeholder = {"prolific": "{{%PROLIFIC_PID%}}", "mturk": "WORKER_ID"}.get(link.provider, "ID")
+        link.url = request.build_absolute_uri(f"/crowd/{link.token}/?{pid}={placeholder}&{session}=SESSION")
+        link.state = ("revoked" if link.revoked_at else "expired" if link.expires_at <= timezone.now() else "active")
+        link.n_participants = link.participants.count()
+        link.n_finished = link.participants.filter(finished_at__isnull=False).count()
+        link.n_returned = link.participants.filter(returned_at__isnull=False).count()
+    return links
 
 
 def _answer(request: HttpRequest, study: Study, section: str, *, ok: str | None = None, status: int = 200,
@@ -290,3 +310,36 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
     return render(request, "annotation/manage/invitation.html",
                   {"invitation": invitation, "study": invitation.study, "problem": problem, "form": form},
                   status=410 if problem else status)
+
+
+# ---------------------------------------------------------------- crowd links
+
+@manager_view
+@require_POST
+def study_crowd_links(request: HttpRequest, slug: str) -> HttpResponse:
+    from annotation.services import crowd
+
+    study = get_study_for_manager(request.user, slug)
+    form = CrowdLinkForm(request.POST)
+    if form.is_valid():
+        try:
+            crowd.crowd_link_create(study=study, user=request.user, **form.cleaned_data)
+        except crowd.CrowdError as exc:
+            form.add_error(exc.field or None, exc.message)
+        else:
+            return _answer(request, study, "crowd", ok="Crowd link created: give it to the panel as the study URL.")
+    return _answer(request, study, "crowd", crowd_form=form, status=400)
+
+
+@manager_view
+@require_POST
+def study_crowd_link_revoke(request: HttpRequest, slug: str) -> HttpResponse:
+    from annotation.services import crowd
+
+    study = get_study_for_manager(request.user, slug)
+    form = CrowdLinkRevokeForm(request.POST)
+    link = study.crowd_links.filter(pk=form.cleaned_data["link"]).first() if form.is_valid() else None
+    if link is None:
+        return _answer(request, study, "crowd", crowd_error="choose a link of this study", status=400)
+    crowd.crowd_link_revoke(link=link, user=request.user)
+    return _answer(request, study, "crowd", ok="Crowd link revoked: it no longer lets anyone in.")

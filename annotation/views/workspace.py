@@ -29,6 +29,7 @@ from annotation.access import get_own_assignment, get_study_for_annotator
 from annotation.models import Assignment, Item, Output, Study
 from annotation.rendering import render_content, render_markdown
 from annotation.services.assignments import RaterPaused, assignment_next
+from annotation.services.crowd import crowd_finish
 from annotation.services.ratings import (
     AnswerError,
     SubmitError,
@@ -37,6 +38,7 @@ from annotation.services.ratings import (
     assignment_submit,
     field_name,
 )
+from annotation.views.crowd import crowd_context
 
 PAGE = "annotation/workspace.html"
 
@@ -210,13 +212,20 @@ def _render(request: HttpRequest, study: Study, context: dict, *, status: int = 
 
 
 def _next_screen(request: HttpRequest, study: Study) -> HttpResponse:
+    crowd = crowd_context(request, study)
+    if crowd and (crowd["crowd"].quota_reached or crowd["crowd"].time_up):
+        crowd_finish(crowd["crowd"])  # their quota or time is used: the completion code, and nothing more
+        return _render(request, study, {"state": "done", **crowd})
     try:
         assignment = assignment_next(study=study, rater=request.user)
     except RaterPaused:
         return _render(request, study, {"state": "paused"})
     if assignment is None:
-        return _render(request, study, {"state": "done" if study.is_open else "closed"})
-    return _render(request, study, {"state": "rate", **build_screen(study, load_for_screen(study, assignment))})
+        if crowd:
+            crowd_finish(crowd["crowd"])
+        return _render(request, study, {"state": "done" if study.is_open else "closed", **crowd})
+    return _render(request, study, {"state": "rate", **crowd,
+                                    **build_screen(study, load_for_screen(study, assignment))})
 
 
 @login_required

@@ -73,6 +73,10 @@ RULES = {
     "page:manage-invitations": site_admin,
     "page:manage-invitation-revoke": site_admin,
     "page:invitation": anyone,  # the link is the key; here the token is no invitation
+    "page:manage-crowd": site_admin,
+    "page:manage-crowd-revoke": site_admin,
+    "page:crowd-entry": anyone,  # the link and the participant id are the key; here the token is no link
+    "page:crowd-return": study_rater,
     "page:workspace": study_rater,
     "page:workspace-guidelines": study_rater,
     "page:workspace-history": study_rater,
@@ -94,6 +98,8 @@ RULES = {
     "page:judges:run-cancel": site_admin,
     "page:judges:run-resume": site_admin,
     "page:judges:run-file": study_reader,
+    "page:judges:jury": site_admin,
+    "page:judges:routing": site_admin,
     "django-admin/": site_admin,
     "django-admin:login": anyone,
     "django-admin:logout": anyone,
@@ -143,6 +149,12 @@ GET_OK = {
     "page:manage-invitations": {405},
     "page:manage-invitation-revoke": {405},
     "page:invitation": {404},
+    "page:manage-crowd": {405},
+    "page:manage-crowd-revoke": {405},
+    "page:crowd-entry": {404},
+    "page:crowd-return": {405},
+    "page:judges:jury": {405},
+    "page:judges:routing": {405},
     "page:judges:run-file": {404},  # the run has written no files yet; found-but-missing, for readers only
     "api:api-workspace-next": {405},
     "api:api-workspace-draft": {405},
