@@ -1,10 +1,14 @@
-"""Read a verdict out of a judge's free text.
+"""Read a verdict out of a judge's answer, from the one place its prompt's output format puts it.
 
-Rules that hold for every parser here:
-- the LAST verdict in the judge's own answer wins (templates echoed earlier, or numbers
-  quoted from the response under review, come before it);
-- out-of-range, missing or ambiguous -> `ParseResult(value=None, status="unparsed")` with
-  the raw text kept; refusals -> status "refusal". Never 0, never the minimum, never a tie.
+Rules that hold for every parser here (issue 10 §3):
+- each criterion is read from where the output format puts it and nowhere else: the first
+  line (seed 004), the JSON field (seed 004 evidence, seed 003, generic prompts), the score
+  line `- **Name**: 4` (seed 000), the `[[A]]` marker (pairwise). Reasoning text around the
+  answer never changes it;
+- an echoed template (`score`, `xx`, `true|false`, `<integer from 0 to 4>`), a negated answer
+  (`not TP`) or two different values for one criterion -> unparsed;
+- unparsed is `ParseResult(value=None, status="unparsed")` with the raw text kept and a
+  `detail` saying why; refusals -> status "refusal". Never 0, never the minimum, never a tie.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 OK, UNPARSED, REFUSAL, LOGPROBS_UNAVAILABLE = "ok", "unparsed", "refusal", "logprobs_unavailable"
 
@@ -24,7 +28,7 @@ class ParseResult:
     status: str
     raw: str = ""
     reasoning: str | None = None
-    detail: str | None = None  # why unparsed, or which rule matched
+    detail: str | None = None  # why unparsed, or where the value was read
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -39,6 +43,9 @@ _REFUSAL = re.compile(
     re.I,
 )
 _NUM = r"[-+]?\d+(?:\.\d+)?"
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|hardly|without)\b|n't\b|n’t\b", re.I)
+_TEMPLATE_MARKS = re.compile(r"[|<>]|\bxx+\b|\.\.\.|…|^\s*(?:score|label|value|justification|integer|number)\s*$",
+                             re.I)
 
 
 def strip_reasoning_blocks(text: str) -> str:
@@ -51,6 +58,23 @@ def strip_reasoning_blocks(text: str) -> str:
 def _unparsed(raw: str, detail: str, text: str | None = None) -> ParseResult:
     status = REFUSAL if _REFUSAL.search(text if text is not None else raw) else UNPARSED
     return ParseResult(None, status, raw, detail=detail if status == UNPARSED else "refusal")
+
+
+def _short(text: str, n: int = 60) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _norm(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else x
+
+
+def _in_range(x: float, lo: float, hi: float, allowed: Iterable[float] | None, integer: bool) -> bool:
+    if not (lo <= x <= hi):
+        return False
+    if integer and not float(x).is_integer():
+        return False
+    return allowed is None or x in set(allowed)
 
 
 # --------------------------------------------------------------------------- JSON
@@ -68,8 +92,8 @@ def _balanced_objects(text: str) -> list[tuple[int, str]]:
                 quote = ""
             continue
         if ch in "\"'" and depth > 0:
-            # a single quote inside prose ("it's") must not open a string: only after : , { [ or space-colon
-            prev = text[:i].rstrip()[-1:] if depth else ""
+            # a single quote inside prose ("it's") must not open a string: only after { , : [
+            prev = text[:i].rstrip()[-1:]
             if ch == '"' or prev in ("{", ",", ":", "["):
                 quote = ch
             continue
@@ -80,7 +104,7 @@ def _balanced_objects(text: str) -> list[tuple[int, str]]:
         elif ch == "}" and depth > 0:
             depth -= 1
             if depth == 0:
-                out.append((start, text[start : i + 1]))
+                out.append((start, text[start: i + 1]))
     return out
 
 
@@ -88,10 +112,10 @@ def _load_obj(s: str) -> dict | None:
     try:
         v = json.loads(s)
     except ValueError:
-        try:  # single quotes, True/False, trailing commas: Python literal syntax
+        try:  # single quotes, True/False: Python literal syntax
             v = ast.literal_eval(re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False",
                                  re.sub(r"\bnull\b", "None", s))))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
             try:
                 v = json.loads(re.sub(r",\s*([}\]])", r"\1", s))
             except ValueError:
@@ -99,275 +123,349 @@ def _load_obj(s: str) -> dict | None:
     return v if isinstance(v, dict) else None
 
 
+_PAIR = re.compile(r"""["']?([A-Za-z_][\w ]*?)["']?\s*:\s*("[^"\n]*"|'[^'\n,}]*'|[^,}\n"']+?)\s*(?=[,}\n]|$)""")
+
+
 def _lenient_pairs(s: str) -> dict | None:
-    """Last resort for almost-JSON (an unescaped quote in a reason): scalar key/value pairs."""
-    pairs = re.findall(r"""["']?([A-Za-z_][\w ]*?)["']?\s*:\s*("[^"\n]*"|'[^'\n,}]*'|[-+]?\d+(?:\.\d+)?|true|false|True|False)""", s)
+    """Last resort for almost-JSON (an unescaped quote in a reason, an echoed `true|false`).
+
+    A value runs to the next `,` `}` or line end: `true|false` stays the string it is (an
+    echo), never the `true` it starts with.
+    """
+    pairs = _PAIR.findall(s)
     if not pairs:
         return None
     out: dict[str, Any] = {}
     for k, v in pairs:
+        v = v.strip()
         if v[:1] in "\"'":
             out[k.strip()] = v[1:-1]
         elif v.lower() in ("true", "false"):
             out[k.strip()] = v.lower() == "true"
-        else:
+        elif re.fullmatch(_NUM, v):
             out[k.strip()] = float(v) if "." in v else int(v)
+        else:
+            out[k.strip()] = v
     return out
 
 
 def extract_json_objects(text: str) -> list[dict]:
-    """Every JSON-ish object in the text, in order (fenced ```json blocks included)."""
+    """Every JSON-ish object in the text, in order (fenced ```json blocks included).
+
+    Seed 004 prints its answer template with escaped quotes (`{"score\\":"xx\\",...}`) and a
+    judge may copy that style; such an object is read with the backslashes removed.
+    """
     text = strip_reasoning_blocks(text)
     objs = []
     for _, s in _balanced_objects(text):
-        obj = _load_obj(s)
+        obj = None
+        if '\\"' in s:
+            obj = _strict_json(s.replace('\\"', '"'))
+        if obj is None:
+            obj = _load_obj(s)
         if obj is not None:
             objs.append(obj)
+    if '\\"' in text and not objs:
+        objs = [o for _, s in _balanced_objects(text.replace('\\"', '"')) if (o := _load_obj(s)) is not None]
     return objs
 
 
-def _find_key(obj: Mapping, keys: Sequence[str]) -> Any:
+def _strict_json(s: str) -> dict | None:
+    try:
+        v = json.loads(s)
+    except ValueError:
+        return None
+    return v if isinstance(v, dict) else None
+
+
+def _get(obj: Mapping, keys: Sequence[str]) -> tuple[bool, Any]:
     lower = {str(k).strip().lower(): v for k, v in obj.items()}
     for k in keys:
-        if k in lower:
-            return lower[k]
-    return None
+        if k.lower() in lower:
+            return True, lower[k.lower()]
+    return False, None
 
 
-def _to_number(v: Any) -> float | None:
-    if isinstance(v, bool):
+def _find_key(obj: Mapping, keys: Sequence[str]) -> Any:
+    return _get(obj, keys)[1]
+
+
+def _reason_of(obj: Mapping) -> str | None:
+    r = _find_key(obj, ("reason", "reasoning", "explanation", "justification", "rationale"))
+    if r is None:
         return None
-    if isinstance(v, (int, float)):
-        return float(v) if math.isfinite(v) else None
-    if isinstance(v, str):
-        m = re.fullmatch(rf"\s*\**\s*({_NUM})\s*(?:/\s*\d+)?\s*\**\s*", v)
-        return float(m.group(1)) if m else None
-    return None
+    return r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)
 
 
-def _norm(x: float) -> int | float:
-    return int(x) if float(x).is_integer() else x
+# A judged value: (value, None) when it is an answer, (None, why) when it is not.
+Judge = Callable[[Any], tuple[Any, str | None]]
 
 
-# --------------------------------------------------------------------------- scores
+def _decide(found: list[tuple[Any, str | None]], raw: str, body: str, where: str, missing: str,
+            reasoning: str | None = None) -> ParseResult:
+    """One value from every place the format puts it: none, one, or a conflict."""
+    values = [v for v, why in found if why is None]
+    distinct: list[Any] = []
+    for v in values:
+        if v not in distinct:
+            distinct.append(v)
+    if len(distinct) > 1:
+        return ParseResult(None, UNPARSED, raw, detail=f"two different values ({', '.join(map(str, distinct))})")
+    if len(distinct) == 1:
+        return ParseResult(distinct[0], OK, raw, reasoning=reasoning, detail=where)
+    whys = [why for _, why in found if why]
+    return _unparsed(raw, whys[-1] if whys else missing, body)
 
-SCORE_KEYS = ("score", "rating", "overall", "overall_rating", "value", "grade")
-_LABELLED = re.compile(
-    rf"(?:final\s+|overall\s+)?(?:score|rating|grade)\s*(?:\(\s*{_NUM}\s*[-–]\s*{_NUM}\s*\))?\s*(?:is|of|=|:)?\s*[:=]?\s*\**\s*({_NUM})(?:\s*(?:/|out of)\s*({_NUM}))?",
+
+def _json_field(text: str, keys: Sequence[str], judge: Judge, name: str) -> ParseResult:
+    """The value of `keys[0]` (or an alias) in the answer's JSON objects."""
+    raw = text or ""
+    body = strip_reasoning_blocks(raw)
+    found, reasoning = [], None
+    for obj in extract_json_objects(body):
+        present, v = _get(obj, keys)
+        if not present:
+            continue
+        value, why = judge(v)
+        found.append((value, why))
+        if why is None and reasoning is None:
+            reasoning = _reason_of(obj)
+    if not body.strip():
+        return _unparsed(raw, "empty answer", body)
+    return _decide(found, raw, body, "json", f"no JSON field {name!r}", reasoning)
+
+
+def _echo_or(v: Any, what: str) -> str:
+    s = str(v)
+    if _TEMPLATE_MARKS.search(s):
+        return f"template echoed ({_short(s, 40)!r})"
+    if isinstance(v, str) and _NEGATION.search(s):
+        return f"negated answer ({_short(s, 40)!r})"
+    return f"{what} ({_short(s, 40)!r})"
+
+
+def _score_judge(lo: float, hi: float, allowed: Iterable[float] | None, integer: bool) -> Judge:
+    allowed = list(allowed) if allowed is not None else None
+
+    def judge(v: Any) -> tuple[Any, str | None]:
+        x: float | None = None
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            x = float(v) if math.isfinite(v) else None
+        elif isinstance(v, str):
+            m = re.fullmatch(rf"\s*\**\s*({_NUM})\s*(?:/\s*({_NUM}))?\s*\**\s*", v)
+            if m and (m.group(2) is None or float(m.group(2)) == hi):
+                x = float(m.group(1))
+        if x is None:
+            return None, _echo_or(v, "not a number")
+        if not _in_range(x, lo, hi, allowed, integer):
+            return None, f"out of range: {_norm(x)} (scale {_norm(lo)}–{_norm(hi)})"
+        return _norm(x), None
+    return judge
+
+
+_LABEL_EDGES = re.compile(r"^[\s*_`\"'\[(]+|[\s*_`\"'\]).]+$")
+
+
+def _label_judge(labels: Sequence[str]) -> Judge:
+    canon = {str(lab).strip().lower(): lab for lab in labels}
+
+    def judge(v: Any) -> tuple[Any, str | None]:
+        s = _LABEL_EDGES.sub("", v).lower() if isinstance(v, str) else None
+        if s is not None and s in canon:
+            return canon[s], None
+        return None, _echo_or(v, f"not one of {'/'.join(map(str, labels))}")
+    return judge
+
+
+# --------------------------------------------------------------------------- one score
+
+_FIRST_LINE = re.compile(
+    rf"^\s*(?:[#>*_`\[(]\s*)*(?:(?:final\s+|overall\s+)?(?:score|rating|grade)\s*[:=]?\s*(?:[*_`]\s*)*)?"
+    rf"({_NUM})(?:\s*(?:/|out of)\s*({_NUM}))?\s*(?:[*_`\])]\s*)*\.?\s*$",
     re.I,
 )
-_FRACTION = re.compile(rf"(?<![\d.])({_NUM})\s*(?:/|out of)\s*({_NUM})(?!\.?\d)", re.I)
-_BARE = re.compile(rf"^\s*(?:[#>*_`\[\(]\s*)*({_NUM})(?:\s*/\s*({_NUM}))?\s*(?:[*_`\]\)]\s*)*[.]?\s*$")
 
 
-def _in_range(x: float, lo: float, hi: float, allowed: Iterable[float] | None, integer: bool) -> bool:
-    if not (lo <= x <= hi):
-        return False
-    if integer and not float(x).is_integer():
-        return False
-    return allowed is None or x in set(allowed)
-
-
-def parse_score(text: str, lo: float, hi: float, *, allowed: Iterable[float] | None = None,
-                integer: bool = True) -> ParseResult:
-    """A single score in [lo, hi] from any format the seeds show.
-
-    Order of trust: the last JSON object with a score key; a bare number on the first line
-    (seed 004's contract); the last "Score: 4" / "Rating: 4/5"; the last "4/5" whose
-    denominator is the scale maximum; a bare number on the last line.
-    """
+def parse_first_line_score(text: str, lo: float, hi: float, *, allowed: Iterable[float] | None = None,
+                           integer: bool = True) -> ParseResult:
+    """Seed 004: "an initial line containing only a single value"; the rest is the explanation."""
     raw = text or ""
     body = strip_reasoning_blocks(raw).strip()
     if not body:
-        return _unparsed(raw, "empty")
-    allowed = list(allowed) if allowed is not None else None
-
-    def accept(x: float | None, how: str) -> ParseResult | None:
-        if x is None:
-            return None
-        if not _in_range(x, lo, hi, allowed, integer):
-            return ParseResult(None, UNPARSED, raw, detail=f"out_of_range:{_norm(x)} ({how})")
-        return ParseResult(_norm(x), OK, raw, reasoning=_reason_from(body), detail=how)
-
-    for obj in reversed(extract_json_objects(body)):
-        v = _find_key(obj, SCORE_KEYS)
-        if v is not None:
-            x = _to_number(v)
-            if x is None:
-                continue  # an echoed template like {"score": "xx"}
-            r = accept(x, "json")
-            if r:
-                reason = _find_key(obj, ("reason", "reasoning", "explanation", "justification"))
-                r.reasoning = str(reason) if reason is not None else r.reasoning
-                return r
-
-    lines = [ln for ln in body.splitlines() if ln.strip()]
-    m = _BARE.match(lines[0]) if lines else None
-    if m and (m.group(2) is None or float(m.group(2)) == hi):
-        return accept(float(m.group(1)), "first_line")  # type: ignore[return-value]
-
-    labelled = [mm for mm in _LABELLED.finditer(body) if mm.group(2) is None or float(mm.group(2)) == hi]
-    if labelled:
-        return accept(float(labelled[-1].group(1)), "labelled")  # type: ignore[return-value]
-
-    fractions = [mm for mm in _FRACTION.finditer(body) if float(mm.group(2)) == hi]
-    if fractions:
-        return accept(float(fractions[-1].group(1)), "fraction")  # type: ignore[return-value]
-
-    m = _BARE.match(lines[-1]) if lines else None
-    if m and (m.group(2) is None or float(m.group(2)) == hi):
-        return accept(float(m.group(1)), "last_line")  # type: ignore[return-value]
-    return _unparsed(raw, "no_score", body)
+        return _unparsed(raw, "empty answer")
+    first, _, rest = body.partition("\n")
+    m = _FIRST_LINE.match(first)
+    if not m:
+        why = "template echoed" if _TEMPLATE_MARKS.search(first.strip("*_`#> ")) else "first line is not a single score"
+        return _unparsed(raw, f"{why}: {_short(first)!r}", body)
+    if m.group(2) is not None and float(m.group(2)) != hi:
+        return _unparsed(raw, f"first line scores out of {m.group(2)}, the scale is {_norm(lo)}–{_norm(hi)}", body)
+    value, why = _score_judge(lo, hi, allowed, integer)(float(m.group(1)))
+    if why:
+        return ParseResult(None, UNPARSED, raw, detail=why + " on the first line")
+    return ParseResult(value, OK, raw, reasoning=rest.strip() or None, detail="first_line")
 
 
-def _reason_from(body: str) -> str | None:
-    """Everything after the first line, for first-line formats; the whole text otherwise."""
-    parts = body.split("\n", 1)
-    rest = parts[1].strip() if len(parts) == 2 else ""
-    return rest or None
+def parse_json_score(text: str, lo: float, hi: float, *, allowed: Iterable[float] | None = None,
+                     integer: bool = True, key: str = "score") -> ParseResult:
+    """Seed 004 evidence: {"score": "6", "reason": "…"} (the seed's escaped template style too)."""
+    return _json_field(text, (key,), _score_judge(lo, hi, allowed, integer), key)
+
+
+def parse_score(text: str, lo: float, hi: float, *, fmt: str = "first_line",
+                allowed: Iterable[float] | None = None, integer: bool = True) -> ParseResult:
+    """One score in [lo, hi], read from where `fmt` (first_line | json) puts it."""
+    if fmt == "json":
+        return parse_json_score(text, lo, hi, allowed=allowed, integer=integer)
+    if fmt == "first_line":
+        return parse_first_line_score(text, lo, hi, allowed=allowed, integer=integer)
+    raise ValueError(f"unknown score format {fmt!r} (known: first_line, json)")
 
 
 # --------------------------------------------------------------------------- per-criterion block (seed 000)
 
+_BULLET = re.compile(r"^\s*(?:[-*•+]\s+|\d+[.)]\s+)?")
+_HEADING = re.compile(r"^\s*#*\s*([A-Za-z][A-Za-z ]*?)\s*:?\s*$")
+_SCORE_SECTIONS = {"output", "output format", "scores", "score", "ratings", "rating", "evaluation", "assessment"}
+_REASON_SECTIONS = {"reasoning", "reasons", "justification", "justifications", "explanation", "rationale"}
+_BLOCK_VALUE = re.compile(rf"^({_NUM})\s*(?:(?:/|out of)\s*({_NUM}))?\s*(?:\(\s*[^\d()]*\))?\s*\.?$", re.I)
+
+
+def _plain(line: str) -> str:
+    return re.sub(r"\*\*|__|`", "", _BULLET.sub("", line, count=1)).strip()
+
+
+def _block_sections(body: str) -> list[tuple[str, str]]:
+    """(section, plain line) for each line: 'score' before any heading or under Output/Scores,
+    'reasoning' under a Reasoning heading."""
+    section, out = "score", []
+    for line in body.splitlines():
+        plain = _plain(line)
+        h = _HEADING.match(plain)
+        if h and (line.strip().startswith(("#", "*", "_")) or plain.endswith(":") or
+                  h.group(1).lower() in _REASON_SECTIONS):
+            name = h.group(1).strip().lower()
+            if name in _REASON_SECTIONS:
+                section = "reasoning"
+                continue
+            if name in _SCORE_SECTIONS:
+                section = "score"
+                continue
+        out.append((section, plain))
+    return out
+
+
+def _named(plain: str, names: Sequence[str]) -> str | None:
+    """The text after `Name:` (or `Name (…):`, `Name -`) when the line is that criterion's."""
+    for n in names:
+        m = re.match(rf"{re.escape(n)}\s*(?:\([^)\n]*\))?\s*(?::|\s[-–—]\s)\s*(.*)$", plain, re.I)
+        if m:
+            return m.group(1).strip()
+    return None
+
+
 def parse_criteria_block(text: str, names: Mapping[str, str], lo: float, hi: float,
                          *, integer: bool = True) -> dict[str, ParseResult]:
-    """Seed 000's "- **Correctness**: 4" lines (or a JSON object keyed by names/keys).
+    """Seed 000's Output Format: one `- **Name**: score` line per criterion, then a Reasoning
+    section of `- **Name**: justification` lines.
 
-    `names` maps criterion key -> display name. The last scored line per criterion wins;
-    "- **Correctness**: justification" lines in the Reasoning section give its reasoning.
+    `names` maps criterion key -> the name in the format. A score line holds the value alone
+    (`4`, `4/5`, `**4**`, `4 (Good)`); a line whose value runs on into words (`2 minor slips…`)
+    is reasoning, never a score; lines under the Reasoning heading are never scores.
     """
     raw = text or ""
     body = strip_reasoning_blocks(raw)
+    lines = _block_sections(body)
+    judge = _score_judge(lo, hi, None, integer)
     results: dict[str, ParseResult] = {}
-    objs = extract_json_objects(body)
     for key, name in names.items():
-        value: float | None = None
-        how = ""
-        for obj in reversed(objs):
-            v = _find_key(obj, (key.lower(), name.lower(), name.lower().replace(" ", "_")))
-            if isinstance(v, Mapping):
-                v = _find_key(v, SCORE_KEYS)
-            x = _to_number(v)
-            if x is not None:
-                value, how = x, "json"
-                break
-        pat = re.compile(
-            rf"(?:^|\n)\s*(?:[-*•]\s*|\d+\.\s*)?\**\s*{re.escape(name)}\s*\**\s*(?:\([^)\n]*\))?\s*\**\s*[:\-–]\s*\**\s*({_NUM})\s*\**(?:\s*(?:/|out of)\s*({_NUM}))?(?![\w.])",
-            re.I,
-        )
-        if value is None:
-            hits = [m for m in pat.finditer(body) if m.group(2) is None or float(m.group(2)) == hi]
-            if hits:
-                value, how = float(hits[-1].group(1)), "block"
+        aliases = [name] + ([key] if key.lower() != name.lower() else [])
+        found: list[tuple[Any, str | None]] = []
         reasoning = None
-        rpat = re.compile(rf"(?:^|\n)\s*[-*•]?\s*\**\s*{re.escape(name)}\s*\**\s*:\s*\**\s*([^\n]*[A-Za-z][^\n]*)", re.I)
-        rs = [m.group(1).strip() for m in rpat.finditer(body) if not re.fullmatch(rf"{_NUM}.*", m.group(1).strip().strip('*'))]
-        if rs:
-            reasoning = rs[-1]
-        if value is None:
-            results[key] = _unparsed(raw, "no_score", body)
-        elif not _in_range(value, lo, hi, None, integer):
-            results[key] = ParseResult(None, UNPARSED, raw, detail=f"out_of_range:{_norm(value)}")
-        else:
-            results[key] = ParseResult(_norm(value), OK, raw, reasoning=reasoning, detail=how)
+        for section, plain in lines:
+            value = _named(plain, aliases)
+            if value is None:
+                continue
+            if section == "reasoning":
+                if value and reasoning is None:
+                    reasoning = value
+                continue
+            m = _BLOCK_VALUE.match(value)
+            if m:
+                if m.group(2) is not None and float(m.group(2)) != hi:
+                    found.append((None, f"scored out of {m.group(2)}, the scale is {_norm(lo)}–{_norm(hi)}"))
+                else:
+                    found.append(judge(float(m.group(1))))
+            elif _TEMPLATE_MARKS.search(value) or not value:
+                found.append((None, f"template echoed ({_short(value, 40)!r})"))
+            elif _NEGATION.match(value):
+                found.append((None, f"negated answer ({_short(value, 40)!r})"))
+            # any other text on a name line is the judge's prose, not its score
+        if not body.strip():
+            results[key] = _unparsed(raw, "empty answer")
+            continue
+        results[key] = _decide(found, raw, body, "score_line", f"no score line for {name!r}", reasoning)
     return results
 
 
-# --------------------------------------------------------------------------- labels (seed 003)
+# --------------------------------------------------------------------------- labels (seed 003, binary criteria)
 
-LABEL_KEYS = ("label", "verdict", "classification", "class", "category", "answer", "decision", "choice")
+LABEL_KEYS = ("label",)
 
 
-def parse_label(text: str, labels: Sequence[str]) -> ParseResult:
-    """One of `labels` (e.g. TP/FP3/FP2/FP1, ACCEPT/REJECT): JSON, then "Label: X", then the last bare mention."""
-    raw = text or ""
-    body = strip_reasoning_blocks(raw)
-    canon = {lab.lower(): lab for lab in labels}
-    for obj in reversed(extract_json_objects(body)):
-        v = _find_key(obj, LABEL_KEYS)
-        if isinstance(v, (str, bool)) and str(v).strip().lower() in canon:
-            reason = _find_key(obj, ("reason", "reasoning", "explanation", "rationale"))
-            return ParseResult(canon[str(v).strip().lower()], OK, raw,
-                               reasoning=str(reason) if reason is not None else None, detail="json")
-    alts = "|".join(re.escape(lab) for lab in sorted(labels, key=len, reverse=True))
-    word = rf"(?<![A-Za-z0-9_])({alts})(?![A-Za-z0-9_])"
-    labelled = list(re.finditer(rf"(?:label|verdict|classification|class|answer|decision)\s*(?:is)?\s*[:=]?\s*[\"'*`\[]*\s*{word}", body, re.I))
-    if labelled:
-        return ParseResult(canon[labelled[-1].group(1).lower()], OK, raw, detail="labelled")
-    bare = list(re.finditer(word, body, re.I if all(len(lab) > 3 for lab in labels) else 0))
-    if bare:
-        return ParseResult(canon[bare[-1].group(1).lower()], OK, raw, detail="last_mention")
-    return _unparsed(raw, "no_label", body)
+def parse_label(text: str, labels: Sequence[str], *, key: str = "label") -> ParseResult:
+    """One of `labels` (TP/FP3/FP2/FP1, ACCEPT/REJECT, Yes/No) from the answer's JSON `label` field."""
+    return _json_field(text, (key,), _label_judge(labels), key)
 
 
 # --------------------------------------------------------------------------- pairwise
 
+_VERDICT = re.compile(r"\[\[\s*([^\[\]\n]{1,12}?)\s*\]\]")
+
+
 def parse_pairwise(text: str, *, allow_tie: bool = True) -> ParseResult:
-    """'A', 'B' or (only when the judge says so) 'tie': [[A]], {"winner": "B"}, "Winner: A", "Response A is better"."""
+    """'A', 'B' or (only when the judge says so) 'tie' from the verdict marker [[A]] / [[B]] / [[C]]."""
     raw = text or ""
     body = strip_reasoning_blocks(raw)
-    for obj in reversed(extract_json_objects(body)):
-        v = _find_key(obj, ("winner", "preferred", "better", "choice", "verdict", "answer"))
-        if isinstance(v, str):
-            r = _pair_token(v)
-            if r and (r != "tie" or allow_tie):
-                return ParseResult(r, OK, raw, detail="json")
-    found: list[tuple[int, str]] = []
-    for m in re.finditer(r"\[\[\s*(A|B|C|tie)\s*\]\]", body, re.I):
-        found.append((m.start(), {"a": "A", "b": "B"}.get(m.group(1).lower(), "tie")))
-    for m in re.finditer(r"(?:winner|verdict|better response|preferred|choice)\s*(?:is)?\s*[:=]?\s*\**\s*(?:response|output|assistant)?\s*\(?\b(A|B|tie)\b", body, re.I):
-        found.append((m.start(), {"a": "A", "b": "B"}.get(m.group(1).lower(), "tie")))
-    for m in re.finditer(r"(?:response|output|assistant)\s*\(?\b(A|B)\)?\s+is\s+(?:better|preferred|superior)", body, re.I):
-        found.append((m.start(), m.group(1).upper()))
-    found = [f for f in found if f[1] != "tie" or allow_tie]
-    if found:
-        return ParseResult(max(found)[1], OK, raw, detail="text")
-    return _unparsed(raw, "no_winner", body)
-
-
-def _pair_token(v: str) -> str | None:
-    v = v.strip().strip("[]()*\"' ").lower()
-    v = re.sub(r"^(response|output|assistant)\s*", "", v)
-    return {"a": "A", "b": "B", "tie": "tie", "c": "tie", "equal": "tie"}.get(v)
+    found: list[tuple[Any, str | None]] = []
+    for m in _VERDICT.finditer(body):
+        token = m.group(1).strip().lower()
+        value = {"a": "A", "b": "B", "c": "tie", "tie": "tie"}.get(token)
+        before = body[max(0, m.start() - 40): m.start()].split("\n")[-1]
+        if value is None:
+            found.append((None, f"template echoed ({m.group(0)!r})" if _TEMPLATE_MARKS.search(token)
+                          else f"not a verdict ({m.group(0)!r})"))
+        elif _NEGATION.search(" ".join(before.split()[-4:])):
+            found.append((None, f"negated answer ({_short(before + m.group(0), 50)!r})"))
+        elif value == "tie" and not allow_tie:
+            found.append((None, "a tie, which this comparison does not allow"))
+        else:
+            found.append((value, None))
+    return _decide(found, raw, body, "verdict", "no [[A]]/[[B]] verdict")
 
 
 # --------------------------------------------------------------------------- fields of sub-judges (seed 003 modular)
 
 def parse_int_field(text: str, key: str, lo: int, hi: int) -> ParseResult:
-    """An integer field from the last JSON object that has it, else "key: N" in text."""
-    raw = text or ""
-    body = strip_reasoning_blocks(raw)
-    for obj in reversed(extract_json_objects(body)):
-        x = _to_number(_find_key(obj, (key.lower(),)))
-        if x is not None:
-            if _in_range(x, lo, hi, None, True):
-                return ParseResult(int(x), OK, raw, detail="json")
-            return ParseResult(None, UNPARSED, raw, detail=f"out_of_range:{_norm(x)}")
-    hits = list(re.finditer(rf"\b{re.escape(key)}\b\s*[:=]\s*\**\s*([-+]?\d+)", body, re.I))
-    if hits:
-        x = float(hits[-1].group(1))
-        if _in_range(x, lo, hi, None, True):
-            return ParseResult(int(x), OK, raw, detail="text")
-        return ParseResult(None, UNPARSED, raw, detail=f"out_of_range:{_norm(x)}")
-    return _unparsed(raw, f"no_{key}", body)
+    """An integer field of the answer's JSON object."""
+    return _json_field(text, (key,), _score_judge(lo, hi, None, True), key)
 
 
-_TRUE, _FALSE = {"true", "yes", "1", "correct"}, {"false", "no", "0", "incorrect"}
+_TRUE, _FALSE = {"true", "yes"}, {"false", "no"}
+
+
+def _bool_judge(v: Any) -> tuple[Any, str | None]:
+    if isinstance(v, bool):
+        return v, None
+    s = str(v).strip().strip("\"'").lower() if isinstance(v, str) else None
+    if s in _TRUE | _FALSE:
+        return s in _TRUE, None
+    return None, _echo_or(v, "not true/false")
 
 
 def parse_bool_field(text: str, key: str) -> ParseResult:
-    raw = text or ""
-    body = strip_reasoning_blocks(raw)
-    for obj in reversed(extract_json_objects(body)):
-        v = _find_key(obj, (key.lower(),))
-        if isinstance(v, bool):
-            return ParseResult(v, OK, raw, detail="json")
-        if v is not None and str(v).strip().lower() in _TRUE | _FALSE:
-            return ParseResult(str(v).strip().lower() in _TRUE, OK, raw, detail="json")
-    hits = list(re.finditer(rf"\b{re.escape(key)}\b\s*[:=]\s*\**\s*(true|false|yes|no)\b", body, re.I))
-    if hits:
-        return ParseResult(hits[-1].group(1).lower() in _TRUE, OK, raw, detail="text")
-    return _unparsed(raw, f"no_{key}", body)
+    """A true/false (or yes/no) field of the answer's JSON object."""
+    return _json_field(text, (key,), _bool_judge, key)
 
 
 # --------------------------------------------------------------------------- logprobs (G-Eval)
@@ -412,40 +510,11 @@ def expected_score(positions: Sequence[Mapping[str, float]] | None, allowed: Seq
 def parse_json_scores(text: str, specs: Mapping[str, tuple]) -> dict[str, ParseResult]:
     """Generic all-criteria answer {"key": value, ..., "reasoning": "..."}.
 
-    `specs[key]` is ("score", lo, hi) or ("label", [labels]). The last object holding the
-    key wins for that key.
+    `specs[key]` is ("score", lo, hi) or ("label", [labels]); each key is read from its own
+    JSON field.
     """
-    raw = text or ""
-    objs = extract_json_objects(raw)
     out: dict[str, ParseResult] = {}
-    reasoning = None
-    for obj in reversed(objs):
-        r = _find_key(obj, ("reasoning", "reason", "explanation"))
-        if r is not None:
-            reasoning = r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)
-            break
     for key, spec in specs.items():
-        result: ParseResult | None = None
-        for obj in reversed(objs):
-            v = _find_key(obj, (key.lower(),))
-            if isinstance(v, Mapping):
-                v = _find_key(v, SCORE_KEYS + LABEL_KEYS)
-            if v is None:
-                continue
-            if spec[0] == "score":
-                x = _to_number(v)
-                if x is None:
-                    continue
-                if _in_range(x, spec[1], spec[2], None, True):
-                    result = ParseResult(_norm(x), OK, raw, reasoning=reasoning, detail="json")
-                else:
-                    result = ParseResult(None, UNPARSED, raw, detail=f"out_of_range:{_norm(x)}")
-            else:
-                canon = {str(lab).lower(): lab for lab in spec[1]}
-                if str(v).strip().lower() in canon:
-                    result = ParseResult(canon[str(v).strip().lower()], OK, raw, reasoning=reasoning, detail="json")
-                else:
-                    result = ParseResult(None, UNPARSED, raw, detail=f"unknown_label:{v}")
-            break
-        out[key] = result or _unparsed(raw, f"no_{key}")
+        judge = _score_judge(spec[1], spec[2], None, True) if spec[0] == "score" else _label_judge(spec[1])
+        out[key] = _json_field(text, (key,), judge, key)
     return out

@@ -22,11 +22,15 @@ def selected(rubric: Mapping[str, Any], s: MethodSettings) -> list[dict]:
 
 
 def parse_for_prompt(prompt: Prompt, criterion: Mapping[str, Any], text: str) -> ParseResult:
-    """Parse a one-criterion answer in the format its prompt asked for."""
-    if criterion.get("kind") in LABEL_KINDS:
-        return parse_label(text, choice_values(criterion))
+    """Parse a one-criterion answer from where its prompt's output format puts the verdict."""
+    if prompt.expects == "label" or criterion.get("kind") in LABEL_KINDS:
+        return parse_label(text, choice_values(criterion) or label_set({}, None))
     lo, hi = bounds(criterion)
-    return parse_score(text, lo, hi)
+    if prompt.expects == "json_score":
+        return parse_score(text, lo, hi, fmt="json")
+    if prompt.expects == "first_line":
+        return parse_score(text, lo, hi, fmt="first_line")
+    raise ValueError(f"a one-criterion prompt cannot expect {prompt.expects!r}")
 
 
 def parse_all(rubric: Mapping[str, Any], prompt: Prompt, crits: Sequence[Mapping[str, Any]],
