@@ -232,7 +232,7 @@ def _json_field(text: str, keys: Sequence[str], judge: Judge, name: str) -> Pars
             reasoning = _reason_of(obj)
     if not body.strip():
         return _unparsed(raw, "empty answer", body)
-    return _decide(found, raw, body, "json", f"no JSON field {name!r}", reasoning)
+    return _decide(found, raw, body, f"JSON field {name!r}", f"no JSON field {name!r}", reasoning)
 
 
 def _echo_or(v: Any, what: str) -> str:
@@ -303,7 +303,7 @@ def parse_first_line_score(text: str, lo: float, hi: float, *, allowed: Iterable
     value, why = _score_judge(lo, hi, allowed, integer)(float(m.group(1)))
     if why:
         return ParseResult(None, UNPARSED, raw, detail=why + " on the first line")
-    return ParseResult(value, OK, raw, reasoning=rest.strip() or None, detail="first_line")
+    return ParseResult(value, OK, raw, reasoning=rest.strip() or None, detail="first line")
 
 
 def parse_json_score(text: str, lo: float, hi: float, *, allowed: Iterable[float] | None = None,
@@ -404,7 +404,7 @@ def parse_criteria_block(text: str, names: Mapping[str, str], lo: float, hi: flo
         if not body.strip():
             results[key] = _unparsed(raw, "empty answer")
             continue
-        results[key] = _decide(found, raw, body, "score_line", f"no score line for {name!r}", reasoning)
+        results[key] = _decide(found, raw, body, f"score line {name!r}", f"no score line for {name!r}", reasoning)
     return results
 
 
@@ -441,7 +441,7 @@ def parse_pairwise(text: str, *, allow_tie: bool = True) -> ParseResult:
             found.append((None, "a tie, which this comparison does not allow"))
         else:
             found.append((value, None))
-    return _decide(found, raw, body, "verdict", "no [[A]]/[[B]] verdict")
+    return _decide(found, raw, body, "verdict marker", "no [[A]]/[[B]] verdict")
 
 
 # --------------------------------------------------------------------------- fields of sub-judges (seed 003 modular)
