@@ -421,6 +421,7 @@ def parse_label(text: str, labels: Sequence[str], *, key: str = "label") -> Pars
 # --------------------------------------------------------------------------- pairwise
 
 _VERDICT = re.compile(r"\[\[\s*([^\[\]\n]{1,12}?)\s*\]\]")
+_VERDICT_NEGATION = re.compile(r"\b(?:not|never)\b|n[’']t\b", re.I)  # "certainly not [[A]]", "I wouldn't pick [[B]]"
 
 
 def parse_pairwise(text: str, *, allow_tie: bool = True) -> ParseResult:
@@ -435,7 +436,7 @@ def parse_pairwise(text: str, *, allow_tie: bool = True) -> ParseResult:
         if value is None:
             found.append((None, f"template echoed ({m.group(0)!r})" if _TEMPLATE_MARKS.search(token)
                           else f"not a verdict ({m.group(0)!r})"))
-        elif _NEGATION.search(" ".join(before.split()[-4:])):
+        elif _VERDICT_NEGATION.search(" ".join(before.split()[-3:])):
             found.append((None, f"negated answer ({_short(before + m.group(0), 50)!r})"))
         elif value == "tie" and not allow_tie:
             found.append((None, "a tie, which this comparison does not allow"))

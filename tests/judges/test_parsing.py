@@ -249,6 +249,7 @@ def test_label_refusal():
     ("Response A is more specific. [[A]]", "A"),
     ("Both are similar. [[C]]", "tie"),
     ("Response B cites the source [[B]], and again: [[B]]", "B"),
+    ("There is no doubt: [[A]]", "A"),
 ])
 def test_pairwise(text, expected):
     assert parse_pairwise(text).value == expected
@@ -260,6 +261,7 @@ def test_pairwise(text, expected):
     ('Output "[[A]]" if response A is better, "[[B]]" if response B is better, "[[C]]" for a tie.',
      "two different values"),
     ("It is certainly not [[A]].", "negated"),
+    ("I wouldn't pick [[B]] here.", "negated"),
     ('{"winner": "B"}', "no [[A]]/[[B]] verdict"),
 ])
 def test_pairwise_unparsed(text, why):
