@@ -410,9 +410,6 @@ def parse_criteria_block(text: str, names: Mapping[str, str], lo: float, hi: flo
 
 # --------------------------------------------------------------------------- labels (seed 003, binary criteria)
 
-LABEL_KEYS = ("label",)
-
-
 def parse_label(text: str, labels: Sequence[str], *, key: str = "label") -> ParseResult:
     """One of `labels` (TP/FP3/FP2/FP1, ACCEPT/REJECT, Yes/No) from the answer's JSON `label` field."""
     return _json_field(text, (key,), _label_judge(labels), key)

@@ -35,7 +35,7 @@ SEED_000 = """- **Correctness**: 5
 """
 
 
-def run(*args: str, stdin: str | None = None, monkeypatch=None, tmp_path=None) -> dict:
+def run(*args: str, stdin: str | None = None, monkeypatch=None) -> dict:
     out = io.StringIO()
     if stdin is not None:
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
