@@ -65,7 +65,11 @@ SCORE_HEADING = re.compile(r"^[\W_]*(output( format)?|scores?|ratings?|evaluatio
 NAME_PROSE = st.tuples(st.sampled_from(list(NAMES.values())), st.integers(0, 2030),
                        st.sampled_from(["minor slips", "research", "of 4 points", "- but weak", "x"]), PROSE).map(
     lambda t: f"- **{t[0]}**: {t[1]} {t[2]} {t[3]}")
-PREAMBLE = st.lists(st.one_of(PROSE.filter(lambda s: not SCORE_HEADING.match(s.strip())), NAME_PROSE), max_size=4)
+# ... and one that opens the Reasoning section ends them: prose before the scores is neither.
+REASON_HEADING = re.compile(r"^[\W_]*(reasoning|reasons|justifications?|explanation|rationale)[\W_]*$", re.I)
+PREAMBLE = st.lists(st.one_of(PROSE.filter(lambda s: not any(h.match(x.strip()) for h in (SCORE_HEADING, REASON_HEADING)
+                                                             for x in s.splitlines() or [""])), NAME_PROSE),
+                    max_size=4)
 REASONING = st.lists(st.one_of(st.text(max_size=60), st.sampled_from(TRICKY), NAME_PROSE,
                                st.sampled_from(list(NAMES.values())).map(lambda n: f"- **{n}**: 3")),
                      max_size=8).filter(lambda ls: not any(SCORE_HEADING.match(x.strip()) for l in ls
