@@ -48,6 +48,8 @@ def parse_answer(rubric: Mapping[str, Any], method: str, text: str, criterion: s
         raise AnswerError(f"unknown method {method!r}; known: {', '.join(KNOWN_METHODS)}")
     scored = judgeable(rubric)
     labelled = [c for c in scored if c.get("kind") in LABEL_KINDS]
+    if not scored:
+        raise AnswerError("this rubric has no criterion a judge scores")
     if method == "all_in_one":
         crits = _pick(scored, criterion, method)
         prompt = build_all_criteria(rubric, PLACEHOLDER_ITEM, 0)
@@ -82,6 +84,8 @@ def parse_answer(rubric: Mapping[str, Any], method: str, text: str, criterion: s
         return {key: parse_pairwise(text)}
     # geval reads the score from the next-token probabilities, never from the text
     crits = _pick([c for c in scored if c.get("kind") not in LABEL_KINDS], criterion, method)
+    if not crits:
+        raise AnswerError("method geval scores scale criteria; this rubric has none")
     return {c["key"]: ParseResult(None, LOGPROBS_UNAVAILABLE, text,
                                   detail="geval reads the score from logprobs, not from the answer's text")
             for c in crits}

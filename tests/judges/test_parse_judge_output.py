@@ -121,6 +121,7 @@ def test_modular_echoed_template_is_unparsed(tmp_path):
      "criterion 'confidence' is not judged by method all_in_one in this rubric; known: correctness, clarity"),
     (["--rubric", "fulltext-004", "--method", "per_criterion"], "give --criterion (one of structure, logic"),
     (["--rubric", "fulltext-004", "--method", "label", "--criterion", "logic"], "has none, so there is no criterion"),
+    (["--rubric", "aqua-003", "--method", "geval"], "method geval scores scale criteria; this rubric has none"),
 ])
 def test_clear_errors(tmp_path, args, message):
     path = tmp_path / "a.txt"
