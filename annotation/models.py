@@ -24,8 +24,14 @@ class Study(models.Model):
     raters_per_item = models.PositiveSmallIntegerField(default=3)
     presentation = models.CharField(max_length=20, choices=Presentation.choices, default=Presentation.SIDE_BY_SIDE)
     randomize_items = models.BooleanField(default=True)
-    randomize_outputs = models.BooleanField(default=True)
-    counterbalance = models.BooleanField(default=True)
+    randomize_outputs = models.BooleanField(
+        default=True, help_text="Show each rater the responses in a random order (with counterbalancing: random "
+                                "within each counterbalancing cell)."
+    )
+    counterbalance = models.BooleanField(
+        default=True, help_text="Across an item's raters, show each response in each position equally often "
+                                "(Williams design; exactly balanced per as many raters as responses)."
+    )
     consensus_min_raters = models.PositiveSmallIntegerField(
         default=2, help_text="Evaluators an output needs before it enters consensus or preference pairs (seed 002)."
     )

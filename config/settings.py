@@ -216,7 +216,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBIL
 
 # Annotation
 ASSIGNMENT_TTL_SECONDS = env.int("ASSIGNMENT_TTL_SECONDS", default=30 * 60)
-REPORT_SECTIONS = ["judges.report_section.judges_vs_humans"]  # sections other apps add to the study report
+REPORT_SECTIONS = ["judges.report_section.judges_vs_humans", "judges.report_trust.judge_trust"]  # sections other apps add to the study report
 
 # Security by default; relaxed only where DEBUG serves plain http on loopback.
 SESSION_COOKIE_HTTPONLY = True

@@ -79,6 +79,11 @@ class JudgeRun(models.Model):
     tokens_out = models.PositiveBigIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
     error = models.TextField(blank=True)
+    # What made the scores (judges.services.run_keys): a run with the key of a finished one reuses its scores.
+    key = models.CharField(max_length=64, blank=True, db_index=True)
+    key_parts = models.JSONField(default=dict, blank=True)
+    reused_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                    help_text="The finished run with the same key whose scores this run copied.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

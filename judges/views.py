@@ -18,11 +18,12 @@ from annotation.importers import ItemFileError
 from annotation.models import Item, Study
 from judges.config import JudgeConfigError
 from judges.models import JudgeConfig, JudgeRun
-from judges.selectors import run_progress, study_runs
+from judges.selectors import run_key_comparison, run_progress, study_runs
 from judges.services import gold as gold_svc
 from judges.services.configs import judge_configs_load
 from judges.services.doubt import SIGNALS, Thresholds
 from judges.services.files import RUN_FILES, run_file
+from judges.services.juries import COMBINE, jury_create
 from judges.services.handoff import HandoffError, doubtful_send_to_study, find_doubtful
 from judges.services.runs import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
 
@@ -76,7 +77,7 @@ def judge_load(request: HttpRequest) -> HttpResponse:
 
 def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
     return {"run": run, "p": run_progress(run), "can_write": study_role(request.user, run.study) == "admin",
-            "files": RUN_FILES}
+            "files": RUN_FILES, "key": run_key_comparison(run)}
 
 
 @login_required
@@ -88,7 +89,8 @@ def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
                "judges": JudgeConfig.objects.all() if can_write else [], "signals": SIGNALS,
                "targets": Study.objects.filter(rubric_version__rubric=study.rubric_version.rubric)
                .exclude(pk=study.pk).exclude(status=Study.Status.CLOSED) if can_write else [],
-               "thresholds": Thresholds()}
+               "thresholds": Thresholds(), "combine": COMBINE,
+               "finished": [r for r in runs if r.status == JudgeRun.Status.DONE]}
     return render(request, "judges/study.html", context)
 
 
@@ -106,6 +108,27 @@ def run_start(request: HttpRequest, slug: str) -> HttpResponse:
             messages.error(request, str(exc))
         else:
             messages.success(request, f"Run {run.pk} of {judge.name} queued: {run.n_expected} judgements.")
+    return redirect("judges:study", slug=study.slug)
+
+
+@login_required
+@require_POST
+def jury_start(request: HttpRequest, slug: str) -> HttpResponse:
+    """Combine finished runs into a jury (a run of its own; no model is asked)."""
+    study = get_study_for_admin(request.user, slug)
+    chosen = {int(x) for x in request.POST.getlist("runs") if x.isdigit()}
+    runs = [r for r in study_runs(study) if r.pk in chosen]
+    try:
+        quorum = int(request.POST["quorum"]) if request.POST.get("quorum") else None
+        jury = jury_create(study=study, runs=runs, combine=request.POST.get("combine", "mean"), quorum=quorum,
+                           name=request.POST.get("name", "").strip(), user=request.user)
+    except ValueError as exc:  # JuryError, or a quorum that is not a number
+        messages.error(request, f"No jury formed: {exc}")
+    else:
+        alpha = ", ".join(f"{k} {v:.2f}" for k, v in jury.config["inter_judge_alpha"].items() if v is not None)
+        messages.success(request, f"Run {jury.pk}: {jury.name} of {len(runs)} judges, {jury.n_scored} verdicts, "
+                         f"{jury.n_unparsed} left open" + (f"; agreement between the judges (α): {alpha}" if alpha
+                                                          else ""))
     return redirect("judges:study", slug=study.slug)
 
 
@@ -217,10 +240,7 @@ def doubt_view(request: HttpRequest, slug: str) -> HttpResponse:
         except (HandoffError, ItemFileError) as exc:
             messages.error(request, str(exc))
         else:
-            reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.reasons.items()))
-            messages.success(request, f"Sent {len(result.sent)} items to {target.name}"
-                             + (f" ({reasons})" if reasons else "")
-                             + (f"; {len(result.already_there)} were already there" if result.already_there else ""))
+            (messages.success if result.sent else messages.warning)(request, f"{target.name}: {result.summary}")
         return redirect("judges:study", slug=study.slug)
     flagged = find_doubtful(runs, thresholds, signals) if runs else {}
     names = dict(Item.objects.filter(pk__in=flagged).values_list("pk", "external_id"))

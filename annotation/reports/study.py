@@ -133,7 +133,10 @@ def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: 
     unit, _ = _units(rated)
     details = agreement_report(pd.DataFrame({
         "item": unit, "rater": rated["rater_id"].to_numpy(), "criterion": rated["criterion"].astype(str).to_numpy(),
-        "score": rated["x"].to_numpy()}))["criteria"]
+        "score": rated["x"].to_numpy()}),
+        # choices are nominal codes: no ICC, Pearson or weighted kappa of them in the details
+        levels={k: "interval" if criterion_measure(c) == "numeric" else "nominal" for k, c in by_key.items()},
+    )["criteria"]
     out: dict[str, Any] = {}
     for key, c in by_key.items():
         sub = rated[rated["criterion"] == key]

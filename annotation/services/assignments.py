@@ -13,7 +13,8 @@ Guarantees (tested under real concurrency on PostgreSQL):
 - one rater's calls are serialised by a row lock on their membership, so two tabs cannot take two items;
 - assignments left active past `expires_at` (settings.ASSIGNMENT_TTL_SECONDS) go back to the pool;
 - items come in an independent random order per rater; attention-check items are mixed in at the
-  study's rate (never alone); response order is counterbalanced across an item's raters (Williams design).
+  study's rate (never alone); response order is counterbalanced across an item's raters (Williams
+  design) and random within each counterbalancing cell; the order is stored on the assignment (`permutation`).
 
 `Item.slots_taken` is a hint that lets the candidate search use an index; it is corrected whenever
 it is found wrong, so a stale hint costs a retry, never an over-assignment or a lost item.
@@ -76,7 +77,7 @@ def williams_design(k: int) -> list[list[int]]:
 
 def response_order(*, n_outputs: int, rotation: int | None, shuffle: bool, rng: random.Random | None = None) -> list[int]:
     """Indexes 0..n-1 in the order shown. A rotation index picks a Williams-design row
-    (counterbalancing); otherwise shuffle at random, or keep the uploaded order."""
+    (counterbalancing in a fixed order); otherwise shuffle at random, or keep the uploaded order."""
     if rotation is not None:
         rows = williams_design(n_outputs)
         return list(rows[rotation % len(rows)])
@@ -84,6 +85,47 @@ def response_order(*, n_outputs: int, rotation: int | None, shuffle: bool, rng: 
     if shuffle:
         (rng or random.SystemRandom()).shuffle(order)
     return order
+
+
+def counterbalanced_order(*, n_outputs: int, slot: int, item_seed: int) -> list[int]:
+    """The order shown to an item's `slot`-th rater: counterbalanced and random at once (seeds 001/002).
+
+    An item's raters form cells of k = n_outputs consecutive slots. Each cell is one Latin square of
+    a Williams design (for odd k the square and its mirror alternate between cells, so two cells
+    complete the design), so over a full cell every output is shown once in every position. Within
+    the cell the square's rows are dealt to the slots in a random order, and the outputs are
+    relabelled by a random permutation per item: each rater's order alone is uniformly random.
+    Deterministic in `item_seed`, so slots taken at different times (or retaken after an expired
+    lease) still fit one design.
+    """
+    k = n_outputs
+    if k <= 1:
+        return list(range(k))
+    rows = williams_design(k)
+    cell, place = divmod(slot, k)
+    square = rows[k:] if k % 2 and cell % 2 else rows[:k]
+    relabel = list(range(k))
+    random.Random(item_seed).shuffle(relabel)
+    dealt = list(range(k))
+    random.Random(f"{item_seed}/{cell}").shuffle(dealt)
+    return [relabel[c] for c in square[dealt[place]]]
+
+
+def _item_seed(study: Study, item_id: int) -> int:
+    # Secret-keyed, so the order cannot be predicted from ids; stable, so every slot shares one design.
+    digest = hashlib.sha256(f"{settings.SECRET_KEY}/order/{study.pk}/{item_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def study_response_order(study: Study, *, item_id: int, slot: int, n_outputs: int) -> list[int]:
+    """The shown order (indexes into the item's outputs by position) for one slot, by the study's
+    settings: counterbalanced with random order within each cell (both on by default), counterbalanced
+    in the fixed Williams order, shuffled, or as uploaded."""
+    if study.counterbalance and study.randomize_outputs:
+        return counterbalanced_order(n_outputs=n_outputs, slot=slot, item_seed=_item_seed(study, item_id))
+    # Without randomisation the fixed rotation continues across items, so positions balance over the study.
+    rotation = item_id * study.raters_per_item + slot if study.counterbalance else None
+    return response_order(n_outputs=n_outputs, rotation=rotation, shuffle=study.randomize_outputs)
 
 
 def attention_due(*, rate: float, n_assigned: int, n_attention: int, phase: float) -> bool:
@@ -197,8 +239,7 @@ def _assign_attention_item(study: Study, rater) -> Assignment | None:
         return None
     item_id, positions = picked
     seen = Assignment.objects.filter(item_id=item_id).count()
-    order = response_order(n_outputs=len(positions), rotation=seen if study.counterbalance else None,
-                           shuffle=study.randomize_outputs)
+    order = study_response_order(study, item_id=item_id, slot=seen, n_outputs=len(positions))
     fields = {"study": study, "status": ACTIVE, "slot": None, "permutation": [positions[i] for i in order],
               "is_attention_check": True, "expires_at": timezone.now() + lease_duration()}
     assignment, _ = Assignment.objects.get_or_create(item_id=item_id, rater=rater, defaults=fields)
@@ -238,9 +279,7 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int]) -> 
     rpi = study.raters_per_item
     perms = []
     for slot in range(rpi):
-        # Rotation continues across items so that positions balance over the study too.
-        rotation = item_id * rpi + slot if study.counterbalance else None
-        order = response_order(n_outputs=len(positions), rotation=rotation, shuffle=study.randomize_outputs)
+        order = study_response_order(study, item_id=item_id, slot=slot, n_outputs=len(positions))
         perms.append(json.dumps([positions[i] for i in order]))
     now = timezone.now()
     with connection.cursor() as cursor:

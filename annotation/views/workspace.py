@@ -274,8 +274,9 @@ def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpR
     except AnswerError as exc:
         if not was_revision:  # keep what was typed, even when it cannot be submitted yet
             assignment_save_draft(assignment=assignment, answers=answers, time_on_task_ms=_time_on_task(request))
+        # 400: the form comes back with each refusal named beside its field (htmx swaps it, see workspace.js)
         return _render(request, study, {"state": "rate", **build_screen(study, assignment, draft=answers,
-                                                                        errors=exc.errors)})
+                                                                        errors=exc.errors)}, status=400)
     except SubmitError as exc:
         messages.error(request, str(exc))
         return _redirect_to_next(request, study)

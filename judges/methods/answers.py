@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from judges.config import METHOD_NAMES
 from judges.parsing import LOGPROBS_UNAVAILABLE, OK, ParseResult, parse_pairwise
 from judges.prompts import build_all_criteria, build_criterion
 from judges.prompts.base import LABEL_KINDS, judgeable
@@ -19,8 +20,7 @@ PLACEHOLDER_ITEM: dict[str, Any] = {"id": "answer", "context": "", "metadata": {
 # methods that ask one criterion per call: the answer is for the criterion given
 ONE_CRITERION = ("per_criterion", "self_consistency")
 LABEL_METHODS = ("label", "legacy", "escalation")
-KNOWN_METHODS = ("all_in_one", "per_criterion", "self_consistency", "label", "legacy", "escalation", "modular",
-                 "pairwise", "geval")
+KNOWN_METHODS = METHOD_NAMES
 
 
 class AnswerError(ValueError):
@@ -82,6 +82,8 @@ def parse_answer(rubric: Mapping[str, Any], method: str, text: str, criterion: s
     if method == "pairwise":
         key = _pick(scored, criterion, method)[0]["key"] if criterion else "overall"
         return {key: parse_pairwise(text)}
+    if method != "geval":
+        raise AnswerError(f"method {method} has no text answer this command can parse")
     # geval reads the score from the next-token probabilities, never from the text
     crits = _pick([c for c in scored if c.get("kind") not in LABEL_KINDS], criterion, method)
     if not crits:
