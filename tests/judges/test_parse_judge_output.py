@@ -156,6 +156,8 @@ AGREE = [
     ("fulltext-004", "per_criterion", "structure", "A score of 10 means…\n8"),
     ("aqua-003", "label", None, '{"label": "not TP"}'),
     ("aqua-003", "label", None, 'Not FP1. {"label": "FP3", "reason": "style"}'),
+    ("aqua-003", "legacy", None, '{"label": "TP|FP3|FP2|FP1"}'),
+    ("aqua-003", "legacy", None, '{"label": "FP2", "reason": "article"}'),
     ("rrgen-001", "all_in_one", None, '{"semantic_relevance": 6, "fluency": 9, "decision": "not ACCEPT"}'),
     ("codegen-002", "all_in_one", None, '{"technical_quality": 4, "aesthetic_quality": "<integer from 1 to 5>"}'),
 ]
