@@ -252,7 +252,7 @@ def _score_judge(lo: float, hi: float, allowed: Iterable[float] | None, integer:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             x = float(v) if math.isfinite(v) else None
         elif isinstance(v, str):
-            m = re.fullmatch(rf"\s*\**\s*({_NUM})\s*(?:/\s*({_NUM}))?\s*\**\s*", v)
+            m = re.fullmatch(rf"\s*\**\s*({_NUM})\s*(?:(?:/|out of)\s*({_NUM}))?\s*\**\s*", v, re.I)
             if m and (m.group(2) is None or float(m.group(2)) == hi):
                 x = float(m.group(1))
         if x is None:
@@ -263,6 +263,7 @@ def _score_judge(lo: float, hi: float, allowed: Iterable[float] | None, integer:
     return judge
 
 
+_LABEL_COMMENT = re.compile(r"^(\S+?)[*_`\"']*\s*(?:\(.*|[-–—:]\s+.*|[–—:].*)$")
 _LABEL_EDGES = re.compile(r"^[\s*_`\"'\[(]+|[\s*_`\"'\]).]+$")
 
 
@@ -273,15 +274,21 @@ def _label_judge(labels: Sequence[str]) -> Judge:
         s = _LABEL_EDGES.sub("", v).lower() if isinstance(v, str) else None
         if s is not None and s in canon:
             return canon[s], None
+        m = _LABEL_COMMENT.match(s) if s is not None else None
+        if m and m.group(1).rstrip(".") in canon:  # "FP3 (style only)", "TP – fixes agreement"
+            return canon[m.group(1).rstrip(".")], None
         return None, _echo_or(v, f"not one of {'/'.join(map(str, labels))}")
     return judge
 
 
 # --------------------------------------------------------------------------- one score
 
+# After the value a line may carry a comment set off by a dash ("8 – a reasonable structure");
+# a number that runs straight on into words ("2 minor slips") is prose, never a score.
+_DASH_COMMENT = r"(?:\s+[-–—]\s+\S.*|\s*[–—]\s*\S.*)?"
 _FIRST_LINE = re.compile(
     rf"^\s*(?:[#>*_`\[(]\s*)*(?:(?:final\s+|overall\s+)?(?:score|rating|grade)\s*[:=]?\s*(?:[*_`]\s*)*)?"
-    rf"({_NUM})(?:\s*(?:/|out of)\s*({_NUM}))?\s*(?:[*_`\])]\s*)*\.?\s*$",
+    rf"({_NUM})(?:\s*(?:/|out of)\s*({_NUM}))?\s*(?:[*_`\])]\s*)*\.?{_DASH_COMMENT}\s*$",
     re.I,
 )
 
@@ -328,7 +335,8 @@ _BULLET = re.compile(r"^\s*(?:[-*•+]\s+|\d+[.)]\s+)?")
 _HEADING = re.compile(r"^\s*#*\s*([A-Za-z][A-Za-z ]*?)\s*:?\s*$")
 _SCORE_SECTIONS = {"output", "output format", "scores", "score", "ratings", "rating", "evaluation", "assessment"}
 _REASON_SECTIONS = {"reasoning", "reasons", "justification", "justifications", "explanation", "rationale"}
-_BLOCK_VALUE = re.compile(rf"^({_NUM})\s*(?:(?:/|out of)\s*({_NUM}))?\s*(?:\(\s*[^\d()]*\))?\s*\.?$", re.I)
+_BLOCK_VALUE = re.compile(rf"^({_NUM})\s*(?:(?:/|out of)\s*({_NUM}))?\s*(?:\(\s*[^\d()]*\))?\s*\.?{_DASH_COMMENT}$",
+                          re.I)
 
 
 def _plain(line: str) -> str:

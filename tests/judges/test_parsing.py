@@ -27,6 +27,7 @@ FIRST_LINE = [
     ("<think>maybe 2? or 9</think>\n5\nsolid", 5),
     # numbers in the explanation never move the first line's score
     ("8\nA score of 10 represents a rigorous structure; this has 2 minor gaps. Final score: 3", 8),
+    ("8 – a reasonable structure with a clear hierarchy\nMore detail follows.", 8),  # a comment set off by a dash
 ]
 
 
@@ -46,6 +47,8 @@ def test_first_line_score(text, expected):
     ("score\nThe structure is clear.", "template echoed"),
     ("12\nexcellent", "out of range"),  # never clipped to the maximum
     ("4/5\ngood", "out of 5"),  # wrong denominator for a 0-10 scale
+    ("2 minor slips, otherwise a rigorous structure\n8", "first line is not a single score"),
+    ("8-bit style headings\n8", "first line is not a single score"),
     ("6.5\nbetween two anchors", "out of range"),  # integer scale
     ('{"score": 7, "reason": "json where a first line was asked"}', "first line is not a single score"),
     ("<think>The score is 7", "empty"),  # unfinished reasoning: nothing after it
@@ -84,6 +87,7 @@ JSON_SCORES = [
     ('{"score": 7, "reason": "a"}\nTo repeat: {"score": "7"}', 7),
     # numbers in the reason never count
     ('{"score": 8, "reason": "A score of 10 would need 2023 data; 3 sub-points are weak."}', 8),
+    ('{"score": "8 out of 10", "reason": "x"}', 8),
 ]
 
 
@@ -190,6 +194,11 @@ def test_seed_000_template_echo_two_values_and_out_of_range():
     assert unparsed(r["coherence"], "no score line")
 
 
+def test_seed_000_score_line_with_a_comment_after_a_dash():
+    r = parse_criteria_block("- **Tone**: 4 – warm and encouraging\n- **Clarity**: 3 (Average) - some jargon", NAMES, 1, 5)
+    assert (r["tone"].value, r["clarity"].value) == (4, 3)
+
+
 def test_seed_000_markup_variants():
     r = parse_criteria_block("1. **Tone:** 2\n**Overall Rating** - 5\nClarity: **4** (Good)", NAMES, 1, 5)
     assert (r["tone"].value, r["overall"].value, r["clarity"].value) == (2, 5, 4)
@@ -217,6 +226,8 @@ LABELS = ["TP", "FP3", "FP2", "FP1"]
     ('This is not a TP: the source was already correct.\n{"label": "FP3", "reason": "style"}', "FP3"),
     ('{"label": "tp"}', "TP"),
     ('{"label": "**FP1**."}', "FP1"),
+    ('{"label": "FP3 (style only)"}', "FP3"),
+    ('{"label": "TP – fixes the agreement error"}', "TP"),
 ])
 def test_labels(text, expected):
     r = parse_label(text, LABELS)
@@ -229,6 +240,8 @@ def test_labels(text, expected):
     ("Label: FP3", LABELS, "no JSON field 'label'"),  # not the strict JSON the prompt asks for
     ('{"label": "TP|FP3|FP2|FP1", "reason": "<one sentence>"}', LABELS, "template echoed"),
     ('{"label": "FP4"}', LABELS, "not one of"),
+    ('{"label": "not TP (the source was correct)"}', LABELS, "negated"),
+    ('{"label": "TPX (typo)"}', LABELS, "not one of"),
     ('{"label": "TP"} or maybe {"label": "FP3"}', LABELS, "two different values"),
     ('{"label": "I would not accept it"}', ["ACCEPT", "REJECT"], "negated"),
     ("I would not accept it.", ["ACCEPT", "REJECT"], "no JSON field"),

@@ -37,7 +37,7 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 # ---------------------------------------------------------------- first line (seed 004)
 
 @SETTINGS
-@given(score=st.integers(0, 10), deco=st.sampled_from(["{}", "**{}**", "{}.", "{}/10", "Score: {}"]), after=ANY_TEXT)
+@given(score=st.integers(0, 10), deco=st.sampled_from(["{}", "**{}**", "{}.", "{}/10", "Score: {}", "{} – a clear hierarchy"]), after=ANY_TEXT)
 def test_first_line_score_ignores_everything_after_it(score, deco, after):
     r = parse_score(deco.format(score) + "\n" + after, 0, 10, fmt="first_line")
     assert (r.status, r.value) == ("ok", score)
@@ -78,7 +78,8 @@ REASONING = st.lists(st.one_of(st.text(max_size=60), st.sampled_from(TRICKY), NA
 
 @SETTINGS
 @given(scores=st.fixed_dictionaries({k: st.integers(1, 5) for k in NAMES}), preamble=PREAMBLE, reasoning=REASONING,
-       deco=st.sampled_from(["- **{n}**: {v}", "- **{n}:** {v}", "{n}: {v}", "1. **{n}**: **{v}**", "- {n}: {v}/5"]))
+       deco=st.sampled_from(["- **{n}**: {v}", "- **{n}:** {v}", "{n}: {v}", "1. **{n}**: **{v}**", "- {n}: {v}/5",
+                                  "- **{n}**: {v} – see below"]))
 def test_seed_000_score_lines_ignore_prose_and_the_reasoning_section(scores, preamble, reasoning, deco):
     lines = [deco.format(n=NAMES[k], v=v) for k, v in scores.items()]
     text = "\n".join(preamble + ["**Output:**"] + lines + ["", "**Reasoning:**", ""] + reasoning)
@@ -96,7 +97,8 @@ LABEL_SETS = [["TP", "FP3", "FP2", "FP1"], ["ACCEPT", "REJECT"], ["Yes", "No"]]
        after=PROSE_LINES)
 def test_label_ignores_text_around_it(data, labels, reason, before, after):
     label = data.draw(st.sampled_from(labels))
-    obj = json.dumps({"label": label, "reason": reason}, ensure_ascii=False)
+    said = data.draw(st.sampled_from(["{}", "{} (see the reason)", "**{}**"])).format(label)
+    obj = json.dumps({"label": said, "reason": reason}, ensure_ascii=False)
     r = parse_label(f"{before}\n{obj}\n{after}", labels)
     assert (r.status, r.value) == ("ok", label)
 
