@@ -331,7 +331,7 @@ def parse_score(text: str, lo: float, hi: float, *, fmt: str = "first_line",
 
 # --------------------------------------------------------------------------- per-criterion block (seed 000)
 
-_BULLET = re.compile(r"^\s*(?:[-*•+]\s+|\d+[.)]\s+)?")
+_BULLET = re.compile(r"^\s*(?:#{1,6}\s+)?(?:[-*•+]\s+|\d+[.)]\s+)?")
 _HEADING = re.compile(r"^\s*#*\s*([A-Za-z][A-Za-z ]*?)\s*:?\s*$")
 _SCORE_SECTIONS = {"output", "output format", "scores", "score", "ratings", "rating", "evaluation", "assessment"}
 _REASON_SECTIONS = {"reasoning", "reasons", "justification", "justifications", "explanation", "rationale"}

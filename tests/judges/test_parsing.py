@@ -200,8 +200,8 @@ def test_seed_000_score_line_with_a_comment_after_a_dash():
 
 
 def test_seed_000_markup_variants():
-    r = parse_criteria_block("1. **Tone:** 2\n**Overall Rating** - 5\nClarity: **4** (Good)", NAMES, 1, 5)
-    assert (r["tone"].value, r["overall"].value, r["clarity"].value) == (2, 5, 4)
+    r = parse_criteria_block("1. **Tone:** 2\n**Overall Rating** - 5\nClarity: **4** (Good)\n### Emotion: 3", NAMES, 1, 5)
+    assert (r["tone"].value, r["overall"].value, r["clarity"].value, r["emotion"].value) == (2, 5, 4, 3)
 
 
 def test_seed_000_scores_under_an_output_heading_after_the_reasoning():
