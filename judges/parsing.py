@@ -300,6 +300,7 @@ def parse_first_line_score(text: str, lo: float, hi: float, *, allowed: Iterable
     body = strip_reasoning_blocks(raw).strip()
     if not body:
         return _unparsed(raw, "empty answer")
+    body = re.sub(r"^(?:```\w*\s*\n)+", "", body)  # a code fence around the answer is markup, not its first line
     first, _, rest = body.partition("\n")
     m = _FIRST_LINE.match(first)
     if not m:

@@ -28,6 +28,7 @@ FIRST_LINE = [
     # numbers in the explanation never move the first line's score
     ("8\nA score of 10 represents a rigorous structure; this has 2 minor gaps. Final score: 3", 8),
     ("8 – a reasonable structure with a clear hierarchy\nMore detail follows.", 8),  # a comment set off by a dash
+    ("```\n6\n```\nBasic reasoning.", 6),
 ]
 
 
