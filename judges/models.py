@@ -154,3 +154,21 @@ class JudgeCacheEntry(models.Model):
 
     def __str__(self) -> str:
         return self.key[:12]
+
+
+class StudyRouting(models.Model):
+    """Routing inside one study (judges.services.routing): items judges or raters are unsure about are
+    served to raters first, under a budget of human-rated items; the study pauses when the budget is
+    spent or every system comparison the researcher named is decided."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="routing")
+    enabled = models.BooleanField(default=True)
+    human_budget = models.PositiveIntegerField(null=True, blank=True,
+                                               help_text="Most human-rated items; empty: no limit.")
+    comparisons = models.JSONField(default=list, blank=True, help_text='[["system A", "system B"], ...] to decide.')
+    criterion = models.CharField(max_length=80, blank=True, help_text="The criterion comparisons are decided on.")
+    state = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"routing of {self.study.slug}"

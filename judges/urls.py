@@ -10,6 +10,7 @@ urlpatterns = [
     path("studies/<slug:slug>/", views.study_judges, name="study"),
     path("studies/<slug:slug>/run/", views.run_start, name="run-start"),
     path("studies/<slug:slug>/jury/", views.jury_start, name="jury"),
+    path("studies/<slug:slug>/routing/", views.routing_view, name="routing"),
     path("studies/<slug:slug>/gold/", views.gold_view, name="gold"),
     path("studies/<slug:slug>/doubt/", views.doubt_view, name="doubt"),
     path("runs/<int:pk>/progress/", views.run_progress_view, name="run-progress"),

@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.access import get_study_for_admin, get_study_for_reader, is_admin, study_role
@@ -18,13 +19,17 @@ from annotation.importers import ItemFileError
 from annotation.models import Item, Study
 from judges.config import JudgeConfigError
 from judges.models import JudgeConfig, JudgeRun
+from judges.routing_plot import intervals_over_time
 from judges.selectors import run_key_comparison, run_progress, study_runs
 from judges.services import gold as gold_svc
 from judges.services.configs import judge_configs_load
 from judges.services.doubt import SIGNALS, Thresholds
 from judges.services.files import RUN_FILES, run_file
-from judges.services.juries import COMBINE, jury_create
 from judges.services.handoff import HandoffError, doubtful_send_to_study, find_doubtful
+from judges.services.juries import COMBINE, jury_create
+from judges.services.routing import (
+    REASON_WORDS, RoutingError, parse_comparisons, routing_configure, routing_refresh, study_systems,
+)
 from judges.services.runs import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
 
 
@@ -80,6 +85,20 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
             "files": RUN_FILES, "key": run_key_comparison(run)}
 
 
+def _routing_context(study: Study) -> dict:
+    from annotation.reports.stats import criterion_measure
+    from judges.models import StudyRouting
+
+    routing = StudyRouting.objects.filter(study=study).first()
+    state = routing.state if routing else {}
+    return {"routing": routing, "routing_state": state,
+            "routing_reasons": [(REASON_WORDS.get(k, k), n) for k, n in (state.get("routed") or {}).get("reasons", {}).items()],
+            "routing_plot": intervals_over_time(state) if state else None,
+            "routing_comparisons": "\n".join(" vs ".join(c) for c in (routing.comparisons if routing else [])),
+            "routing_criteria": [c for c in study.rubric.get("criteria", []) if criterion_measure(c) == "numeric"],
+            "routing_used": (100 * state["n_rated"] / state["budget"]) if state.get("budget") else None}
+
+
 @login_required
 def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_reader(request.user, slug)
@@ -90,7 +109,7 @@ def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
                "targets": Study.objects.filter(rubric_version__rubric=study.rubric_version.rubric)
                .exclude(pk=study.pk).exclude(status=Study.Status.CLOSED) if can_write else [],
                "thresholds": Thresholds(), "combine": COMBINE,
-               "finished": [r for r in runs if r.status == JudgeRun.Status.DONE]}
+               "finished": [r for r in runs if r.status == JudgeRun.Status.DONE], **_routing_context(study)}
     return render(request, "judges/study.html", context)
 
 
@@ -130,6 +149,32 @@ def jury_start(request: HttpRequest, slug: str) -> HttpResponse:
                          f"{jury.n_unparsed} left open" + (f"; agreement between the judges (α): {alpha}" if alpha
                                                           else ""))
     return redirect("judges:study", slug=study.slug)
+
+
+@login_required
+@require_POST
+def routing_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Set the study's routing (budget, comparisons to decide) and refresh it now."""
+    study = get_study_for_admin(request.user, slug)
+    data = request.POST
+    try:
+        budget = data.get("human_budget", "").strip()
+        if budget and not budget.isdigit():
+            raise RoutingError(f"human budget: a whole number of items, 1 or more (got {budget!r})")
+        configure = routing_configure(study=study, enabled=data.get("enabled") == "on",
+                                      human_budget=int(budget) if budget else None,
+                                      comparisons=parse_comparisons(data.get("comparisons", ""), study_systems(study)),
+                                      criterion=data.get("criterion", ""))
+    except RoutingError as exc:
+        messages.error(request, f"Routing not changed: {exc}")
+        return redirect(f"{reverse('judges:study', args=[study.slug])}#routing")
+    state = routing_refresh(study=study) if configure.enabled else {}
+    if not configure.enabled:
+        messages.success(request, "Routing is off: items are served in each rater's random order.")
+    else:
+        messages.success(request, f"Routing on: {state['routed']['items']} items served first"
+                         + (f"; study paused: {state['stopped']}" if state.get("stopped") else ""))
+    return redirect(f"{reverse('judges:study', args=[study.slug])}#routing")
 
 
 @login_required

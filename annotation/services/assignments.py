@@ -2,6 +2,7 @@
 
     assignment_next(study=study, rater=user) -> Assignment | None     # RaterPaused for a paused rater
     assignments_expire(study=study) -> int                             # abandoned leases back to the pool
+    assignments_release(study=study, rater=None) -> int                # every active lease back, at once
     assignment_reclaim(assignment=a) -> bool                           # a late submit after expiry
 
 Guarantees (tested under real concurrency on PostgreSQL):
@@ -145,7 +146,10 @@ def _rater_phase(study_id: int, rater_id: int) -> float:
 # ---------------------------------------------------------------- engine
 
 
-def lease_duration() -> timedelta:
+def lease_duration(study: Study | None = None) -> timedelta:
+    """How long a rater holds an item: the study's own expiry when it has one, else the site's."""
+    if study is not None and study.assignment_expiry_minutes:
+        return timedelta(minutes=study.assignment_expiry_minutes)
     return timedelta(seconds=settings.ASSIGNMENT_TTL_SECONDS)
 
 
@@ -207,10 +211,11 @@ def _sweep_now_and_then(study: Study) -> None:
 
 def _lock_rater(study: Study, rater) -> None:
     """Serialise one rater's own calls (two tabs) with a row lock on their membership, and refuse a
-    paused rater. Different raters never wait on it."""
+    paused or removed rater. Different raters never wait on it."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT paused FROM {StudyMember._meta.db_table} WHERE study_id = %s AND user_id = %s FOR NO KEY UPDATE",
+            f"SELECT paused OR removed_at IS NOT NULL FROM {StudyMember._meta.db_table}"
+            " WHERE study_id = %s AND user_id = %s FOR NO KEY UPDATE",
             [study.pk, rater.pk],
         )
         row = cursor.fetchone()
@@ -227,7 +232,7 @@ def _own_active(study: Study, rater) -> Assignment | None:
         cursor.execute(
             f"UPDATE {Assignment._meta.db_table} SET expires_at = %s"
             " WHERE study_id = %s AND rater_id = %s AND status = 'active' RETURNING id",
-            [timezone.now() + lease_duration(), study.pk, rater.pk],
+            [timezone.now() + lease_duration(study), study.pk, rater.pk],
         )
         ids = [row[0] for row in cursor.fetchall()]
     return Assignment.objects.with_item(id=min(ids)) if ids else None
@@ -241,7 +246,7 @@ def _assign_attention_item(study: Study, rater) -> Assignment | None:
     seen = Assignment.objects.filter(item_id=item_id).count()
     order = study_response_order(study, item_id=item_id, slot=seen, n_outputs=len(positions))
     fields = {"study": study, "status": ACTIVE, "slot": None, "permutation": [positions[i] for i in order],
-              "is_attention_check": True, "expires_at": timezone.now() + lease_duration()}
+              "is_attention_check": True, "expires_at": timezone.now() + lease_duration(study)}
     assignment, _ = Assignment.objects.get_or_create(item_id=item_id, rater=rater, defaults=fields)
     return Assignment.objects.with_item(id=assignment.pk)
 
@@ -284,7 +289,7 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int]) -> 
     now = timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_SQL, {"rpi": rpi, "item": item_id, "study": study.pk, "rater": rater.pk,
-                                     "perms": perms, "now": now, "expires": now + lease_duration()})
+                                     "perms": perms, "now": now, "expires": now + lease_duration(study)})
         row = cursor.fetchone()
     return Assignment.objects.with_item(id=row[0]) if row else None
 
@@ -310,6 +315,24 @@ def assignments_expire(*, study: Study, now: datetime | None = None) -> int:
         item_ids = sorted({row[0] for row in cursor.fetchall()})
         if item_ids:
             _recount_items(cursor, item_ids)
+    return len(item_ids)
+
+
+def assignments_release(*, study: Study, rater=None) -> int:
+    """Send the study's active assignments (or one rater's) back to the pool at once, e.g. when the
+    study closes or a rater is paused; drafts stay on the rows. Returns how many were released."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {Assignment._meta.db_table} SET status = 'expired', slot = NULL
+            WHERE study_id = %s AND status = 'active' AND (%s::bigint IS NULL OR rater_id = %s)
+            RETURNING item_id
+            """,
+            [study.pk, getattr(rater, "pk", None), getattr(rater, "pk", None)],
+        )
+        item_ids = [row[0] for row in cursor.fetchall()]
+        if item_ids:
+            _recount_items(cursor, sorted(set(item_ids)))
     return len(item_ids)
 
 
@@ -366,7 +389,8 @@ def _regular_work_left(study: Study, rater) -> bool:
 def _pick(study: Study, rater, *, attention: bool, wait: bool) -> tuple[int, list[int]] | None:
     """Lock one candidate item in this rater's own random order; returns (item id, output positions).
 
-    The order is a seeded 64-bit hash of the item id per (study, rater): independent across raters,
+    Routed items (a higher `priority`, judges.services.routing) come first; within a priority the
+    order is a seeded 64-bit hash of the item id per (study, rater): independent across raters,
     stable for one rater. The best few candidates are found first (a top-N sort that needs no lock),
     then locked: SKIP LOCKED, so a rater takes the next free item rather than queueing behind another.
     Only when all of those are taken is the whole pool searched. With wait=True the first candidate is
@@ -387,17 +411,17 @@ def _pick(study: Study, rater, *, attention: bool, wait: bool) -> tuple[int, lis
             cursor.execute(
                 f"""
                 WITH top AS (
-                    SELECT i.id, {key} AS k FROM {Item._meta.db_table} i
+                    SELECT i.id, i.priority AS p, {key} AS k FROM {Item._meta.db_table} i
                     WHERE i.study_id = %(study)s AND i.is_attention_check = %(attention)s {capacity}
                       AND i.id NOT IN (SELECT a.item_id FROM {Assignment._meta.db_table} a
                                        WHERE a.study_id = %(study)s AND a.rater_id = %(rater)s {mine})
-                    ORDER BY k, i.id {limit}
+                    ORDER BY p DESC, k, i.id {limit}
                 )
                 SELECT i.id, ARRAY(SELECT o.position FROM {Output._meta.db_table} o
                                    WHERE o.item_id = i.id ORDER BY o.position)
                 FROM {Item._meta.db_table} i JOIN top ON top.id = i.id
                 WHERE TRUE {capacity}
-                ORDER BY top.k, i.id LIMIT 1 {lock}
+                ORDER BY top.p DESC, top.k, i.id LIMIT 1 {lock}
                 """,
                 params,
             )
@@ -426,7 +450,7 @@ def assignment_reclaim(*, assignment: Assignment) -> bool:
             return False
         slot = free[0]
     assignment.status, assignment.slot = ACTIVE, slot
-    assignment.expires_at = timezone.now() + lease_duration()
+    assignment.expires_at = timezone.now() + lease_duration(study)
     assignment.save(update_fields=["status", "slot", "expires_at"])
     if slot is not None:
         Item.objects.filter(pk=item.pk).update(slots_taken=len(taken) + 1)
@@ -436,5 +460,5 @@ def assignment_reclaim(*, assignment: Assignment) -> bool:
 def assignment_touch(*, assignment: Assignment) -> None:
     """Extend an active assignment's lease (the rater is still working on it)."""
     if assignment.status == ACTIVE:
-        assignment.expires_at = timezone.now() + lease_duration()
+        assignment.expires_at = timezone.now() + lease_duration(assignment.study)
         Assignment.objects.filter(pk=assignment.pk, status=ACTIVE).update(expires_at=assignment.expires_at)

@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from annotation.models import Assignment, Output, Rating, Study, StudyMember
 from annotation.services.assignments import assignment_reclaim, lease_duration
+from annotation.services.routing_flag import routing_refresh_request
 
 MAX_TEXT = 20_000
 MAX_SPANS = 200
@@ -424,7 +425,7 @@ def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task
         a.time_on_task_ms = _time_on_task(a.time_on_task_ms, time_on_task_ms)
         fields = ["draft", "time_on_task_ms"]
         if a.status == Assignment.Status.ACTIVE:
-            a.expires_at = timezone.now() + lease_duration()
+            a.expires_at = timezone.now() + lease_duration(assignment.study)
             fields.append("expires_at")
         a.save(update_fields=fields)
     return a
@@ -485,7 +486,9 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
             _pause_if_failing(study, a.rater_id)
     a.study, a.item = study, item
     a.ratings_stored = len(rows)
+    routing_refresh_request(study.pk)
     return a
+
 
 
 _UPSERT_SQL = f"""

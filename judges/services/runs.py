@@ -425,7 +425,9 @@ def judge_run_finish_if_complete(*, run_id: int) -> bool:
         run = JudgeRun.objects.select_related("study__rubric_version").get(pk=run_id)
         judge_run_refresh_totals(run=run)
     from judges.services.files import write_run_files
+    from annotation.services.routing_flag import routing_refresh_request
 
+    routing_refresh_request(run.study_id, delay_s=0.5)  # a routing study re-ranks its items on the new judgements
     try:
         write_run_files(run)
     except OSError:
