@@ -31,6 +31,8 @@ from typing import Any, Iterable
 
 import yaml
 
+from judges.prompts.base import known_overrides
+
 BACKENDS = ("openai", "transformers")
 MODES = ("generate", "logprobs")
 METHOD_NAMES = ("all_in_one", "per_criterion", "label", "legacy", "modular", "escalation", "pairwise", "geval",
@@ -179,6 +181,9 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
     po = out["prompt_overrides"]
     if not isinstance(po, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in po.items()):
         errors.append((p("prompt_overrides"), "must map template names to text"))
+    elif unknown := sorted(set(po) - set(known_overrides())):
+        errors.append((p("prompt_overrides"), f"unknown template name(s) {', '.join(map(repr, unknown))}; "
+                                              f"known: {', '.join(known_overrides())}"))
 
     backend_allowed = OPENAI_OPTIONS if out.get("backend") == "openai" else TRANSFORMERS_OPTIONS
     _check_options(out["backend_options"], backend_allowed, p("backend_options"), errors)

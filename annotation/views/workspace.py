@@ -95,8 +95,10 @@ def _scale_options(c: dict, value: str) -> list[dict]:
 
 def _widget(c: dict) -> str:
     kind = c["kind"]
-    if kind in ("likert", "confidence"):
+    if kind == "likert":
         return "segmented"
+    if kind == "confidence":  # a wide scale (seed 000's 0-100 percentage) is typed, not 101 buttons
+        return "segmented" if c["max"] - c["min"] <= 10 else "number"
     if kind == "numeric":
         step = c.get("step", 1)
         n_points = (c["max"] - c["min"]) / step + 1

@@ -18,6 +18,7 @@ from judges.backends import errors as backend_errors
 from judges.backends.base import Backend
 from judges.cache import CacheStore
 from judges.config import COMMON_METHOD_OPTIONS, ENSEMBLE_OPTIONS, LABEL_METHODS
+from judges.prompts import check_rubric_overrides
 from judges.prompts.base import LABEL_KINDS, judgeable
 
 STATUS_MAP = {"ok": "scored", "refusal": "refusal", "error": "error"}  # anything else: unparsed
@@ -64,6 +65,7 @@ def label_key(config: Mapping[str, Any], rubric: Mapping[str, Any]) -> str:
 
 def output_criteria(config: Mapping[str, Any], rubric: Mapping[str, Any]) -> list[str]:
     """Criterion keys the judge scores per output ([] for pairwise, which scores pairs)."""
+    check_rubric_overrides(rubric, config.get("prompt_overrides"))  # before a run starts, not in its chunks
     method = config["method"]
     if method == "pairwise":
         return []
