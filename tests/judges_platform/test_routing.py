@@ -112,7 +112,10 @@ def test_a_finished_run_and_submits_refresh_routing_through_the_worker(celery_wo
                                                                        make_judge, annotator):
     from judges.fakeserver import running_fake_server
 
+    from django.core.cache import cache
+
     study = make_study("rrgen-001", annotators=[annotator], items_text=items_jsonl(4), raters_per_item=1)
+    cache.delete(f"routing-due:{study.pk}")  # ids restart with each test database; Redis does not
     routing_configure(study=study, enabled=True, human_budget=None, comparisons=[])
     with running_fake_server(garbage=True) as server:  # answers with no verdict: every slot fails
         run = wait_run_ends(judge_run_start(study=study, judge=make_judge(endpoint=server.base_url)))
