@@ -171,3 +171,15 @@ def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Kno
     for run in runs:
         run.refresh_from_db()
     return runs
+
+
+def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
+    """For `make run`'s demo: two simulated judges and release 1.0.0 in every format, built here."""
+    from annotation.datasets import FORMATS
+    from annotation.datasets.releases import releases_create
+    from annotation.demo import KNOBS
+
+    simulated_judges_run(study=study, preset=preset, n_judges=2, knobs=KNOBS, seed=seed, worker="no")
+    with eager_celery():
+        releases_create(study=study, version="1.0.0", formats=list(FORMATS),
+                        changelog="First release of the simulated demo ratings.")
