@@ -152,11 +152,11 @@ def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Kno
         for k in range(1, n_judges + 1):
             judge, _ = judge_config_save(data={
                 "name": f"{study.slug}-judge-{k}"[:100], "backend": "openai", "model": judge_model(k),
-                "endpoint": server.base_url, "method": METHODS[preset], "concurrency": 4,
+                "endpoint": server.base_url, "method": METHODS[preset], "concurrency": 16,
                 "description": f"Simulated judge {k} (loopback server; answers from the simulation's truth).",
                 "price_in_per_m": 0.15 * k, "price_out_per_m": 0.60 * k,
                 "backend_options": {"max_retries": 2, "timeout_s": 30},
-                "method_options": {"use_cache": False, "chunk_size": 8},
+                "method_options": {"use_cache": False, "chunk_size": 32},
             })
             judges.append(judge)
         context = contextlib.nullcontext() if use_worker else eager_celery()
