@@ -19,7 +19,7 @@ SYSTEMS: dict[str, dict[str, float]] = {
     "rrgen-001": {"llama-3.1-8b-instruct": 0.8, "rrgen-lstm": -0.1, "rrgen-transformer": -0.8},
     "codegen-002": {"anthropic/claude-3.5-sonnet": 0.7, "qwen/qwen-2.5-coder-32b": 0.2,
                     "meta-llama/llama-3.2-3b": -0.7},
-    "aqua-003": {"gec-system-a": 0.4},
+    "aqua-003": {"gec-system-a": 0.8},  # most suggested edits are real fixes (TP)
     "fulltext-004": {"gpt-4o": 0.6, "llama-3.1-8b-instruct": -0.4},
 }
 AQUA_LABELS = ["TP", "FP3", "FP2", "FP1"]  # best first
@@ -136,8 +136,11 @@ def _rrgen_item(seed: int, i: int) -> dict:
     metadata = {"domain": domain, "review_rating": stars}
     if unsuitable:
         metadata["note"] = "review without semantically important information"
+    # Gold ACCEPT/REJECT per response from the truth, so the gold page can grade the judges' decisions.
+    gold = {"decision": ["ACCEPT" if output_quality(seed, effect, item_id, pos) > 0 else "REJECT"
+                         for pos, effect in enumerate(SYSTEMS["rrgen-001"].values())]}
     return {"id": item_id, "context": review, "context_kind": "text",
-            "outputs": _outputs("rrgen-001", seed, item_id, make), "metadata": metadata}
+            "outputs": _outputs("rrgen-001", seed, item_id, make), "metadata": metadata, "gold": gold}
 
 
 # ------------------------------------------------------------------------------ seed 002: code generation
