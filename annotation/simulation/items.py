@@ -30,10 +30,27 @@ def tier(z: float) -> int:
     return 0 if z > 0.4 else (1 if z > -0.4 else 2)
 
 
+_SIGN_OFFS = ["Kind regards.", "Best wishes.", "All the best.", "With thanks."]
+
+
+def _distinct(content: str, kind: str, n: int) -> str:
+    """Two systems of one item with the same tier would write the same text: vary the n-th copy
+    (real systems never agree word for word, and a judge prompt must name one output)."""
+    if kind == "html":
+        return content.replace("</body>", f"<footer>Version {n + 1}</footer>\n</body>")
+    if kind == "code":
+        return f"{content}\n# variant {n + 1}\n"
+    return f"{content} {_SIGN_OFFS[n % len(_SIGN_OFFS)]}"
+
+
 def _outputs(preset: str, seed: int, item_id: str, make: Callable[[int, str], tuple[str, str]]) -> list[dict]:
-    out = []
+    out, seen = [], set()
     for pos, (system, effect) in enumerate(SYSTEMS[preset].items()):
         content, kind = make(tier(output_quality(seed, effect, item_id, pos)), system)
+        n = 0
+        while content in seen:
+            content, n = _distinct(content, kind, n), n + 1
+        seen.add(content)
         out.append({"system": system, "content": content, "kind": kind})
     return out
 
