@@ -22,9 +22,10 @@ N_ITEMS = 10
 
 
 def _cleanup(prefix: str) -> None:
-    from annotation.models import Study
+    from annotation.models import DatasetRelease, Study
     from judges.models import JudgeConfig
 
+    DatasetRelease.objects.filter(study__slug__startswith=prefix).delete()  # releases protect their study
     Study.objects.filter(slug__startswith=prefix).delete()
     JudgeConfig.objects.filter(name__startswith=prefix).delete()
     get_user_model().objects.filter(username__startswith=prefix).delete()
