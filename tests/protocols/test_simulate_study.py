@@ -132,3 +132,17 @@ def test_bad_arguments_are_refused_with_the_reason():
     with pytest.raises(CommandError, match="already exists"):
         simulate("--preset", "aqua-003", "--slug", "taken")
     assert Study.objects.filter(slug="taken").count() == 1
+
+
+def test_judge_chunks_go_through_a_celery_worker(celery_worker_session):
+    """With a worker on the `judges` queue, the runs' chunks travel through Redis to it."""
+    from judges.simulation import worker_listening
+
+    out = io.StringIO()
+    call_command("simulate_study", "--preset", "aqua-003", "--items", "6", "--judges", "2", "--malformed", "0",
+                 "--slug", "via-worker", "--worker", "yes", stdout=out)
+    runs = JudgeRun.objects.filter(study__slug="via-worker")
+    assert [r.status for r in runs] == ["done", "done"]
+    assert all(r.n_scored == r.n_expected == 6 for r in runs)
+    assert "2 raters" not in out.getvalue() and "done" in out.getvalue()
+    assert worker_listening()  # what --worker auto would have found
