@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+from pandas.api.types import is_string_dtype
+
 FORMULA_STARTS = ("=", "+", "-", "@")
 
 
@@ -18,3 +21,11 @@ def spreadsheet_safe(value: Any) -> Any:
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
     return value
+
+
+def spreadsheet_safe_column(column: pd.Series) -> pd.Series:
+    """spreadsheet_safe over a whole column at once (values that are not text pass through)."""
+    risky = column.str[:1].isin(FORMULA_STARTS) if column.dtype == object or is_string_dtype(column) else None
+    if risky is None or not risky.any():
+        return column
+    return column.where(~risky, "'" + column.where(risky, ""))

@@ -14,7 +14,7 @@ import pandas as pd
 from annotation.models import Output, Study
 from annotation.reports.stats import (
     add_analysis_value, consensus_frame, criterion_column, criterion_measure, group_column, majority_frame,
-    output_scores_frame,
+    min_raters_for_pairs, output_scores_frame, with_enough_raters,
 )
 from annotation.reports.ratings import item_id_ranges, rater_names, stats_frame
 
@@ -66,6 +66,9 @@ def output_score_rows(study: Study, df: pd.DataFrame, outputs: dict) -> list[dic
     sub = df[df["criterion"].isin(numeric) & df["x"].notna() & (df["output"] >= 0)]
     if sub.empty:
         return []
+    sub, _ = with_enough_raters(sub, min_raters_for_pairs(study.consensus_min_raters))
+    if sub.empty:
+        return []
     groups = {g["key"] for g in study.rubric.get("groups") or []}
     columns = {key: group_column(key) if key in groups else criterion_column(key) for key in score_fields(study)}
     scores = output_scores_frame(sub.assign(item=sub["item_id"]), study.rubric)
@@ -97,9 +100,16 @@ def score_fields(study: Study) -> list[str]:
 
 def consensus_rows(study: Study, df: pd.DataFrame, outputs: dict) -> pd.DataFrame:
     """The consensus table of one chunk (CONSENSUS_COLUMNS): level `criterion` rows keyed by
-    the rubric's criteria, `group` rows by its groups, and one `overall` row (computed)."""
+    the rubric's criteria, `group` rows by its groups, and one `overall` row (computed).
+    An output rated by fewer than the study's consensus_min_raters gets one `left_out` row
+    instead, its rater count in `n` (seed 002: no consensus from too few evaluators)."""
     _, numeric, categorical = analysed(study)
+    names = df.drop_duplicates("item_id").set_index("item_id")["item"]
+    df, short = with_enough_raters(df, study.consensus_min_raters)
     frames = []
+    if not short.empty:
+        frames.append(short.reset_index().rename(columns={"item_id": "item", "raters": "n"}).assign(
+            level="left_out", criterion=""))
     num = df[df["criterion"].isin(numeric) & df["x"].notna()].assign(item=lambda d: d["item_id"])
     if not num.empty:
         c = consensus_frame(num)
@@ -125,10 +135,10 @@ def consensus_rows(study: Study, df: pd.DataFrame, outputs: dict) -> pd.DataFram
     table = pd.concat(frames, ignore_index=True)
     keys = list(zip(table["item"].astype(int), table["output"].astype(int)))
     table["system"] = [outputs.get(k, {}).get("system") for k in keys]
-    order = {"criterion": 0, "group": 1, "overall": 2}
+    order = {"criterion": 0, "group": 1, "overall": 2, "left_out": 3}
     table = table.assign(_o=table["level"].map(order)).sort_values(
         ["item", "output", "_o", "criterion"], kind="stable")
-    table["item"] = table["item"].map(df.drop_duplicates("item_id").set_index("item_id")["item"])
+    table["item"] = table["item"].map(names)
     return table.reindex(columns=CONSENSUS_COLUMNS)
 
 

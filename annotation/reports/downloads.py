@@ -51,6 +51,13 @@ def page_context(study: Study, report: dict[str, Any], sections: list[dict[str, 
             "threshold": threshold, "sections": sections}
 
 
+def _csv_cell(value: Any) -> Any:
+    """Booleans as true/false; text neutralised for spreadsheets (names and ids come from uploads)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return spreadsheet_safe(value)
+
+
 def report_filename(study: Study, fmt: str) -> str:
     return f"{study.slug}-report{DOWNLOADS[fmt].extension}"
 
@@ -69,7 +76,7 @@ def report_bytes(study: Study, fmt: str, *, threshold: float = DEFAULT_ICC_THRES
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\r\n")
         for row in report_csv_rows(report):
-            writer.writerow([spreadsheet_safe(v) for v in row])
+            writer.writerow([_csv_cell(v) for v in row])
         return buf.getvalue().encode()
     css = (Path(settings.BASE_DIR) / "static" / "css" / "concord.css").read_text()
     context = {**page_context(study, report, sections, threshold), "css": css, "standalone": True}

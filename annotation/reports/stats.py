@@ -55,6 +55,33 @@ def add_analysis_value(df: pd.DataFrame, criteria: Sequence[Mapping[str, Any]]) 
 
 # ---------------------------------------------------------------- consensus
 
+def min_raters_for_pairs(consensus_min_raters: int) -> int:
+    """Evaluators an output needs before it enters a preference pair: the study's setting,
+    and never fewer than two (seed 002: a pair is never made from one vote)."""
+    return max(2, int(consensus_min_raters))
+
+
+def raters_per_output(df: pd.DataFrame) -> pd.Series:
+    """Distinct raters per (item_id, output) among rows with an analysis value `x`."""
+    rated = df[df["x"].notna()]
+    pairs = rated[["item_id", "output", "rater_id"]].drop_duplicates()
+    return pairs.groupby(["item_id", "output"], sort=True).size().rename("raters")
+
+
+def with_enough_raters(df: pd.DataFrame, min_raters: int) -> tuple[pd.DataFrame, pd.Series]:
+    """(rows with `x` of the outputs rated by at least `min_raters` distinct raters, the
+    outputs left out for having fewer: their rater count per (item_id, output))."""
+    rated = df[df["x"].notna()]
+    counts = raters_per_output(rated)
+    short = counts[counts < min_raters]
+    if short.empty:
+        return rated, short
+    key = rated["item_id"].to_numpy(np.int64) * 4096 + (rated["output"].to_numpy(np.int64) + 1)
+    short_keys = (short.index.get_level_values(0).to_numpy(np.int64) * 4096
+                  + short.index.get_level_values(1).to_numpy(np.int64) + 1)
+    return rated[~np.isin(key, short_keys)], short
+
+
 def consensus_frame(df: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
     """stats.consensus.consensus_table of column x (uniform weights, the seed's normal CI)."""
     rows = df[["item", "output", "criterion", "rater", "x"]].rename(columns={"x": "score"})
