@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from annotation.simulation.latent import choose, output_quality, to_label, unit
+from annotation.simulation.latent import choose, output_quality, to_label
 
 # System name -> effect on quality (z units): fixed per preset so that system rankings are stable.
 SYSTEMS: dict[str, dict[str, float]] = {
@@ -132,7 +132,7 @@ def _rrgen_item(seed: int, i: int) -> dict:
     item_id = f"rr-{i + 1:03d}"
     domain, stars, bad, good, what = _REVIEWS[i % len(_REVIEWS)]
     # About one review in twelve carries nothing to respond to: raters ignore it (seed 001's NOTE).
-    unsuitable = unit(seed, "unsuitable", item_id) < 1 / 12
+    unsuitable = i % 12 == 5
     if unsuitable:
         review = choose(seed, _UNSUITABLE, "review", item_id) + f" (review #{i + 1})"
     else:

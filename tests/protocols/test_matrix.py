@@ -228,3 +228,23 @@ def test_preset_output(simulated, preset, check, tmp_path):
 def test_the_matrix_counts_every_preset_and_output():
     assert len(PRESETS) * len(CHECKS) == 55
     assert math.prod([len(PRESETS), len(CHECKS)]) == 55
+
+
+def test_simulated_raters_use_every_control_of_the_preset(simulated):
+    """Accept/reject, highlights, ignore with a reason, confidence, reasoning and comments all occur."""
+    from annotation.models import Assignment
+
+    def values(preset, key):
+        return list(Rating.objects.filter(assignment__study=simulated[preset][0], criterion=key)
+                    .values_list("value", flat=True))
+
+    assert {"ACCEPT", "REJECT"} <= set(values("rrgen-001", "decision"))
+    spans = [s for v in values("rrgen-001", "highlights") for s in v]
+    assert spans and all(s["label"] == "relevant" and s["text"] for s in spans)
+    ignored = Assignment.objects.filter(study=simulated["rrgen-001"][0], ignored=True)
+    assert ignored.exists() and all(a.ignore_reason for a in ignored)
+    assert len(set(values("feedback-000", "confidence"))) >= 2
+    feedback = Rating.objects.filter(assignment__study=simulated["feedback-000"][0], criterion="correctness")
+    assert feedback.exists() and not feedback.filter(reasoning="").exists()  # reasoning is required there
+    assert Assignment.objects.filter(study=simulated["codegen-002"][0]).exclude(comment="").exists()
+    assert len(set(values("aqua-003", "label"))) >= 2
