@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import time
 from typing import Any, Iterator
 
@@ -173,13 +174,22 @@ def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Kno
     return runs
 
 
+def demo_judge_endpoint() -> str:
+    """Where `make run` serves a fake judge (config/launcher.py), so runs started from the demo's
+    pages work too; they get the fake server's default answers, in the prompt's format."""
+    return f"http://127.0.0.1:{os.environ.get('CONCORD_DEMO_JUDGE_PORT', '8011')}/v1"
+
+
 def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
     """For `make run`'s demo: two simulated judges and release 1.0.0 in every format, built here."""
     from annotation.datasets import FORMATS
     from annotation.datasets.releases import releases_create
     from annotation.demo import KNOBS
+    from judges.models import JudgeConfig
 
-    simulated_judges_run(study=study, preset=preset, n_judges=2, knobs=KNOBS, seed=seed, worker="no")
+    runs = simulated_judges_run(study=study, preset=preset, n_judges=2, knobs=KNOBS, seed=seed, worker="no")
+    # The simulation's server is gone now; point the judges at the one `make run` keeps.
+    JudgeConfig.objects.filter(pk__in=[r.judge_id for r in runs]).update(endpoint=demo_judge_endpoint())
     with eager_celery():
         releases_create(study=study, version="1.0.0", formats=list(FORMATS),
                         changelog="First release of the simulated demo ratings.")
