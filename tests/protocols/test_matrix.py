@@ -248,3 +248,23 @@ def test_simulated_raters_use_every_control_of_the_preset(simulated):
     assert feedback.exists() and not feedback.filter(reasoning="").exists()  # reasoning is required there
     assert Assignment.objects.filter(study=simulated["codegen-002"][0]).exclude(comment="").exists()
     assert len(set(values("aqua-003", "label"))) >= 2
+
+
+def test_judges_answer_in_the_presets_own_format(simulated):
+    """Seed 000: the score block; 001/002: one JSON per output; 003: label JSON; 004: the score on the
+    first line, or seed 004's {"score":"…","reason":"…"} for the evidence dimension."""
+    from judges.models import JudgeScore
+    from judges.simulation import MALFORMED
+
+    def raw(preset, criterion):
+        scores = JudgeScore.objects.filter(run__study=simulated[preset][0], criterion=criterion, status="scored")
+        texts = [s.raw_text for s in scores if s.raw_text != MALFORMED]
+        assert texts, (preset, criterion)
+        return texts
+
+    assert all("- **Overall Rating**: " in t and "**Reasoning:**" in t for t in raw("feedback-000", "overall"))
+    for preset, key in (("rrgen-001", "decision"), ("codegen-002", "technical_quality")):
+        assert all(key in json.loads(t) for t in raw(preset, key))
+    assert all(set(json.loads(t)) == {"label", "reason"} for t in raw("aqua-003", "label"))
+    assert all(isinstance(json.loads(t)["score"], str) for t in raw("fulltext-004", "evidence"))
+    assert all(t.split("\n")[0].strip().isdigit() for t in raw("fulltext-004", "structure"))
