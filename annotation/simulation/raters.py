@@ -1,7 +1,7 @@
 """Simulated raters: answer an assignment as the workspace would submit it, from the latent truth.
 
     rater_answers(rubric=..., preset=..., item=..., shown=[outputs in shown order], who="rater-1", ...) -> answers
-    simulate_ratings(study=..., raters=[users], preset=..., knobs=..., seed=...) -> number of submits
+    simulate_ratings(study=..., raters=[users], preset=..., knobs=..., seed=...) -> number of submits (raters take turns)
 
 Every answer goes through the workspace's own services (assignment_next, assignment_submit), so
 the engine's order, counterbalancing and validation apply to simulated raters as to people.
@@ -107,12 +107,18 @@ def rater_answers(*, rubric: dict, preset: str, item: Item, shown: Sequence[Outp
 
 def simulate_ratings(*, study: Study, raters: Sequence, preset: str, knobs: Knobs, seed: int,
                      who: Sequence[str] | None = None) -> int:
-    """Each rater in turn takes items from the engine until it has none left for them; returns the submits."""
+    """Raters take turns, one item each, as people working side by side would, until the engine has
+    nothing left for any of them (so with fewer raters per item than raters, work is shared out)."""
     rubric = study.rubric_version.definition
+    names = list(who) if who else [f"rater-{k + 1}" for k in range(len(raters))]
+    busy = dict(zip(names, raters))
     submits = 0
-    for k, rater in enumerate(raters):
-        name = who[k] if who else f"rater-{k + 1}"
-        while (a := assignment_next(study=study, rater=rater)) is not None:
+    while busy:
+        for name, rater in list(busy.items()):
+            a = assignment_next(study=study, rater=rater)
+            if a is None:
+                del busy[name]
+                continue
             by_position = {o.position: o for o in a.item.outputs.all()}
             shown = [by_position[p] for p in a.permutation]
             answers = rater_answers(rubric=rubric, preset=preset, item=a.item, shown=shown, who=name,

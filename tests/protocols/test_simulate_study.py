@@ -4,7 +4,7 @@ shows, determinism for a seed, and malformed judge answers counted as unparsed."
 from __future__ import annotations
 
 import io
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -146,3 +146,18 @@ def test_judge_chunks_go_through_a_celery_worker(celery_worker_session):
     assert all(r.n_scored == r.n_expected == 6 for r in runs)
     assert "2 raters" not in out.getvalue() and "done" in out.getvalue()
     assert worker_listening()  # what --worker auto would have found
+
+
+def test_fewer_raters_per_item_than_raters_share_the_work():
+    simulate("--preset", "fulltext-004", "--items", "9", "--raters", "3", "--raters-per-item", "2", "--judges", "0",
+             "--slug", "shared")
+    from annotation.models import Assignment
+
+    per_rater = Counter(Assignment.objects.filter(study__slug="shared", status="submitted")
+                        .values_list("rater__username", flat=True))
+    per_item = Counter(Assignment.objects.filter(study__slug="shared", status="submitted")
+                       .values_list("item__external_id", flat=True))
+    assert set(per_item.values()) == {2} and len(per_item) == 9
+    # Taking turns shares the 18 ratings out (the engine's random order may leave one rater a little short).
+    assert sum(per_rater.values()) == 18 and len(per_rater) == 3
+    assert max(per_rater.values()) - min(per_rater.values()) <= 2

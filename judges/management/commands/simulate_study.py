@@ -99,5 +99,7 @@ class Command(BaseCommand):
         for run in runs:
             self.stdout.write(f"judge run {run.pk} {run.name}: {run.status}, {run.n_scored} scored, "
                               f"{run.n_unparsed} unparsed, {run.n_error} errors of {run.n_expected}")
+        self.stdout.write(f"report: /studies/{study.slug}/report/  judges: /judges/studies/{study.slug}/  "
+                          f"datasets: /studies/{study.slug}/datasets/")
         if any(run.status != "done" for run in runs):
             raise CommandError("a judge run did not finish (see its error on the study's judges page)")
