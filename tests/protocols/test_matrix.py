@@ -58,7 +58,13 @@ def _export(client, study, fmt: str) -> bytes:
 
 
 def _n_ratings(study) -> int:
-    return Rating.objects.filter(assignment__study=study, assignment__is_attention_check=False).count()
+    """Rows of the long ratings export: every rating, and once each submitted assignment without
+    ratings (an item the rater ignored, with the reason)."""
+    from annotation.models import Assignment
+
+    ratings = Rating.objects.filter(assignment__study=study).count()
+    unrated = Assignment.objects.filter(study=study, status="submitted", ratings__isnull=True).count()
+    return ratings + unrated
 
 
 def _agreement_on_export(client, study, tmp_path) -> dict:
@@ -129,7 +135,10 @@ def check_export_csv(client, study, preset, tmp_path):
 
 
 def _keys(rows) -> Counter:
-    return Counter((str(r["item"]), str(r["output"]), str(r["rater"]), str(r["criterion"])) for r in rows)
+    def text(v) -> str:  # CSV writes an absent value as "", JSONL and Parquet as null
+        return "" if v is None else str(v)
+
+    return Counter(tuple(text(r[k]) for k in ("item", "output", "rater", "criterion")) for r in rows)
 
 
 def check_export_jsonl(client, study, preset, tmp_path):
