@@ -44,11 +44,12 @@ _VALUE_TEXT = "(r.value #>> '{}')"
 
 # CSV only: text that a spreadsheet would run as a formula (=, +, -, @ first) gets a leading
 # single quote (OWASP CSV injection; annotation.datasets.spreadsheet does the same in Python).
-_FORMULA_START = "left({0}, 1) IN ('=', '+', '-', '@')"
+# ascii() of the first character is the cheapest test PostgreSQL has (0 for '', NULL for NULL).
+_FORMULA_CODES = ", ".join(str(ord(c)) for c in "=+-@")
 
 
 def _spreadsheet_safe_sql(expr: str, guard: str | None = None) -> str:
-    cond = _FORMULA_START.format(expr) + (f" AND {guard}" if guard else "")
+    cond = (f"{guard} AND " if guard else "") + f"ascii({expr}) IN ({_FORMULA_CODES})"
     return f"CASE WHEN {cond} THEN '''' || {expr} ELSE {expr} END"
 
 
@@ -67,6 +68,7 @@ def _text(name: str, sql: str) -> Column:
 
 
 _VALUE_SQL = f"CASE WHEN k.kind = 'spans' THEN NULL ELSE {_VALUE_TEXT} END"
+_IS_JSON_STRING = "jsonb_typeof(r.value) = 'string'"
 
 LONG_COLUMNS: tuple[Column, ...] = (
     _text("item", "i.external_id"),
@@ -77,7 +79,8 @@ LONG_COLUMNS: tuple[Column, ...] = (
     Column("criterion_kind", "k.kind", pa.string()),
     # A value is free text when it is a JSON string (text answers, labels); numbers stay numbers.
     Column("value", _VALUE_SQL, pa.string(), "CASE WHEN k.kind = 'spans' THEN NULL ELSE r.value END",
-           _spreadsheet_safe_sql(_VALUE_SQL, "jsonb_typeof(r.value) = 'string'")),
+           f"CASE WHEN k.kind = 'spans' THEN NULL ELSE "
+           f"{_spreadsheet_safe_sql(_VALUE_TEXT, guard=_IS_JSON_STRING)} END"),
     Column("score", "r.score", pa.float64()),
     _text("reasoning", "r.reasoning"),
     Column("spans", "CASE WHEN k.kind = 'spans' THEN r.value::text END", pa.string(),

@@ -85,5 +85,5 @@ def test_a_release_of_every_format_builds(feedback_study, settings, tmp_path):
                            formats=["csv", "jsonl", "parquet", "pairs", "consensus"])
     for r in made:
         built = release_build(release_id=r.pk)
-        assert built.status == "ready", (r.format, built.error if hasattr(built, "error") else "")
+        assert built.status == "ready", r.format
         assert release_path(built).stat().st_size > 0
