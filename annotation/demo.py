@@ -31,6 +31,8 @@ N_SIM_RATERS = 3
 # Moderate noise, a lenient and a harsh rater, a small order effect and a few broken judge answers:
 # enough for every report section to have something to show.
 KNOBS = Knobs(noise=0.5, rater_bias=0.3, position_bias=0.3, malformed=0.05)
+# The demo's judges: steadier than one rater (as good judges are), a few answers still malformed.
+JUDGE_KNOBS = Knobs(noise=0.3, rater_bias=0.2, malformed=0.05)
 
 
 def demo_password(username: str) -> str:

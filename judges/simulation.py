@@ -184,10 +184,10 @@ def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
     """For `make run`'s demo: two simulated judges and release 1.0.0 in every format, built here."""
     from annotation.datasets import FORMATS
     from annotation.datasets.releases import releases_create
-    from annotation.demo import KNOBS
+    from annotation.demo import JUDGE_KNOBS
     from judges.models import JudgeConfig
 
-    runs = simulated_judges_run(study=study, preset=preset, n_judges=2, knobs=KNOBS, seed=seed, worker="no")
+    runs = simulated_judges_run(study=study, preset=preset, n_judges=2, knobs=JUDGE_KNOBS, seed=seed, worker="no")
     # The simulation's server is gone now; point the judges at the one `make run` keeps.
     JudgeConfig.objects.filter(pk__in=[r.judge_id for r in runs]).update(endpoint=demo_judge_endpoint())
     with eager_celery():
