@@ -40,9 +40,12 @@ def simulated(django_db_setup, django_db_blocker):
     from annotation.simulation.study import simulated_study_create
     from judges.simulation import eager_celery, simulated_judges_run
 
+    from rubrics.models import Rubric
+
     prefix = "matrix-"
     with django_db_blocker.unblock():
         _cleanup(prefix)
+        rubrics_before = set(Rubric.objects.values_list("pk", flat=True))
         users = get_user_model().objects
         admin = users.create_user(username=f"{prefix}admin", password="x", is_staff=True, is_superuser=True)
         researcher = users.create_user(username=f"{prefix}researcher", password="x")
@@ -60,6 +63,8 @@ def simulated(django_db_setup, django_db_blocker):
     yield out
     with django_db_blocker.unblock():
         _cleanup(prefix)
+        # Leave the database as the other modules expect it: without the presets installed here.
+        Rubric.objects.exclude(pk__in=rubrics_before).delete()
 
 
 def csv_rows(data: bytes) -> list[dict]:
