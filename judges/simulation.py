@@ -24,6 +24,8 @@ import os
 import time
 from typing import Any, Iterator
 
+from django.db import transaction
+
 from annotation.models import Item, Study
 from annotation.simulation.latent import Knobs, unit
 from annotation.simulation.raters import value_for
@@ -145,6 +147,10 @@ def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Kno
         return []
     if worker not in ("auto", "yes", "no"):
         raise ValueError("worker must be auto, yes or no")
+    if transaction.get_connection().in_atomic_block:
+        # Chunks are sent when the run's row commits; inside a caller's transaction that would be
+        # after the fake server has stopped.
+        raise RuntimeError("simulated_judges_run must not be called inside a transaction")
     use_worker = worker == "yes" or (worker == "auto" and worker_listening())
     responder = StudyResponder(study=study, preset=preset, knobs=knobs, seed=seed)
     runs = []
