@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 
 @dataclass
@@ -39,6 +39,9 @@ class Behaviour:
     logprobs_supported: bool = True
     model: str = "fake-judge"
     fixed_text: str | None = None  # answer exactly this (for parser tests through HTTP)
+    # (prompt, model) -> the answer, or None for the default one: lets a simulation answer per prompt
+    # (judges/simulation.py answers from the latent truth, in the prompt's own output format).
+    responder: Callable[[str, str], str | None] | None = None
 
 
 @dataclass
@@ -205,6 +208,9 @@ class _Handler(BaseHTTPRequestHandler):
         chat = path.endswith("/chat/completions")
         prompt = "\n\n".join(m.get("content", "") for m in req.get("messages", [])) if chat else str(req.get("prompt", ""))
         text, lo, hi = answer_for(prompt)
+        scripted = b.fixed_text is not None
+        if b.responder is not None and (answer := b.responder(prompt, str(req.get("model") or ""))) is not None:
+            text, scripted = answer, True
         if b.fixed_text is not None:
             text = b.fixed_text
         if b.garbage:
@@ -220,7 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
         k = int(req.get("top_logprobs") or (req.get("logprobs") if not chat else 0) or 5)
         choices = []
         for i in range(k_n):
-            t = text if i == 0 or b.fixed_text is not None else answer_for(f"{prompt}#{i}")[0]
+            t = text if i == 0 or scripted else answer_for(f"{prompt}#{i}")[0]
             first_tok = t.split("\n")[0].split(" ")[0][:4] or t[:1]
             top = _top_logprobs(prompt, lo, hi, k)
             if first_tok not in top:
