@@ -66,9 +66,6 @@ def prod_server(django_db_setup, django_db_blocker, collected_static, tmp_path_f
     env = production_env(
         SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1", STATIC_ROOT=str(collected_static),
         DATABASE_URL=current_database_url(), PGAPPNAME="concord-prod-test-gunicorn",
-        # Plain http on loopback: a Secure cookie would never come back from the browser. Everything else is
-        # as production leaves it.
-        SESSION_COOKIE_SECURE="0", CSRF_COOKIE_SECURE="0",
     )
     cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
            "--workers", "2", "--threads", "4", "--worker-class", "gthread", "--access-logfile", "-"]
