@@ -20,7 +20,7 @@ from typing import Iterator
 import httpx
 import pytest
 
-from bench.loadclient import free_port
+from bench.loadclient import collected_static_root, free_port
 from tests.conftest import REPO, current_database_url
 
 # Production knows nothing of these: the server must start as a fresh deployment would.
@@ -36,12 +36,10 @@ def production_env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def collected_static(tmp_path_factory) -> Path:
-    """`manage.py collectstatic` as the Dockerfile runs it: no database, no SECRET_KEY."""
-    root = tmp_path_factory.mktemp("staticfiles")
-    result = subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=REPO,
-                            env=production_env(STATIC_ROOT=str(root)), capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+def collected_static() -> Path:
+    """`manage.py collectstatic` as the Dockerfile runs it: no database, no SECRET_KEY (bench.loadclient's,
+    shared with every gunicorn the tests start)."""
+    root = collected_static_root()
     assert (root / "staticfiles.json").exists(), "collectstatic wrote no manifest"
     return root
 
