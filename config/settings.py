@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "annotation",
     "judges",
     "axes",
+    "config.apps.ConcordConfig",  # the project's own system checks (config/checks.py)
 ]
 
 MIDDLEWARE = [

@@ -109,3 +109,13 @@ def test_swagger_ui_comes_from_the_sidecar(client_for, researcher):
     body = client_for(researcher).get("/api/docs/").content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in body
     assert "cdn" not in body.lower() and "https://" not in body
+
+
+def test_check_deploy_names_static_files_not_collected(tmp_path):
+    code = "from django.core.management import call_command; call_command('check', '--deploy')"
+    missing = _production_settings(code, STATIC_ROOT=str(tmp_path / "empty"))
+    assert missing.returncode != 0 and "concord.E002" in missing.stderr and "collectstatic" in missing.stderr
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "staticfiles.json").write_text('{"paths": {}, "version": "1.1", "hash": "x"}')
+    collected = _production_settings(code, STATIC_ROOT=str(tmp_path / "full"))
+    assert "concord.E002" not in collected.stderr
