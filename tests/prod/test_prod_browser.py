@@ -138,6 +138,9 @@ def walk(browser, server, user, role: str) -> list[str]:
                 continue
             kind = answer.headers.get("content-type", "")
             attachment = "attachment" in answer.headers.get("content-disposition", "")
+            if kind.startswith("application/json") and not attachment:
+                problems.append(f"{path}: a link from the pages ends on a JSON page")
+                continue
             if not kind.startswith("text/html") or attachment:
                 continue  # a download (CSV, Parquet, a report file): its status is all a page walk can check
             walked.append(path)
