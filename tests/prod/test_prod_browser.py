@@ -266,3 +266,25 @@ def test_static_files_are_hashed_cached_for_ever_and_compressed(prod_server):
     assert any(f.read_bytes() == httpx.get(prod_server.url + css[0]).content for f in source)
     # a file that does not exist is a 404, not the 200 of a catch-all page
     assert httpx.get(prod_server.url + "/static/css/no-such-file.css").status_code == 404
+
+
+def test_other_errors_are_our_pages_under_gunicorn(browser, prod_server, people):
+    """A rater on an admin page gets a 403 with the navigation; an unknown Host header (ALLOWED_HOSTS)
+    gets our 400; an unknown API address stays JSON. Never Django's debug pages."""
+    context, page, watch = new_page(browser, prod_server, width=390)
+    try:
+        log_in(page, prod_server, people["annotator"])
+        response = page.goto(f"{prod_server.url}/studies/new/")  # admins only
+        assert response.status == 403
+        assert page.locator("nav[aria-label=Main] a", has_text="Studies").is_visible()
+        assert_page_is_whole(page, "403", 390)
+        shot(page, "403-390")
+    finally:
+        context.close()
+    assert not watch.foreign and not watch.static_failures
+
+    wrong_host = httpx.get(prod_server.url + "/login/", headers={"Host": "evil.example.org"})
+    assert wrong_host.status_code == 400 and "could not understand this request" in wrong_host.text
+    assert "DisallowedHost" not in wrong_host.text
+    api = httpx.get(prod_server.url + "/api/no-such-thing/")
+    assert api.status_code == 404 and api.json() == {"detail": "Not found."}
