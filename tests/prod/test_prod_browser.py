@@ -84,8 +84,9 @@ def same_site_links(page, origin: str) -> list[str]:
     return paths
 
 
-def page_problems(page, path: str, width: int) -> list[str]:
-    """Stylesheets applied, htmx running on our pages, nothing wider than the window."""
+def page_problems(page, path: str, width: int) -> list[tuple[str, str]]:
+    """(kind, message) for each way the page is not whole: "broken" when a stylesheet or htmx did not load,
+    "overflow" when it is wider than the window."""
     state = page.evaluate("""() => ({
         sheets: [...document.styleSheets].map(s => { try { return s.cssRules.length } catch (e) { return -1 } }),
         concord: !!document.querySelector('link[href*="/static/css/concord."]'),
@@ -95,19 +96,20 @@ def page_problems(page, path: str, width: int) -> list[str]:
         scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })""")
     problems = []
     if not state["sheets"] or not all(n > 0 for n in state["sheets"]):
-        problems.append(f"{path}: a stylesheet did not load ({state['sheets']})")
+        problems.append(("broken", f"{path}: a stylesheet did not load ({state['sheets']})"))
     if state["concord"] and state["bg"] != CONCORD_BG:
-        problems.append(f"{path}: concord.css not applied (body background {state['bg']})")
+        problems.append(("broken", f"{path}: concord.css not applied (body background {state['bg']})"))
     if state["htmxTag"] and not state["htmx"]:
-        problems.append(f"{path}: htmx did not load")
+        problems.append(("broken", f"{path}: htmx did not load"))
     if state["scrollWidth"] > state["innerWidth"]:
-        problems.append(f"{path} overflows horizontally at {width} px: {state['scrollWidth']} > {state['innerWidth']}")
+        problems.append(("overflow", f"{path} overflows horizontally at {width} px: "
+                                     f"{state['scrollWidth']} > {state['innerWidth']}"))
     return problems
 
 
 def assert_page_is_whole(page, path: str, width: int) -> None:
     problems = page_problems(page, path, width)
-    assert not problems, problems
+    assert not problems, [message for _, message in problems]
 
 
 def shot(page, name: str) -> None:
@@ -146,22 +148,22 @@ def walk(browser, server, user, role: str) -> list[str]:
             walked.append(path)
             for width in WIDTHS:
                 page.set_viewport_size({"width": width, "height": 900})
-                response = page.goto(server.url + path, wait_until="networkidle")
+                response = page.goto(server.url + path)  # "load": stylesheets and deferred scripts are in
                 assert response is not None and response.status < 500, f"{path}: {response and response.status}"
                 shot(page, f"{role}-{slug_of(path)}-{width}")
-                for problem in page_problems(page, path, width):
-                    (overflows if "overflows" in problem else problems).append(problem)
+                for kind_of_problem, message in page_problems(page, path, width):
+                    (overflows if kind_of_problem == "overflow" else problems).append(message)
             if depth < MAX_DEPTH and not path.startswith(("/django-admin/", "/api/")):
                 for link in same_site_links(page, server.url):
                     if link not in seen and not NOT_FOLLOWED.match(link):
                         seen.add(link)
                         queue.append((link, depth + 1))
-        assert not errors, f"server errors while {role} walked: {errors}\n{server.log_tail()}"
-        assert not problems, f"{role} walked {walked}:\n" + "\n".join(problems)
-        assert not overflows, f"{role} walked {walked}:\n" + "\n".join(overflows)
-        assert not watch.server_errors, watch.server_errors
+        assert not errors and not watch.server_errors, (f"server errors while {role} walked: {errors} "
+                                                        f"{watch.server_errors}\n{server.log_tail()}")
         assert not watch.static_failures, f"static files missing: {watch.static_failures}"
         assert not watch.foreign, f"requests to another host: {watch.foreign}"
+        assert not problems, f"{role} walked {walked}:\n" + "\n".join(problems)
+        assert not overflows, f"{role} walked {walked}:\n" + "\n".join(overflows)
         return walked
     finally:
         context.close()
