@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -74,12 +75,14 @@ def prod_server(django_db_setup, django_db_blocker, collected_static, tmp_path_f
         _wait_until_answering(server)
         yield server
     finally:
+        # Its own process group: the master and its workers go, and with them their database sessions,
+        # before pytest-django drops the test database.
         if proc.poll() is None:
-            proc.terminate()  # the master stops its workers; they close their database connections
+            os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(20)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(5)
 
 
