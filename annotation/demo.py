@@ -28,6 +28,7 @@ ANNOTATORS = ["annotator", "annotator2", "annotator3"]
 ACCOUNTS = {"admin": "admin", **{name: "annotator" for name in ANNOTATORS}, "researcher": "researcher"}
 N_ITEMS = 12
 N_SIM_RATERS = 3
+N_UNRATED = 4  # items added after the simulated raters: only the judges score them (PPI)
 # Moderate noise, a lenient and a harsh rater, a small order effect and a few broken judge answers:
 # enough for every report section to have something to show.
 KNOBS = Knobs(noise=0.5, rater_bias=0.3, position_bias=0.3, malformed=0.05)
@@ -64,6 +65,7 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
         sim = simulated_study_create(
             preset=preset, slug=slug, n_items=N_ITEMS, n_raters=N_SIM_RATERS, seed=seed, knobs=KNOBS,
             raters_per_item=N_SIM_RATERS + len(ANNOTATORS), admin=users["admin"], rater_prefix="demo-rater",
+            unrated_items=N_UNRATED,
             name=f"Demo: {load_preset(preset)['name']}",
         )
         study_members_add(study=sim.study, usernames=ANNOTATORS, role=StudyMember.Role.ANNOTATOR)

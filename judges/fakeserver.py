@@ -116,10 +116,11 @@ def answer_for(prompt: str) -> tuple[str, int, int]:
     return f"{score}\n{reason}", lo, hi
 
 
-def _top_logprobs(prompt: str, lo: int, hi: int, k: int) -> dict[str, float]:
-    """A peaked, deterministic distribution over the score tokens of the prompt's scale."""
+def _top_logprobs(prompt: str, lo: int, hi: int, k: int, centre: int | None = None) -> dict[str, float]:
+    """A peaked, deterministic distribution over the score tokens of the prompt's scale, around
+    `centre` when given (a scripted answer), else around a value drawn from the prompt."""
     h = _h(prompt)
-    centre = lo + h % (hi - lo + 1)
+    centre = centre if centre is not None and lo <= centre <= hi else lo + h % (hi - lo + 1)
     weights = {str(v): math.exp(-abs(v - centre) * 1.5) for v in range(lo, hi + 1)}
     weights["The"] = 0.05  # some mass off the score tokens, as real models have
     total = sum(weights.values())
@@ -228,7 +229,8 @@ class _Handler(BaseHTTPRequestHandler):
         for i in range(k_n):
             t = text if i == 0 or scripted else answer_for(f"{prompt}#{i}")[0]
             first_tok = t.split("\n")[0].split(" ")[0][:4] or t[:1]
-            top = _top_logprobs(prompt, lo, hi, k)
+            centre = int(first_tok) if scripted and first_tok.isdigit() else None
+            top = _top_logprobs(prompt, lo, hi, k, centre)
             if first_tok not in top:
                 top[first_tok] = -0.1
             if chat:

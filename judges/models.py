@@ -167,6 +167,8 @@ class StudyRouting(models.Model):
                                                help_text="Most human-rated items; empty: no limit.")
     comparisons = models.JSONField(default=list, blank=True, help_text='[["system A", "system B"], ...] to decide.')
     criterion = models.CharField(max_length=80, blank=True, help_text="The criterion comparisons are decided on.")
+    auto_pause = models.BooleanField(default=True, help_text="Pause the study when the budget is spent or every "
+                                                             "comparison is decided.")
     state = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 

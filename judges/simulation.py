@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import time
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from django.db import transaction
 
@@ -141,8 +141,10 @@ def worker_listening(queue: str = "judges", timeout_s: float = 1.0) -> bool:
 
 
 def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Knobs, seed: int,
-                         worker: str = "auto", timeout_s: float = 600.0) -> list[JudgeRun]:
-    """Start `n_judges` judge runs on the study and wait until they end; returns the runs."""
+                         worker: str = "auto", timeout_s: float = 600.0,
+                         methods: Sequence[str] = ()) -> list[JudgeRun]:
+    """Start `n_judges` judge runs on the study and wait until they end; returns the runs. Judge k
+    uses methods[k-1] when given (e.g. "geval": the score-token distribution), else the preset's."""
     if n_judges < 1:
         return []
     if worker not in ("auto", "yes", "no"):
@@ -157,9 +159,10 @@ def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Kno
     with running_fake_server(responder=responder) as server:
         judges = []
         for k in range(1, n_judges + 1):
+            method = methods[k - 1] if k <= len(methods) else METHODS[preset]
             judge, _ = judge_config_save(data={
                 "name": f"{study.slug}-judge-{k}"[:100], "backend": "openai", "model": judge_model(k),
-                "endpoint": server.base_url, "method": METHODS[preset], "concurrency": 16,
+                "endpoint": server.base_url, "method": method, "concurrency": 16,
                 "description": f"Simulated judge {k} (loopback server; answers from the simulation's truth).",
                 "price_in_per_m": 0.15 * k, "price_out_per_m": 0.60 * k,
                 "backend_options": {"max_retries": 2, "timeout_s": 30},
@@ -187,15 +190,31 @@ def demo_judge_endpoint() -> str:
 
 
 def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
-    """For `make run`'s demo: two simulated judges and release 1.0.0 in every format, built here."""
+    """For `make run`'s demo, built here: two simulated judges in the preset's own method, a G-Eval
+    judge where the rubric has scales (calibration), a pairwise judge for RRGen's three responses
+    (position bias, Bradley–Terry), a jury of the first two, routing with a comparison to decide,
+    and release 1.0.0 in every format."""
     from annotation.datasets import FORMATS
     from annotation.datasets.releases import releases_create
     from annotation.demo import JUDGE_KNOBS
     from judges.models import JudgeConfig
+    from judges.services.juries import jury_create
+    from judges.services.routing import routing_configure, routing_refresh, study_systems
 
-    runs = simulated_judges_run(study=study, preset=preset, n_judges=2, knobs=JUDGE_KNOBS, seed=seed, worker="no")
+    methods = [METHODS[preset]] * 2 + (["geval"] if preset != "aqua-003" else []) + (
+        ["pairwise"] if preset == "rrgen-001" else [])
+    runs = simulated_judges_run(study=study, preset=preset, n_judges=len(methods), methods=methods,
+                                knobs=JUDGE_KNOBS, seed=seed, worker="no")
     # The simulation's server is gone now; point the judges at the one `make run` keeps.
     JudgeConfig.objects.filter(pk__in=[r.judge_id for r in runs]).update(endpoint=demo_judge_endpoint())
+    done = [r for r in runs[:2] if r.status == JudgeRun.Status.DONE]
+    if len(done) == 2:
+        jury_create(study=study, runs=done, combine="mean", quorum=2, name=f"{preset}-jury")
+    systems = study_systems(study)
+    if len(systems) >= 2:
+        # The demo keeps its studies open for the demo annotators: routing says when it would stop.
+        routing_configure(study=study, enabled=True, human_budget=None, comparisons=[systems[:2]], auto_pause=False)
+        routing_refresh(study=study)
     with eager_celery():
         releases_create(study=study, version="1.0.0", formats=list(FORMATS),
                         changelog="First release of the simulated demo ratings.")

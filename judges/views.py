@@ -164,7 +164,7 @@ def routing_view(request: HttpRequest, slug: str) -> HttpResponse:
         configure = routing_configure(study=study, enabled=data.get("enabled") == "on",
                                       human_budget=int(budget) if budget else None,
                                       comparisons=parse_comparisons(data.get("comparisons", ""), study_systems(study)),
-                                      criterion=data.get("criterion", ""))
+                                      criterion=data.get("criterion", ""), auto_pause=data.get("auto_pause") == "on")
     except RoutingError as exc:
         messages.error(request, f"Routing not changed: {exc}")
         return redirect(f"{reverse('judges:study', args=[study.slug])}#routing")

@@ -40,9 +40,12 @@ def rater_accounts(n: int, prefix: str = "sim-rater") -> list:
 
 def simulated_study_create(*, preset: str, slug: str, n_items: int = 20, n_raters: int = 3, seed: int = 0,
                            knobs: Knobs = Knobs(), raters_per_item: int | None = None, admin=None,
-                           name: str = "", rater_prefix: str = "sim-rater") -> SimulatedStudy:
+                           name: str = "", rater_prefix: str = "sim-rater",
+                           unrated_items: int = 0) -> SimulatedStudy:
     """Create and open the study, import the synthetic items, and let `n_raters` rate every item they
-    are given (raters_per_item defaults to n_raters: every rater rates every item)."""
+    are given (raters_per_item defaults to n_raters: every rater rates every item). `unrated_items`
+    more are imported after the raters are done: items only judges will score (as when a study grows
+    after its human round; prediction-powered estimates need such items)."""
     if n_items < 1 or n_raters < 1:
         raise ValueError("a simulated study needs at least one item and one rater")
     versions = {v.rubric.slug: v for v in rubric_presets_install()}
@@ -54,10 +57,12 @@ def simulated_study_create(*, preset: str, slug: str, n_items: int = 20, n_rater
         presentation=PRESENTATION.get(preset, Study.Presentation.SIDE_BY_SIDE),
         raters_per_item=raters_per_item or n_raters, instructions=info.get("description", ""),
     )
-    rows = items_for(preset, n_items, seed)
-    items_import(study=study, text="\n".join(json.dumps(r) for r in rows), filename="simulated.jsonl")
+    rows = items_for(preset, n_items + unrated_items, seed)
+    items_import(study=study, text="\n".join(json.dumps(r) for r in rows[:n_items]), filename="simulated.jsonl")
     raters = rater_accounts(n_raters, rater_prefix)
     study_members_add(study=study, usernames=[u.username for u in raters], role=StudyMember.Role.ANNOTATOR)
     study_set_status(study=study, status=Study.Status.OPEN)
     submits = simulate_ratings(study=study, raters=raters, preset=preset, knobs=knobs, seed=seed)
+    if unrated_items:
+        items_import(study=study, text="\n".join(json.dumps(r) for r in rows[n_items:]), filename="later.jsonl")
     return SimulatedStudy(study, raters, submits)

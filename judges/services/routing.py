@@ -70,7 +70,7 @@ def study_systems(study: Study) -> list[str]:
 
 
 def routing_configure(*, study: Study, enabled: bool, human_budget: int | None, comparisons: list[list[str]],
-                      criterion: str = "") -> StudyRouting:
+                      criterion: str = "", auto_pause: bool = True) -> StudyRouting:
     keys = [c["key"] for c in study.rubric.get("criteria", []) if criterion_measure(c) == "numeric"]
     if criterion and criterion not in keys:
         raise RoutingError(f"criterion: {criterion!r} is not a scale of this rubric ({', '.join(keys)})")
@@ -78,7 +78,7 @@ def routing_configure(*, study: Study, enabled: bool, human_budget: int | None, 
         raise RoutingError("human budget: a whole number of items, 1 or more (or empty for no limit)")
     routing, _ = StudyRouting.objects.update_or_create(
         study=study, defaults={"enabled": enabled, "human_budget": human_budget, "comparisons": comparisons,
-                               "criterion": criterion})
+                               "criterion": criterion, "auto_pause": auto_pause})
     routing_flag_set(study.pk, enabled)
     if not enabled:
         Item.objects.filter(study=study, priority__gt=0).update(priority=0)
@@ -182,10 +182,11 @@ def routing_refresh(*, study: Study) -> dict[str, Any]:
              "budget": routing.human_budget, "criterion": key,
              "routed": {"items": len(reasons), "still_open": len(open_items & set(reasons)),
                         "reasons": dict(sorted(counted.items())), "examples": _examples(reasons, open_items)},
-             "comparisons": comparisons, "stopped": stopped, "history": history[-HISTORY:]}
+             "comparisons": comparisons, "stopped": stopped,
+             "paused": bool(stopped) and routing.auto_pause, "history": history[-HISTORY:]}
     routing.state = state
     routing.save(update_fields=["state", "updated_at"])
-    if stopped and study.status == Study.Status.OPEN:
+    if stopped and routing.auto_pause and study.status == Study.Status.OPEN:
         from annotation.services.studies import study_set_status
 
         study_set_status(study=study, status=Study.Status.PAUSED)
