@@ -170,6 +170,7 @@ def _run_criterion(run_name: str, criterion: Mapping[str, Any], judged: Mapping[
             slot["unlabelled"].append(score)
     out["systems"] = {system: estimate_system(np.array(v["y"]), np.array(v["yhat"]), np.array(v["unlabelled"]))
                       for system, v in sorted(by_system.items())}
+    out["win_rates"] = _win_rates(judged, humans, outputs)
     out["verbosity"] = verbosity(scores, words)
     out["length_controlled"] = length_controlled(scores, words, systems)
     if own:
@@ -235,6 +236,35 @@ def _heatmap(rates: Mapping[str, Mapping[str, float]], name: str) -> str | None:
     ax.set_ylabel("wins of")
     fig.tight_layout()
     return to_svg(fig, name)
+
+
+def _win(a: float, b: float) -> float:
+    return 1.0 if a > b else 0.0 if a < b else 0.5
+
+
+def _win_rates(judged: Mapping[Unit, tuple], humans: Mapping[Unit, Any],
+               outputs: Mapping[Unit, tuple[str, int, str]]) -> dict[str, Any]:
+    """Per pair of systems shown on the same items: how often the first beats the second (ties half),
+    by the humans' mean scores where humans rated both outputs, corrected PPI++ style by the judge's
+    scores on every item (the judge's own win indicator is the prediction)."""
+    by_item: dict[int, dict[str, tuple[float | None, float | None]]] = defaultdict(dict)
+    for unit, (score, _, _) in judged.items():
+        if score is not None and unit in outputs:
+            by_item[unit[0]][outputs[unit][0]] = (score, humans.get(unit))
+    pairs: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: {"y": [], "yhat": [], "unlabelled": []})
+    for systems in by_item.values():
+        names = sorted(systems)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                (ja, ha), (jb, hb) = systems[a], systems[b]
+                slot = pairs[(a, b)]
+                if ha is not None and hb is not None:
+                    slot["y"].append(_win(ha, hb))
+                    slot["yhat"].append(_win(ja, jb))
+                else:
+                    slot["unlabelled"].append(_win(ja, jb))
+    return {f"{a} vs {b}": estimate_system(np.array(v["y"]), np.array(v["yhat"]), np.array(v["unlabelled"]))
+            for (a, b), v in sorted(pairs.items())}
 
 
 def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[str, Any] | None:

@@ -70,6 +70,15 @@ def test_json_gives_ppi_calibration_and_verbosity(trusted_study, client_for, res
         assert g["ppi"]["mean"] == pytest.approx(e["ppi"]["mean"])
         # the generous judge alone is too high; corrected by the humans it is not
         assert g["judge_only"]["mean"] > g["human_only"]["mean"] + 0.5
+    # win rates: sys-a vs sys-b per item, by human means (rated items) and judge scores (all items)
+    wins = got["win_rates"][f"{SYSTEMS[0]} vs {SYSTEMS[1]}"]
+    win = lambda a, b: 1.0 if a > b else 0.0 if a < b else 0.5  # noqa: E731
+    hm = lambda i, p: np.mean([human_value(i, p, r, "", None) for r in range(3)])  # noqa: E731
+    ref = estimate_system(np.array([win(hm(i, 0), hm(i, 1)) for i in range(N_RATED)]),
+                          np.array([win(judge_value(i, 0), judge_value(i, 1)) for i in range(N_RATED)], float),
+                          np.array([win(judge_value(i, 0), judge_value(i, 1)) for i in range(N_RATED, N_ITEMS)], float))
+    assert wins["human_only"]["mean"] == pytest.approx(ref["human_only"]["mean"])
+    assert wins["ppi_plus"]["mean"] == pytest.approx(ref["ppi_plus"]["mean"])
     dists, answers = [], []
     for i in range(N_RATED):
         for p in range(3):
