@@ -219,6 +219,7 @@ def _scale_value(criterion: dict, value: Any) -> int | float:
     steps = (number - lo) / step
     if number < lo or number > hi or abs(steps - round(steps)) > 1e-9:
         raise ValueError(hint)
+    number = lo + round(steps) * step  # the scale point itself: 2.5000000001 or 1e-41 stored as 2.5 or 0
     return int(number) if number == int(number) else number
 
 
