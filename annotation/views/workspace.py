@@ -62,6 +62,14 @@ class Control:
     def dom_id(self) -> str:
         return self.name.replace("__", "-")
 
+    @property
+    def has_labels(self) -> bool:
+        return any(o.get("label") for o in self.options)
+
+    @property
+    def has_descriptions(self) -> bool:
+        return any(o.get("description") for o in self.options)
+
 
 @dataclass
 class ResponseView:
