@@ -9,7 +9,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import selectors
-from annotation.access import get_study_for_admin, is_admin, studies_for
+from annotation.access import get_study_for_admin, is_admin
+from annotation.home import home_cards
 from annotation.forms import ItemUploadForm, MembersForm, StudyCreateForm
 from annotation.importers import ItemFileError
 from annotation.services.items import items_import
@@ -26,8 +27,7 @@ def _admin_only(request: HttpRequest) -> HttpResponse | None:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    studies = studies_for(request.user)
-    return render(request, "annotation/home.html", {"studies": studies, "is_admin": is_admin(request.user)})
+    return render(request, "annotation/home.html", {"cards": home_cards(request.user), "is_admin": is_admin(request.user)})
 
 
 @login_required
