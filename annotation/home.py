@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from annotation.access import studies_for
 from annotation.models import Study
+from annotation.selectors import study_progress
 
 
 @dataclass
@@ -16,6 +17,8 @@ class StudyCard:
     done: int = 0
     left: int = 0
     percent: int = 0
+    needed: int = 0  # readers' cards: ratings the study needs in all
+    items: int = 0
     can_rate: bool = False  # the rater has work and the study is open
     next_action: str = ""
 
@@ -44,5 +47,7 @@ def home_cards(user) -> list[StudyCard]:
                 continue
             cards.append(_rater_card(study, user))
         else:
-            cards.append(StudyCard(study=study, role=study.role))
+            p = study_progress(study)
+            cards.append(StudyCard(study=study, role=study.role, done=p.submitted, needed=p.slots, items=p.items,
+                                   percent=round(p.percent)))
     return cards

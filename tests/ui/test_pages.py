@@ -29,7 +29,7 @@ def test_home_shows_status_progress_and_next_action_for_raters(make_study, annot
     closed = make_study("feedback-000", annotators=[annotator], status="closed")
     draft = make_study("aqua-003", annotators=[annotator], status="draft")
     page = client_for(annotator).get("/").content.decode()
-    assert open_study.name in page and "1 done · 3 left" in page and "Continue rating" in page
+    assert open_study.name in page and "1 done · 3 left" in page and "Continue rating" in page and page.count("Continue rating") == 1
     assert f'href="/studies/{open_study.slug}/rate/"' in page
     assert closed.name in page and "Closed" in page and f'href="/studies/{closed.slug}/rate/"' not in page
     assert draft.name not in page  # a draft study is not offered at all

@@ -1,6 +1,6 @@
 """Walk every page reachable from the navigation, for each role, at 390 px and 1400 px in real
 Chromium: each answers below 500, none scrolls sideways, none asks another host for anything.
-Screenshots of every page go to test-artifacts/ui/walk-<role>-<width>-<n>.png."""
+Screenshots of every page go to test-artifacts/ui/walk-<role>-<width>-<path>.png."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _walk(page, live_server, role: str, width: int) -> list[str]:
         overflow = horizontal_overflow(page)
         if overflow > 0:
             failures.append(f"{path}: {overflow}px wider than the window")
-        shot(page, f"walk-{role}-{width}-{len(seen):02d}")
+        shot(page, f"walk-{role}-{width}-{path.strip('/').replace('/', '_') or 'home'}")
         for href in page.eval_on_selector_all(NAV_LINKS, "els => els.map(e => e.href)"):
             parts = urlsplit(href)
             if parts.netloc == host and parts.path not in seen and parts.path not in queue:
