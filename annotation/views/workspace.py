@@ -183,6 +183,7 @@ def build_screen(study: Study, assignment: Assignment, *, draft: dict | None = N
         "revising": assignment.status == Assignment.Status.SUBMITTED,
         "n_responses": len(responses),
         "has_binary": any(c["kind"] == "binary" for c in output_criteria),
+        "has_reasoning": any(c.get("reasoning", "none") != "none" for c in rubric["criteria"]),
     }
 
 

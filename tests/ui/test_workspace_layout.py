@@ -56,6 +56,8 @@ def test_labels_fit_and_nothing_overflows(page_at, live_server, make_study, pres
     assert page.evaluate(LABEL_PROBLEMS) == []
     assert horizontal_overflow(page) <= 0
     assert page.foreign == []
+    assert page.evaluate("""() => Array.from(document.querySelectorAll('[role=tab]')).every((t) =>
+        t.getBoundingClientRect().right <= t.parentElement.getBoundingClientRect().right + 1)"""), "a response tab is cut off"
     if preset == "rrgen-001":
         # "Completely" (7) is shown whole, as text on the page, without hovering.
         label = page.locator("#response-1 .seg-label", has_text="Completely").first
