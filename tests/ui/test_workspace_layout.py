@@ -108,40 +108,64 @@ CLEAR_OF_BAR = """() => {
 }"""
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_feedback_item_by_keyboard_alone(page_at, live_server, make_study, width):
-    rater = make_user("kbd-rater")
-    study = make_study("feedback-000", annotators=[rater], raters_per_item=1)
-    page = page_at(width)
-    log_in(page, live_server, rater)
-    _open(page, live_server, study)
+WHERE = """() => { const a = document.activeElement, fs = a.closest('.criterion');
+  if (a.matches('.submit-btn')) return {kind: 'submit'};
+  if (a.matches('textarea.reasoning')) return {kind: 'reasoning'};
+  if (!fs) return {kind: 'other'};
+  const values = Array.from(fs.querySelectorAll('input[type=radio]')).map((r) => r.value);
+  return {kind: fs.dataset.widget, name: fs.dataset.name, values, tag: a.tagName}; }"""
+
+
+def _rate_by_keyboard(page) -> int:
+    """Answer every control of the item on screen with keys only, following the focus; returns the
+    number of reasoning boxes written. Ends with the focus on the submit button."""
     reasonings = 0
-    page.keyboard.press("4")  # the first criterion is current when the page opens
-    for _ in range(80):
-        where = page.evaluate("""() => { const a = document.activeElement;
-            return a.matches('textarea.reasoning') ? 'reasoning' : a.matches('.sr-radio') ? 'radio'
-                 : a.matches('.submit-btn') ? 'submit' : a.tagName + '.' + a.className; }""")
-        if where == "submit":
-            break
+    for _ in range(150):
+        where = page.evaluate(WHERE)
+        kind = where["kind"]
+        if kind == "submit":
+            return reasonings
         assert page.evaluate(CLEAR_OF_BAR), f"focused field hidden under the submit bar ({where})"
-        if where == "reasoning":
+        if kind == "reasoning":
             page.keyboard.type("Because of the evidence.")
             reasonings += 1
             page.keyboard.press("Tab")
-        elif where == "radio":
-            before = page.evaluate("document.activeElement.name")
-            page.keyboard.press("4")
-            if page.evaluate("document.activeElement.name") == before:
-                page.keyboard.press("Tab")  # into its reasoning box, or on to the next criterion
-        else:
-            page.keyboard.press("Tab")  # e.g. the optional comment box
-    else:
-        pytest.fail("the keyboard path never reached the submit button")
-    shot(page, f"workspace-feedback-keyboard-{width}")
-    assert reasonings >= 6
+            continue
+        if kind == "segmented":
+            values = where["values"]
+            key = values[len(values) // 2]
+            page.keyboard.press(key[-1] if len(key) > 1 else key)
+        elif kind == "choice":
+            page.keyboard.press("1")
+        elif kind == "binary":
+            page.keyboard.press("a")
+        elif kind in ("number", "text") and where["tag"] in ("INPUT", "TEXTAREA"):
+            page.keyboard.type("4")
+        if page.evaluate(WHERE).get("name") == where.get("name"):
+            page.keyboard.press("Tab")  # its reasoning box, or on to the next control
+    pytest.fail("the keyboard path never reached the submit button")
+
+
+@pytest.mark.parametrize("width,preset", [(390, "feedback-000"), (1400, "feedback-000"), (1400, "rrgen-001"),
+                                          (1400, "codegen-002"), (1400, "aqua-003"), (1400, "fulltext-004"),
+                                          (390, "fulltext-004")])
+def test_every_preset_can_be_rated_by_keyboard_alone(page_at, live_server, make_study, width, preset):
+    rater = make_user("kbd-rater")
+    study = make_study(preset, annotators=[rater], raters_per_item=1)
+    page = page_at(width)
+    log_in(page, live_server, rater)
+    _open(page, live_server, study)
+    page.keyboard.press("Tab")  # into the page: the first control (after the context's toggle, if any)
+    while page.evaluate(WHERE)["kind"] == "other":
+        page.keyboard.press("Tab")
+    reasonings = _rate_by_keyboard(page)
+    shot(page, f"workspace-keyboard-{preset}-{width}")
     page.keyboard.press("Enter")
     page.wait_for_selector("[data-progress]:has-text('1 done')")
     ratings = Rating.objects.filter(assignment__study=study)
-    assert {r.criterion for r in ratings} >= {"correctness", "clarity", "tone", "actionability", "coherence", "emotion",
-                                              "overall", "confidence"}
-    assert all(r.reasoning for r in ratings if r.criterion == "correctness")
+    assert ratings.exists()
+    if preset == "feedback-000":
+        assert reasonings >= 6
+        assert {r.criterion for r in ratings} >= {"correctness", "clarity", "tone", "actionability", "coherence",
+                                                  "emotion", "overall", "confidence"}
+        assert all(r.reasoning for r in ratings if r.criterion == "correctness")
