@@ -5,9 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+
 from annotation.access import studies_for
-from annotation.models import Study
-from annotation.selectors import study_progress
+from annotation.models import Assignment, Item, Study
+
+
+def _count(qs) -> Coalesce:
+    """A per-study COUNT as a subquery, so every card's numbers come from one statement."""
+    return Coalesce(Subquery(qs.order_by().values("study").annotate(n=Count("id")).values("n"),
+                             output_field=IntegerField()), Value(0))
 
 
 @dataclass
@@ -41,13 +49,19 @@ def _rater_card(study: Study, user) -> StudyCard:
 
 def home_cards(user) -> list[StudyCard]:
     cards = []
-    for study in studies_for(user):
+    studies = studies_for(user).annotate(
+        n_items=_count(Item.objects.filter(study=OuterRef("pk"), is_attention_check=False)),
+        n_submitted=_count(Assignment.objects.filter(study=OuterRef("pk"), is_attention_check=False,
+                                                     status=Assignment.Status.SUBMITTED)),
+    )
+    for study in studies:
         if study.role == "annotator":
             if study.status == Study.Status.DRAFT:
                 continue
             cards.append(_rater_card(study, user))
         else:
-            p = study_progress(study)
-            cards.append(StudyCard(study=study, role=study.role, done=p.submitted, needed=p.slots, items=p.items,
-                                   percent=round(p.percent)))
+            needed = study.n_items * study.raters_per_item
+            cards.append(StudyCard(study=study, role=study.role, done=study.n_submitted, needed=needed,
+                                   items=study.n_items,
+                                   percent=round(100 * study.n_submitted / needed) if needed else 0))
     return cards

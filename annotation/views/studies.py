@@ -27,7 +27,8 @@ def _admin_only(request: HttpRequest) -> HttpResponse | None:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "annotation/home.html", {"cards": home_cards(request.user), "is_admin": is_admin(request.user)})
+    context = {"cards": home_cards(request.user), "is_admin": is_admin(request.user)}
+    return render(request, "annotation/home.html", context)
 
 
 @login_required

@@ -64,7 +64,8 @@ def test_every_page_in_the_navigation(page_at, live_server, site, role, width):
     slug = "test-rrgen-001"
     if role in ("admin", "researcher"):
         assert {f"/studies/{slug}/report/", f"/studies/{slug}/progress/", f"/studies/{slug}/datasets/",
-                f"/judges/studies/{slug}/", f"/judges/studies/{slug}/gold/", f"/judges/studies/{slug}/doubt/"} <= set(seen)
+                f"/judges/studies/{slug}/", f"/judges/studies/{slug}/gold/",
+                f"/judges/studies/{slug}/doubt/"} <= set(seen)
     if role == "admin":
         assert {f"/studies/{slug}/manage/", f"/studies/{slug}/items/"} <= set(seen)
     if role == "annotator":

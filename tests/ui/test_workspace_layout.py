@@ -57,7 +57,8 @@ def test_labels_fit_and_nothing_overflows(page_at, live_server, make_study, pres
     assert horizontal_overflow(page) <= 0
     assert page.foreign == []
     assert page.evaluate("""() => Array.from(document.querySelectorAll('[role=tab]')).every((t) =>
-        t.getBoundingClientRect().right <= t.parentElement.getBoundingClientRect().right + 1)"""), "a response tab is cut off"
+        t.getBoundingClientRect().right <= t.parentElement.getBoundingClientRect().right + 1)"""), \
+        "a response tab is cut off"
     if preset == "rrgen-001":
         # "Completely" (7) is shown whole, as text on the page, without hovering.
         label = page.locator("#response-1 .seg-label", has_text="Completely").first
@@ -82,7 +83,8 @@ def test_level_anchor_is_shown_for_the_chosen_level(page_at, live_server, make_s
 
 def test_long_context_can_be_expanded(page_at, live_server, make_study):
     rater = make_user("ctx-rater")
-    long_item = json.dumps({"id": "long-1", "context": "\n\n".join(f"Paragraph {i} of a long review." for i in range(80)),
+    context = "\n\n".join(f"Paragraph {i} of a long review." for i in range(80))
+    long_item = json.dumps({"id": "long-1", "context": context,
                             "outputs": [{"system": "a", "content": "Thanks."}, {"system": "b", "content": "Sorry."}]})
     study = make_study("rrgen-001", annotators=[rater], items_text=long_item + "\n", presentation="side_by_side")
     page = page_at(1400)
