@@ -70,6 +70,11 @@ class Control:
     def has_descriptions(self) -> bool:
         return any(o.get("description") for o in self.options)
 
+    @property
+    def sparse_anchors(self) -> bool:
+        """Only some levels are described (e.g. 0, 4, 6, 8, 10): those anchors are listed in full."""
+        return self.has_descriptions and not all(o.get("description") for o in self.options)
+
 
 @dataclass
 class ResponseView:

@@ -81,6 +81,17 @@ def test_level_anchor_is_shown_for_the_chosen_level(page_at, live_server, make_s
     assert anchor.is_visible() and "Poor" in anchor.inner_text() and not hint.is_visible()
 
 
+def test_sparse_anchors_are_listed_without_hovering(page_at, live_server, make_study):
+    rater = make_user("sparse-rater")
+    study = make_study("fulltext-004", annotators=[rater])
+    page = page_at(390)
+    log_in(page, live_server, rater)
+    _open(page, live_server, study)
+    anchors = page.locator("#response-1 .criterion").first.locator(".anchor-list li")
+    assert [a.get_attribute("data-anchor-value") for a in anchors.all()] == ["0", "4", "6", "8", "10"]
+    assert anchors.nth(0).is_visible() and "chaotic structure" in anchors.nth(0).inner_text()
+
+
 def test_long_context_can_be_expanded(page_at, live_server, make_study):
     rater = make_user("ctx-rater")
     context = "\n\n".join(f"Paragraph {i} of a long review." for i in range(80))
