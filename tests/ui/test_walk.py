@@ -1,5 +1,5 @@
 """Walk every page reachable from the navigation, for each role, at 390 px and 1400 px in real
-Chromium: each answers below 500, none scrolls sideways, none asks another host for anything.
+Chromium: each answers below 500 with an HTML page, none scrolls sideways, none asks another host for anything.
 Screenshots of every page go to test-artifacts/ui/walk-<role>-<width>-<path>.png."""
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ def _walk(page, live_server, role: str, width: int) -> list[str]:
         status = response.status if response else 0
         if status >= 500 or status == 0:
             failures.append(f"{path}: status {status}")
+        elif not response.headers.get("content-type", "").startswith("text/html"):
+            failures.append(f"{path}: ends on {response.headers.get('content-type')}, not a page")
         overflow = horizontal_overflow(page)
         if overflow > 0:
             failures.append(f"{path}: {overflow}px wider than the window")
