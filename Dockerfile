@@ -14,7 +14,9 @@ COPY annotation ./annotation
 COPY judges ./judges
 RUN pip install ".${EXTRAS:+[$EXTRAS]}"
 COPY . .
-RUN SECRET_KEY=build-only DATABASE_URL=postgres://x@localhost/x python manage.py collectstatic --noinput -v0
+# Static files are collected, hashed and compressed (gzip, Brotli) once, here; gunicorn serves them through
+# WhiteNoise. collectstatic needs no database and no SECRET_KEY.
+RUN python manage.py collectstatic --noinput -v0
 
 USER concord
 EXPOSE 8000

@@ -2,28 +2,39 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
+# `make run` installs what serving needs; tests and benchmarks add the dev tools and local models
+# (torch, transformers: several GB a user who only runs human studies does not need).
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install run test bench browsers clean
+.PHONY: install install-dev run test bench browsers clean
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,local-models]"
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
 	touch $(STAMP)
 
+$(DEV_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[dev,local-models]"
+	touch $(STAMP) $(DEV_STAMP)
+
 install: $(STAMP)
+
+install-dev: $(DEV_STAMP)
 
 ## Serve Concord at http://127.0.0.1:8000 with demo studies (embedded PostgreSQL/Redis unless DATABASE_URL/REDIS_URL are set).
 run: install
 	$(PY) -m config.launcher run
 
 ## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium.
-test: install browsers
+test: install-dev browsers
 	$(PY) -m config.launcher test $(ARGS)
 
 ## Benchmarks at a size that ends in minutes; FULL=1 for DESIGN.md's full sizes.
-bench: install
+bench: install-dev
 	$(PY) -m config.launcher bench $(if $(FULL),--full)
 
 ## Debian's Chromium for the browser tests (Playwright drives it; it downloads no browser).

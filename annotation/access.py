@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import F, Value
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -32,6 +33,19 @@ def study_role(user, study: Study) -> str | None:
     return StudyMember.objects.filter(study=study, user=user).values_list("role", flat=True).first()
 
 
+def can_manage(user, study: Study) -> bool:
+    """Site admins manage every study; a study's owner (its creator) manages it too."""
+    return is_admin(user) or (user.is_authenticated and user.is_active and study.created_by_id == user.pk)
+
+
+def get_study_for_manager(user, slug: str) -> Study:
+    """A study the user may manage; 403 for anyone else who is signed in (the manage pages say so)."""
+    study = get_object_or_404(Study.objects.select_related("rubric_version__rubric"), slug=slug)
+    if not can_manage(user, study):
+        raise PermissionDenied("Only site admins and the study's owner manage it.")
+    return study
+
+
 def get_study_for_admin(user, slug: str) -> Study:
     if not is_admin(user):
         raise Http404("No such study")
@@ -41,6 +55,7 @@ def get_study_for_admin(user, slug: str) -> Study:
 _ANNOTATOR_STUDY_SQL = f"""
     SELECT s.* FROM {Study._meta.db_table} s
     JOIN {StudyMember._meta.db_table} m ON m.study_id = s.id AND m.user_id = %s AND m.role = %s
+        AND m.removed_at IS NULL  -- a removed rater's ratings stay, their access does not
     WHERE s.slug = %s
 """
 _VERSION_SQL = f"SELECT * FROM {RubricVersion._meta.db_table} WHERE id = %s"
@@ -87,4 +102,4 @@ def studies_for(user):
     if is_admin(user):
         return studies.annotate(role=Value("admin"))
     # One row per membership (unique per study and user), so no DISTINCT is needed.
-    return studies.filter(members__user=user).annotate(role=F("members__role"))
+    return studies.filter(members__user=user, members__removed_at__isnull=True).annotate(role=F("members__role"))

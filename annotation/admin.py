@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Assignment, Item, Output, Rating, Study, StudyMember
+from .models import Assignment, Item, Output, Rating, Study, StudyChange, StudyInvitation, StudyMember
 
 
 class StudyMemberInline(admin.TabularInline):
@@ -41,8 +41,30 @@ class OutputAdmin(admin.ModelAdmin):
 
 @admin.register(StudyMember)
 class StudyMemberAdmin(admin.ModelAdmin):
-    list_display = ["study", "user", "role", "paused"]
+    list_display = ["study", "user", "role", "paused", "removed_at"]
     list_filter = ["role", "paused", "study"]
+
+
+@admin.register(StudyChange)
+class StudyChangeAdmin(admin.ModelAdmin):
+    """The change log is a record: read here, written only by the services."""
+
+    list_display = ["study", "at", "user", "field", "old", "new"]
+    list_filter = ["study", "field"]
+    list_select_related = ["study", "user"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(StudyInvitation)
+class StudyInvitationAdmin(admin.ModelAdmin):
+    list_display = ["study", "role", "uses", "max_uses", "expires_at", "revoked_at", "created_by"]
+    list_filter = ["study"]
+    readonly_fields = ["token", "uses"]
 
 
 class RatingInline(admin.TabularInline):

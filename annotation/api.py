@@ -144,7 +144,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         body = StudyStatusSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            study_set_status(study=study, status=body.validated_data["status"])
+            study_set_status(study=study, status=body.validated_data["status"], user=request.user)
         except StudyError as exc:
             return Response({"detail": str(exc)}, status=400)
         return Response(StudySerializer(study).data)

@@ -1,27 +1,39 @@
-"""Demo data for `make run`: one open study per seed preset, with accounts to try it.
+"""Demo data for `make run`: one simulated study per seed preset, with accounts to try it.
 
-Idempotent: a second run reuses what is there. Demo passwords are for a local machine only;
+Each demo study is a simulated study (annotation.simulation): synthetic items, three simulated
+raters who rate every item through the workspace's services, and room for the demo annotators
+to rate every item too. `judges_hook` (set by the load_demo command, which may import the judges
+app) adds judge runs and a release, so every report page opens full.
+
+Idempotent: a study that exists is left as it is. Demo passwords are for a local machine only;
 set CONCORD_DEMO_PASSWORD to choose one password for every demo account.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import Callable
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from annotation.models import Study, StudyMember
-from annotation.services.items import items_import
-from annotation.services.studies import study_create, study_members_add, study_set_status
+from annotation.services.studies import study_members_add
+from annotation.simulation.items import PRESETS
+from annotation.simulation.latent import Knobs
+from annotation.simulation.study import simulated_study_create
 from rubrics.loader import load_preset
-from rubrics.services import rubric_presets_install
 
-DEMO_DIR = Path(__file__).resolve().parent / "demo"
 ANNOTATORS = ["annotator", "annotator2", "annotator3"]
 ACCOUNTS = {"admin": "admin", **{name: "annotator" for name in ANNOTATORS}, "researcher": "researcher"}
-PRESENTATION = {"rrgen-001": Study.Presentation.SUCCESSION}
+N_ITEMS = 12
+N_SIM_RATERS = 3
+N_UNRATED = 4  # items added after the simulated raters: only the judges score them (PPI)
+# Moderate noise, a lenient and a harsh rater, a small order effect and a few broken judge answers:
+# enough for every report section to have something to show.
+KNOBS = Knobs(noise=0.5, rater_bias=0.3, position_bias=0.3, malformed=0.05)
+# The demo's judges: steadier than one rater (as good judges are), a few answers still malformed.
+JUDGE_KNOBS = Knobs(noise=0.3, rater_bias=0.2, malformed=0.05)
 
 
 def demo_password(username: str) -> str:
@@ -29,8 +41,7 @@ def demo_password(username: str) -> str:
 
 
 @transaction.atomic
-def demo_install() -> list[tuple[str, str, str]]:
-    """Create demo accounts and studies when missing; return (username, password, role) rows."""
+def demo_accounts() -> dict[str, object]:
     users = {}
     for username, role in ACCOUNTS.items():
         user, created = get_user_model().objects.get_or_create(username=username)
@@ -39,19 +50,26 @@ def demo_install() -> list[tuple[str, str, str]]:
             user.is_staff = user.is_superuser = role == "admin"
             user.save()
         users[username] = user
-    versions = {v.rubric.slug: v for v in rubric_presets_install()}
-    for slug, version in sorted(versions.items()):
-        items_file = DEMO_DIR / f"{slug}.jsonl"
-        if Study.objects.filter(slug=f"demo-{slug}").exists() or not items_file.exists():
+    return users
+
+
+def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -> list[tuple[str, str, str]]:
+    """Create demo accounts and studies when missing; return (username, password, role) rows.
+
+    judges_hook(study, preset, seed) runs after a study's ratings (judge runs, a release)."""
+    users = demo_accounts()
+    for seed, preset in enumerate(PRESETS):
+        slug = f"demo-{preset}"
+        if Study.objects.filter(slug=slug).exists():
             continue
-        preset = load_preset(slug)
-        study = study_create(
-            name=f"Demo: {preset['name']}", slug=f"demo-{slug}", rubric_version=version, user=users["admin"],
-            presentation=PRESENTATION.get(slug, Study.Presentation.SIDE_BY_SIDE),
-            raters_per_item=len(ANNOTATORS), instructions=preset.get("description", ""),
+        sim = simulated_study_create(
+            preset=preset, slug=slug, n_items=N_ITEMS, n_raters=N_SIM_RATERS, seed=seed, knobs=KNOBS,
+            raters_per_item=N_SIM_RATERS + len(ANNOTATORS), admin=users["admin"], rater_prefix="demo-rater",
+            unrated_items=N_UNRATED,
+            name=f"Demo: {load_preset(preset)['name']}",
         )
-        items_import(study=study, text=items_file.read_text(encoding="utf-8"), filename=items_file.name)
-        study_members_add(study=study, usernames=ANNOTATORS, role=StudyMember.Role.ANNOTATOR)
-        study_members_add(study=study, usernames=["researcher"], role=StudyMember.Role.RESEARCHER)
-        study_set_status(study=study, status=Study.Status.OPEN)
+        study_members_add(study=sim.study, usernames=ANNOTATORS, role=StudyMember.Role.ANNOTATOR)
+        study_members_add(study=sim.study, usernames=["researcher"], role=StudyMember.Role.RESEARCHER)
+        if judges_hook is not None:
+            judges_hook(sim.study, preset, seed)
     return [(name, demo_password(name), role) for name, role in ACCOUNTS.items()]

@@ -1,6 +1,6 @@
 from django import forms
 
-from annotation.models import Study, StudyMember
+from annotation.models import CrowdLink, Study, StudyMember
 from rubrics.models import RubricVersion
 
 
@@ -31,9 +31,115 @@ class ItemUploadForm(forms.Form):
     file = forms.FileField(help_text="JSONL or CSV (docs/item-format.md). Validated whole; all or nothing.")
 
 
-class MembersForm(forms.Form):
-    usernames = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), help_text="One username per line or comma.")
-    role = forms.ChoiceField(choices=StudyMember.Role.choices)
+# ---------------------------------------------------------------- study management (annotation/views/manage.py)
 
-    def usernames_list(self) -> list[str]:
-        return [n for n in self.cleaned_data["usernames"].replace(",", "\n").splitlines() if n.strip()]
+
+class AddMembersForm(forms.Form):
+    names = forms.CharField(
+        label="Usernames or emails", required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Paste many, separated by commas or new lines. All or nothing: an unknown name refuses the list.")
+    csv_file = forms.FileField(label="Or a CSV file", required=False,
+                               help_text="One member per line: username[,email][,role]; a header line is optional.")
+    role = forms.ChoiceField(choices=StudyMember.Role.choices, initial=StudyMember.Role.ANNOTATOR,
+                             help_text="For every name (a CSV line's own role wins).")
+
+    def clean(self):
+        data = super().clean()
+        if not (data.get("names") or "").strip() and not data.get("csv_file"):
+            self.add_error("names", "Give at least one username or email, or choose a CSV file.")
+        return data
+
+
+class MemberActionForm(forms.Form):
+    user = forms.IntegerField(widget=forms.HiddenInput)
+    action = forms.ChoiceField(choices=[("pause", "Pause"), ("resume", "Resume"), ("remove", "Remove")])
+
+
+class StatusForm(forms.Form):
+    status = forms.ChoiceField(choices=Study.Status.choices)
+    confirm = forms.BooleanField(required=False)
+
+
+class StudySettingsForm(forms.ModelForm):
+    """The settings an admin may change after creation (annotation.services.studies.EDITABLE)."""
+
+    confirm = forms.BooleanField(
+        required=False, label="I understand: apply the change to a study with ratings",
+        help_text="Needed when a change affects ratings already given.")
+
+    class Meta:
+        model = Study
+        fields = ["name", "instructions", "raters_per_item", "assignment_expiry_minutes", "randomize_items",
+                  "randomize_outputs", "counterbalance", "attention_check_rate", "attention_fail_pause", "deadline"]
+        labels = {"name": "Title", "randomize_items": "Shuffle items per rater",
+                  "randomize_outputs": "Shuffle responses within an item",
+                  "counterbalance": "Counterbalance response order across raters",
+                  "attention_check_rate": "Attention checks (share of items, 0–1)",
+                  "attention_fail_pause": "Pause a rater after failed checks",
+                  "assignment_expiry_minutes": "Assignment expiry (minutes)"}
+        help_texts = {"attention_fail_pause": "After this many failed checks (0: never).",
+                      "instructions": "Markdown, shown to raters beside the rubric's guide.",
+                      "deadline": "Planned end, for the team; nothing closes by itself.",
+                      "assignment_expiry_minutes": "An item a rater leaves this long goes back to the pool. "
+                                                   "Empty: the site's default."}
+        widgets = {"instructions": forms.Textarea(attrs={"rows": 4}),
+                   "deadline": forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["raters_per_item"].min_value = 1
+        self.fields["raters_per_item"].widget.attrs["min"] = 1
+        self.fields["attention_check_rate"].widget.attrs.update(min=0, max=1, step="0.01")
+        self.fields["assignment_expiry_minutes"].widget.attrs.update(min=1, placeholder="site default")
+
+    def clean_raters_per_item(self):
+        value = self.cleaned_data["raters_per_item"]
+        if value is not None and value < 1:
+            raise forms.ValidationError("At least 1 rater per item.")
+        return value
+
+    def clean_attention_check_rate(self):
+        value = self.cleaned_data["attention_check_rate"]
+        if value is not None and not 0 <= value <= 1:
+            raise forms.ValidationError("A share between 0 and 1 (0.1 is one item in ten).")
+        return value
+
+    def changes(self) -> dict:
+        return {f: self.cleaned_data[f] for f in self.Meta.fields}
+
+
+class InvitationForm(forms.Form):
+    days = forms.IntegerField(label="Valid for (days)", min_value=1, max_value=90, initial=7)
+    max_uses = forms.IntegerField(label="Uses", required=False, min_value=1, initial=1,
+                                  help_text="1: a single person. Empty: any number (a link to share with a group).")
+
+
+class CrowdLinkForm(forms.Form):
+    provider = forms.ChoiceField(label="Panel", choices=CrowdLink.Provider.choices, initial="prolific")
+    completion_code = forms.CharField(label="Completion code", required=False, max_length=64,
+                                      help_text="Prolific: the study's completion code, shown to participants at the end.")
+    completion_url = forms.URLField(label="Return address", required=False, max_length=500, assume_scheme="https",
+                                    help_text="Where participants go when done (Prolific's is made from the code).")
+    time_limit_minutes = forms.IntegerField(label="Time limit (minutes)", required=False, min_value=1)
+    items_per_participant = forms.IntegerField(label="Items per participant", required=False, min_value=1)
+    days = forms.IntegerField(label="Valid for (days)", min_value=1, max_value=90, initial=30)
+
+
+class CrowdLinkRevokeForm(forms.Form):
+    link = forms.IntegerField(widget=forms.HiddenInput)
+
+
+class InvitationRevokeForm(forms.Form):
+    invitation = forms.IntegerField(widget=forms.HiddenInput)
+
+
+class InvitationAcceptForm(forms.Form):
+    username = forms.CharField(max_length=150, help_text="Letters, digits and @.+-_ only.")
+    password = forms.CharField(widget=forms.PasswordInput, help_text="At least 8 characters, not too common.")
+    password2 = forms.CharField(label="Password again", widget=forms.PasswordInput)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("password") and data.get("password2") and data["password"] != data["password2"]:
+            self.add_error("password2", "The two passwords differ.")
+        return data

@@ -9,7 +9,7 @@ from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from annotation.access import studies_for
-from annotation.models import Assignment, Item, Study
+from annotation.models import Assignment, Item, Study, StudyMember
 
 
 def _count(qs) -> Coalesce:
@@ -36,7 +36,9 @@ def _rater_card(study: Study, user) -> StudyCard:
 
     p = rater_progress(study, user)
     card = StudyCard(study=study, role="annotator", done=p["done"], left=p["left"], percent=p["percent"])
-    if study.status != Study.Status.OPEN:
+    if StudyMember.objects.filter(study=study, user=user, paused=True).exists():
+        card.next_action = "Your work here is paused by an administrator."
+    elif study.status != Study.Status.OPEN:
         card.next_action = "Closed: no more ratings. Thank you." if study.status == Study.Status.CLOSED \
             else "Not open for rating at the moment."
     elif card.left:

@@ -2,7 +2,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Func, Q
+from django.db.models import F, Func, Q
 
 from rubrics.models import RubricVersion
 
@@ -11,6 +11,7 @@ class Study(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open"
+        PAUSED = "paused", "Paused"
         CLOSED = "closed", "Closed"
 
     class Presentation(models.TextChoices):
@@ -24,8 +25,14 @@ class Study(models.Model):
     raters_per_item = models.PositiveSmallIntegerField(default=3)
     presentation = models.CharField(max_length=20, choices=Presentation.choices, default=Presentation.SIDE_BY_SIDE)
     randomize_items = models.BooleanField(default=True)
-    randomize_outputs = models.BooleanField(default=True)
-    counterbalance = models.BooleanField(default=True)
+    randomize_outputs = models.BooleanField(
+        default=True, help_text="Show each rater the responses in a random order (with counterbalancing: random "
+                                "within each counterbalancing cell)."
+    )
+    counterbalance = models.BooleanField(
+        default=True, help_text="Across an item's raters, show each response in each position equally often "
+                                "(Williams design; exactly balanced per as many raters as responses)."
+    )
     consensus_min_raters = models.PositiveSmallIntegerField(
         default=2, help_text="Evaluators an output needs before it enters consensus or preference pairs (seed 002)."
     )
@@ -33,6 +40,11 @@ class Study(models.Model):
     attention_fail_pause = models.PositiveSmallIntegerField(
         default=0, help_text="Pause a rater after this many failed checks (0: never)."
     )
+    assignment_expiry_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Minutes a rater holds an item before it goes back to the pool "
+                                         "(empty: the site's ASSIGNMENT_TTL_SECONDS)."
+    )
+    deadline = models.DateTimeField(null=True, blank=True, help_text="Planned end, for the team; nothing closes by itself.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -72,7 +84,9 @@ class StudyMember(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="members")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_memberships")
     role = models.CharField(max_length=12, choices=Role.choices)
-    paused = models.BooleanField(default=False, help_text="A paused rater gets no new work.")
+    paused = models.BooleanField(default=False, help_text="A paused (or removed) rater gets no new work.")
+    # Removal keeps the row, so that the rater's ratings stay attributable and can be told apart.
+    removed_at = models.DateTimeField(null=True, blank=True, help_text="Removed from the study; ratings kept.")
     added_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -80,6 +94,58 @@ class StudyMember(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.study} as {self.role}"
+
+    @property
+    def status(self) -> str:
+        """'active', 'paused' or 'removed', as shown on the manage page."""
+        if self.removed_at is not None:
+            return "removed"
+        return "paused" if self.paused else "active"
+
+
+class StudyChange(models.Model):
+    """One entry of a study's change log: who changed which setting (or the status), when, from what to what."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="changes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    at = models.DateTimeField(auto_now_add=True)
+    field = models.CharField(max_length=80)
+    old = models.TextField(blank=True)
+    new = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.study}: {self.field} {self.old!r} -> {self.new!r}"
+
+
+class StudyInvitation(models.Model):
+    """A link that creates an annotator account on first visit and adds it to the study.
+
+    The token is unguessable (secrets.token_urlsafe); `max_uses` null means any number of uses."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    token = models.CharField(max_length=64, unique=True)
+    role = models.CharField(max_length=12, choices=StudyMember.Role.choices, default=StudyMember.Role.ANNOTATOR)
+    max_uses = models.PositiveIntegerField(null=True, blank=True)
+    uses = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(max_uses__isnull=True) | Q(uses__lte=F("max_uses")),
+                                   name="invitation_uses_within_max"),
+        ]
+
+    def __str__(self) -> str:
+        return f"invitation to {self.study}"
 
 
 class Item(models.Model):
@@ -103,6 +169,8 @@ class Item(models.Model):
     # an index. The engine recounts under the item's row lock, so a stale hint never over-assigns.
     # db_default because item import writes rows with COPY.
     slots_taken = models.PositiveIntegerField(default=0, db_default=0)
+    # Routing (judges.services.routing): items judges or raters are unsure about are served first.
+    priority = models.SmallIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -280,3 +348,47 @@ class DatasetRelease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study.slug} {self.version} ({self.format})"
+
+
+class CrowdLink(models.Model):
+    """An entry link for a paid crowd (Prolific, MTurk or any panel that appends participant ids to a
+    URL): the first visit creates or resumes a rater without a password (annotation.services.crowd)."""
+
+    class Provider(models.TextChoices):
+        PROLIFIC = "prolific", "Prolific"
+        MTURK = "mturk", "Amazon Mechanical Turk"
+        GENERIC = "generic", "Other (participant and session in the URL)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="crowd_links")
+    token = models.CharField(max_length=64, unique=True)
+    provider = models.CharField(max_length=10, choices=Provider.choices, default=Provider.PROLIFIC)
+    completion_code = models.CharField(max_length=64, blank=True)
+    completion_url = models.URLField(max_length=500, blank=True, help_text="Where a participant goes when done.")
+    time_limit_minutes = models.PositiveIntegerField(null=True, blank=True)
+    items_per_participant = models.PositiveIntegerField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class CrowdParticipant(models.Model):
+    """One crowd participant of a link: who they are at the provider, their rater account, their time."""
+
+    link = models.ForeignKey(CrowdLink, on_delete=models.CASCADE, related_name="participants")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="crowd_entries")
+    participant_id = models.CharField(max_length=64)
+    session_id = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    deadline = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    returned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["link", "participant_id"], name="crowd_participant_unique")]
+        indexes = [models.Index(fields=["deadline"], condition=Q(finished_at__isnull=True, returned_at__isnull=True),
+                                name="crowd_open_deadline")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 
 from annotation.models import Assignment, Item, Study, StudyMember
 
@@ -66,3 +66,20 @@ def item_progress(study: Study, limit: int = 200) -> list[dict]:
         .values("external_id", "submitted", "n_outputs", "is_attention_check")
         .order_by("id")[:limit]
     )
+
+
+def study_members(study: Study) -> list[StudyMember]:
+    """Every member (removed ones last), each with `submitted` and `active` assignment counts."""
+    counts = {
+        row["rater"]: row
+        for row in Assignment.objects.filter(study=study).values("rater").annotate(
+            submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+            active=Count("id", filter=Q(status=Assignment.Status.ACTIVE)),
+        )
+    }
+    members = list(StudyMember.objects.filter(study=study).select_related("user")
+                   .order_by(F("removed_at").asc(nulls_first=True), "role", "user__username"))
+    for m in members:
+        m.submitted = counts.get(m.user_id, {}).get("submitted", 0)
+        m.active = counts.get(m.user_id, {}).get("active", 0)
+    return members

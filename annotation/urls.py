@@ -1,14 +1,23 @@
 from django.urls import include, path
 
-from annotation.views import items, progress, studies
+from annotation.views import crowd, items, manage, progress, studies
 
 urlpatterns = [
     path("", studies.home, name="home"),
     path("studies/new/", studies.study_create_view, name="study-create"),
-    path("studies/<slug:slug>/manage/", studies.study_manage, name="study-manage"),
-    path("studies/<slug:slug>/upload/", studies.study_upload_items, name="study-upload"),
-    path("studies/<slug:slug>/members/", studies.study_add_members, name="study-members"),
-    path("studies/<slug:slug>/status/", studies.study_status, name="study-status"),
+    path("studies/<slug:slug>/manage/", manage.study_manage, name="study-manage"),
+    path("studies/<slug:slug>/upload/", manage.study_upload_items, name="manage-upload"),
+    path("studies/<slug:slug>/members/", manage.study_add_members, name="manage-members"),
+    path("studies/<slug:slug>/members/status/", manage.study_member_status, name="manage-member-status"),
+    path("studies/<slug:slug>/status/", manage.study_status, name="manage-status"),
+    path("studies/<slug:slug>/settings/", manage.study_settings, name="manage-settings"),
+    path("studies/<slug:slug>/invitations/", manage.study_invitations, name="manage-invitations"),
+    path("studies/<slug:slug>/invitations/revoke/", manage.study_invitation_revoke, name="manage-invitation-revoke"),
+    path("invite/<str:token>/", manage.invitation_accept, name="invitation"),
+    path("studies/<slug:slug>/crowd-links/", manage.study_crowd_links, name="manage-crowd"),
+    path("studies/<slug:slug>/crowd-links/revoke/", manage.study_crowd_link_revoke, name="manage-crowd-revoke"),
+    path("crowd/<str:token>/", crowd.crowd_entry, name="crowd-entry"),
+    path("studies/<slug:slug>/crowd/return/", crowd.crowd_return_view, name="crowd-return"),
     path("studies/<slug:slug>/items/", items.study_items, name="items-page"),
     path("studies/<slug:slug>/items/<int:pk>/preview/", items.item_preview, name="item-preview"),
     path("studies/<slug:slug>/items/<int:pk>/delete/", items.item_delete_view, name="item-delete"),

@@ -15,12 +15,15 @@ Django must be set up and pointed at the study's database (bench.dbtools.bench_d
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import functools
 import json
 import logging
 import os
 import random
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -103,6 +106,20 @@ def setup_study(n_items: int, secret_key: str, *, raters: int, raters_per_item: 
 # ---------------------------------------------------------------- the server
 
 
+@functools.cache
+def collected_static_root() -> Path:
+    """STATIC_ROOT as the Dockerfile builds it (`collectstatic`: hashed, compressed), once per process.
+    gunicorn without DEBUG renders pages with the hashed names, so it cannot serve a page without it."""
+    root = Path(tempfile.mkdtemp(prefix="concord-static-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "CONCORD_TESTING", "DATABASE_URL"}}
+    result = subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT,
+                            env={**env, "STATIC_ROOT": str(root)}, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError("collectstatic failed: " + result.stderr[-3000:])
+    return root
+
+
 def start_server(port: int, secret_key: str, *, db_name: str | None = None, database_url: str | None = None,
                  extra_env: dict[str, str] | None = None, gunicorn_args: list[str] | None = None) -> subprocess.Popen:
     """gunicorn (gunicorn_args, default GUNICORN_ARGS) serving Concord on 127.0.0.1:port, in its own process group; returns once
@@ -116,6 +133,7 @@ def start_server(port: int, secret_key: str, *, db_name: str | None = None, data
         **os.environ, "DATABASE_URL": database_url, "DEBUG": "0", "CONCORD_TESTING": "0",
         "SECRET_KEY": secret_key, "ALLOWED_HOSTS": "127.0.0.1",
         "SESSION_COOKIE_SECURE": "0", "CSRF_COOKIE_SECURE": "0", "LOG_LEVEL": "ERROR", "CONN_MAX_AGE": "600",
+        "STATIC_ROOT": str(collected_static_root()),
         **(extra_env or {}),
     }
     cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",

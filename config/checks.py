@@ -16,3 +16,18 @@ def secret_key_check(app_configs, **kwargs):
     if getattr(settings, "SECRET_KEY_MISSING", False) and not settings.DEBUG:
         return [Error(MESSAGE, id="concord.E001")]
     return []
+
+
+
+@register(deploy=True)
+def static_files_collected_check(app_configs, **kwargs):
+    """Without DEBUG every page links the hashed names from collectstatic's manifest; with no manifest in
+    STATIC_ROOT every page would be a 500."""
+    from django.contrib.staticfiles.storage import ManifestFilesMixin
+    from django.core.files.storage import storages
+
+    storage = storages["staticfiles"]
+    if settings.DEBUG or not isinstance(storage, ManifestFilesMixin) or storage.exists(storage.manifest_name):
+        return []
+    return [Error(f"No static files manifest in STATIC_ROOT ({settings.STATIC_ROOT}): run `python manage.py "
+                  "collectstatic --noinput` (the Dockerfile does it at build).", id="concord.E002")]

@@ -1,12 +1,13 @@
-"""Error pages: API clients get JSON, browsers get the HTML page."""
+"""Error pages: API clients get JSON, browsers get our HTML page with the site's navigation."""
 
 from __future__ import annotations
 
 import logging
 
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views import defaults
+from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
+from django.shortcuts import render
+from django.template import loader
 
 logger = logging.getLogger(__name__)
 
@@ -18,13 +19,41 @@ def _wants_json(request: HttpRequest) -> bool:
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _wants_json(request):
         return JsonResponse({"detail": "Not found."}, status=404)
-    return defaults.page_not_found(request, exception)
+    return render(request, "404.html", {"request_path": request.path}, status=404)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse({"detail": "You do not have permission to perform this action."}, status=403)
+    return render(request, "403.html", status=403)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse({"detail": "Bad request."}, status=400)
+    return render(request, "400.html", status=400)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW. The REST API checks CSRF itself (DRF's SessionAuthentication), so this is a form
+    posted from a page that was open too long, or from another site."""
+    if _wants_json(request):
+        return JsonResponse({"detail": f"CSRF failed: {reason}"}, status=403)
+    return render(request, "403_csrf.html", status=403)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    """Rendered with no request context: whatever failed (the database, a context processor, the session)
+    may fail again. If even the template fails, a plain line is better than a second traceback."""
     if _wants_json(request):
         return JsonResponse({"detail": "Server error."}, status=500)
-    return defaults.server_error(request)
+    try:
+        body = loader.get_template("500.html").render()
+    except Exception:
+        logger.exception("the 500 page itself failed to render")
+        return HttpResponseServerError("Server error. Concord has logged it; try again in a moment.",
+                                       content_type="text/plain")
+    return HttpResponseServerError(body)
 
 
 class DatabaseUnavailableMiddleware:

@@ -44,6 +44,11 @@ def _run(args: list[str]) -> int:
                           "--loglevel", "INFO"], cwd=ROOT),
         subprocess.Popen([PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"], cwd=ROOT),
     ]
+    # The demo judges' endpoint (judges/simulation.py demo_judge_endpoint): a loopback fake model server,
+    # so a judge run started from the demo's pages has something to talk to. Optional: not watched.
+    judge_port = os.environ.get("CONCORD_DEMO_JUDGE_PORT", "8011")
+    helpers = [subprocess.Popen([PY, "-m", "judges.fakeserver", "--port", judge_port, "--latency-ms", "20"], cwd=ROOT,
+                                stdout=subprocess.DEVNULL)]
     print(f"\nConcord is serving http://127.0.0.1:{port}/  (Ctrl-C stops the web server, worker and databases)\n",
           flush=True)
     stop = {"now": False}
@@ -55,10 +60,10 @@ def _run(args: list[str]) -> int:
     signal.signal(signal.SIGTERM, _stop)
     while not stop["now"] and all(child.poll() is None for child in children):
         time.sleep(0.5)
-    for child in children:
+    for child in children + helpers:
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
-    for child in children:
+    for child in children + helpers:
         try:
             child.wait(timeout=20)
         except subprocess.TimeoutExpired:

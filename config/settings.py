@@ -42,16 +42,20 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from our own /static/ (no CDN)
     "django_htmx",
     "template_partials",
     "rubrics",
     "annotation",
     "judges",
     "axes",
+    "config.apps.ConcordConfig",  # the project's own system checks (config/checks.py)
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Right after SecurityMiddleware: static files are answered before sessions or the database are touched.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -143,6 +147,8 @@ def axes_client_ip(request) -> str | None:
 
 AXES_CLIENT_IP_CALLABLE = axes_client_ip
 
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -152,9 +158,22 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Static files: gunicorn serves them itself through WhiteNoise, from STATIC_ROOT as `collectstatic` left it
+# (the Dockerfile runs it at build): content-hashed names cached for a year, with .gz and .br beside each.
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # The test suite and DEBUG serve the source files through the finders, so nothing needs collecting
+    # first; tests/prod runs gunicorn on the hashed, compressed files as production does.
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if TESTING
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage",
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG or TESTING
+WHITENOISE_AUTOREFRESH = DEBUG or TESTING
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / ".data" / "media")
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
@@ -186,6 +205,10 @@ SPECTACULAR_SETTINGS = {
         "StudyStatusEnum": "annotation.models.Study.Status",
         "JudgeRunStatusEnum": "judges.models.JudgeRun.Status",
     },
+    # Swagger UI from drf-spectacular-sidecar's files under /static/, so /api/docs/ works with no internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "annotation.api.document_error_responses",
@@ -216,7 +239,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBIL
 
 # Annotation
 ASSIGNMENT_TTL_SECONDS = env.int("ASSIGNMENT_TTL_SECONDS", default=30 * 60)
-REPORT_SECTIONS = ["judges.report_section.judges_vs_humans"]  # sections other apps add to the study report
+REPORT_SECTIONS = ["judges.report_section.judges_vs_humans", "judges.report_trust.judge_trust"]  # sections other apps add to the study report
 
 # Security by default; relaxed only where DEBUG serves plain http on loopback.
 SESSION_COOKIE_HTTPONLY = True

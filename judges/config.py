@@ -5,7 +5,7 @@
     model: gpt-4o-mini
     endpoint: https://api.openai.com/v1   # openai only
     api_key_env: OPENAI_API_KEY        # the NAME of the variable holding the key, never the key
-    method: label                      # see METHODS
+    method: label                      # see METHODS (label = seed 003 baseline, legacy = baseline-v0)
     mode: generate                     # generate | logprobs (logprobs = G-Eval)
     criteria: [label]                  # optional; default every judgeable criterion
     sampling: {temperature: 0, max_tokens: 256, seed: 7}
@@ -16,6 +16,9 @@
     prompt_overrides: {}               # named template pieces of judges.prompts
     backend_options: {timeout_s: 60, max_retries: 5}
     method_options: {chunk_size: 16}
+    # seed 003: escalation takes router: deterministic|llm (router_two_calls: true forces the
+    # two-call fallback); label/legacy/modular take ensemble: weighted, members: [names of the
+    # voting judges], weights: [one per member] | gold
 
 A file holds one judge, or several under `judges:`. Errors are collected for the whole
 file and name the field, e.g. `judges[1].sampling.temperature: must be between 0 and 2`.
@@ -28,10 +31,16 @@ from typing import Any, Iterable
 
 import yaml
 
+from judges.prompts.base import known_overrides
+
 BACKENDS = ("openai", "transformers")
 MODES = ("generate", "logprobs")
-METHOD_NAMES = ("all_in_one", "per_criterion", "label", "modular", "escalation", "pairwise", "geval",
+METHOD_NAMES = ("all_in_one", "per_criterion", "label", "legacy", "modular", "escalation", "pairwise", "geval",
                 "self_consistency")
+LABEL_METHODS = ("label", "legacy", "modular", "escalation")  # one label per output
+ENSEMBLE_METHODS = ("label", "legacy", "modular")  # may vote with other judges (ensemble: weighted)
+ENSEMBLES = ("weighted",)
+ROUTERS = ("deterministic", "llm")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 QUEUE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")
@@ -40,20 +49,22 @@ QUEUE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")
 OPENAI_OPTIONS = {"timeout_s": float, "connect_timeout_s": float, "max_retries": int, "backoff_base_s": float,
                   "backoff_max_s": float, "retry_after_max_s": float, "supports_json_schema": bool,
                   "supports_seed": bool, "extra_body": dict, "headers": dict}
-TRANSFORMERS_OPTIONS = {"batch_size": int, "dtype": str, "device": str, "trust_remote_code": bool,
-                        "max_input_tokens": int}
+TRANSFORMERS_OPTIONS = {"batch_size": int, "max_batch_tokens": int, "dtype": str, "device": str,
+                        "trust_remote_code": bool, "max_input_tokens": int}
 SAMPLING = {"temperature": (float, 0.0, 2.0), "top_p": (float, 0.0, 1.0), "max_tokens": (int, 1, 32768),
             "seed": (int, 0, 2**31 - 1)}
 # Options every method understands (platform side), then per method (the method's keyword arguments).
 COMMON_METHOD_OPTIONS = {"chunk_size": int, "task_max_retries": int, "task_retry_backoff_s": float,
                          "use_cache": bool, "output_format": str, "use_json_schema": bool}
+ENSEMBLE_OPTIONS = {"ensemble": str, "members": list, "weights": object}
 METHOD_OPTIONS: dict[str, dict[str, type]] = {
     "all_in_one": {},
     "per_criterion": {},
     "label": {"key": str},
+    "legacy": {"key": str},
     "modular": {"key": str, "rules": list},
     "escalation": {"key": str, "experts": list, "escalate_labels": list, "escalate_flags": list,
-                   "long_rewrite_tokens": int},
+                   "long_rewrite_tokens": int, "router": str, "router_two_calls": bool},
     "pairwise": {"key": str},
     "geval": {"top_logprobs": int},
     "self_consistency": {"samples": int, "temperature": float, "separate_requests": bool},
@@ -170,10 +181,14 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
     po = out["prompt_overrides"]
     if not isinstance(po, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in po.items()):
         errors.append((p("prompt_overrides"), "must map template names to text"))
+    elif unknown := sorted(set(po) - set(known_overrides())):
+        errors.append((p("prompt_overrides"), f"unknown template name(s) {', '.join(map(repr, unknown))}; "
+                                              f"known: {', '.join(known_overrides())}"))
 
     backend_allowed = OPENAI_OPTIONS if out.get("backend") == "openai" else TRANSFORMERS_OPTIONS
     _check_options(out["backend_options"], backend_allowed, p("backend_options"), errors)
-    method_allowed = {**COMMON_METHOD_OPTIONS, **METHOD_OPTIONS.get(out["method"], {})}
+    method_allowed = {**COMMON_METHOD_OPTIONS, **METHOD_OPTIONS.get(out["method"], {}),
+                      **(ENSEMBLE_OPTIONS if out["method"] in ENSEMBLE_METHODS else {})}
     _check_options(out["method_options"], method_allowed, p("method_options"), errors)
     mo = out["method_options"] if isinstance(out["method_options"], dict) else {}
     if _typed(mo.get("chunk_size"), int) and not (1 <= mo["chunk_size"] <= 1000):
@@ -185,9 +200,37 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
         if not isinstance(experts, list) or not experts or not all(isinstance(e, str) for e in experts):
             errors.append((p("method_options.experts"), "escalation needs a list of expert judge names "
                                                          "(the last one finalises when there are two or more)"))
+    if "router" in mo and mo["router"] not in ROUTERS:
+        errors.append((p("method_options.router"), f"must be one of {', '.join(ROUTERS)}"))
+    _check_ensemble(out["method"], mo, p, errors)
     if errors:
         raise JudgeConfigError(errors)
     return {k: out[k] for k in FIELDS}
+
+
+def _check_ensemble(method: str, mo: dict[str, Any], p: Any, errors: list[tuple[str, str]]) -> None:
+    """`ensemble: weighted` with `members` (the voting judges' names) and `weights` (a number per
+    member, or "gold": each member's accuracy in its own latest run on the study). The judge
+    that carries these options coordinates the vote; its own model does not vote."""
+    keys = {"ensemble", "members", "weights"} & set(mo)
+    if not keys:
+        return
+    if method not in ENSEMBLE_METHODS:
+        errors.append((p("method_options.ensemble"), f"only {', '.join(ENSEMBLE_METHODS)} judges vote in an ensemble"))
+        return
+    if mo.get("ensemble") not in ENSEMBLES:
+        errors.append((p("method_options.ensemble"), f"must be one of {', '.join(ENSEMBLES)} (with members)"))
+    members = mo.get("members")
+    if not isinstance(members, list) or not members or not all(isinstance(m, str) and m for m in members):
+        errors.append((p("method_options.members"), "a weighted ensemble needs a list of the other judges' names"))
+        return
+    w = mo.get("weights")
+    if w is None or w == "gold":
+        return
+    if (not isinstance(w, list) or len(w) != len(members)
+            or not all(_typed(x, float) and x >= 0 for x in w) or not any(x > 0 for x in w)):
+        errors.append((p("method_options.weights"), f'must be "gold" or {len(members)} numbers >= 0 '
+                                                    "(one per member, in order), not all 0"))
 
 
 def parse_judges_text(text: str, *, filename: str = "") -> list[dict[str, Any]]:

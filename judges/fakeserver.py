@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 
 @dataclass
@@ -39,6 +39,9 @@ class Behaviour:
     logprobs_supported: bool = True
     model: str = "fake-judge"
     fixed_text: str | None = None  # answer exactly this (for parser tests through HTTP)
+    # (prompt, model) -> the answer, or None for the default one: lets a simulation answer per prompt
+    # (judges/simulation.py answers from the latent truth, in the prompt's own output format).
+    responder: Callable[[str, str], str | None] | None = None
 
 
 @dataclass
@@ -113,10 +116,11 @@ def answer_for(prompt: str) -> tuple[str, int, int]:
     return f"{score}\n{reason}", lo, hi
 
 
-def _top_logprobs(prompt: str, lo: int, hi: int, k: int) -> dict[str, float]:
-    """A peaked, deterministic distribution over the score tokens of the prompt's scale."""
+def _top_logprobs(prompt: str, lo: int, hi: int, k: int, centre: int | None = None) -> dict[str, float]:
+    """A peaked, deterministic distribution over the score tokens of the prompt's scale, around
+    `centre` when given (a scripted answer), else around a value drawn from the prompt."""
     h = _h(prompt)
-    centre = lo + h % (hi - lo + 1)
+    centre = centre if centre is not None and lo <= centre <= hi else lo + h % (hi - lo + 1)
     weights = {str(v): math.exp(-abs(v - centre) * 1.5) for v in range(lo, hi + 1)}
     weights["The"] = 0.05  # some mass off the score tokens, as real models have
     total = sum(weights.values())
@@ -205,6 +209,9 @@ class _Handler(BaseHTTPRequestHandler):
         chat = path.endswith("/chat/completions")
         prompt = "\n\n".join(m.get("content", "") for m in req.get("messages", [])) if chat else str(req.get("prompt", ""))
         text, lo, hi = answer_for(prompt)
+        scripted = b.fixed_text is not None
+        if b.responder is not None and (answer := b.responder(prompt, str(req.get("model") or ""))) is not None:
+            text, scripted = answer, True
         if b.fixed_text is not None:
             text = b.fixed_text
         if b.garbage:
@@ -220,9 +227,10 @@ class _Handler(BaseHTTPRequestHandler):
         k = int(req.get("top_logprobs") or (req.get("logprobs") if not chat else 0) or 5)
         choices = []
         for i in range(k_n):
-            t = text if i == 0 or b.fixed_text is not None else answer_for(f"{prompt}#{i}")[0]
+            t = text if i == 0 or scripted else answer_for(f"{prompt}#{i}")[0]
             first_tok = t.split("\n")[0].split(" ")[0][:4] or t[:1]
-            top = _top_logprobs(prompt, lo, hi, k)
+            centre = int(first_tok) if scripted and first_tok.isdigit() else None
+            top = _top_logprobs(prompt, lo, hi, k, centre)
             if first_tok not in top:
                 top[first_tok] = -0.1
             if chat:

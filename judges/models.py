@@ -79,6 +79,11 @@ class JudgeRun(models.Model):
     tokens_out = models.PositiveBigIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
     error = models.TextField(blank=True)
+    # What made the scores (judges.services.run_keys): a run with the key of a finished one reuses its scores.
+    key = models.CharField(max_length=64, blank=True, db_index=True)
+    key_parts = models.JSONField(default=dict, blank=True)
+    reused_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                    help_text="The finished run with the same key whose scores this run copied.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -149,3 +154,23 @@ class JudgeCacheEntry(models.Model):
 
     def __str__(self) -> str:
         return self.key[:12]
+
+
+class StudyRouting(models.Model):
+    """Routing inside one study (judges.services.routing): items judges or raters are unsure about are
+    served to raters first, under a budget of human-rated items; the study pauses when the budget is
+    spent or every system comparison the researcher named is decided."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="routing")
+    enabled = models.BooleanField(default=True)
+    human_budget = models.PositiveIntegerField(null=True, blank=True,
+                                               help_text="Most human-rated items; empty: no limit.")
+    comparisons = models.JSONField(default=list, blank=True, help_text='[["system A", "system B"], ...] to decide.')
+    criterion = models.CharField(max_length=80, blank=True, help_text="The criterion comparisons are decided on.")
+    auto_pause = models.BooleanField(default=True, help_text="Pause the study when the budget is spent or every "
+                                                             "comparison is decided.")
+    state = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"routing of {self.study.slug}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from django.db.models import Count
 from matplotlib.figure import Figure
 
 from annotation.models import Study
@@ -38,6 +39,28 @@ def _judge_code(criterion: Mapping[str, Any], measure: str, value: Any, score: f
     return float(order.get(str(value), np.nan))
 
 
+def _run_label(run: JudgeRun) -> str:
+    return f"{run.name} (run {run.pk})"
+
+
+def _no_verdict(counts: Mapping[str, int]) -> int:
+    return counts.get(JudgeScore.Status.UNPARSED, 0) + counts.get(JudgeScore.Status.REFUSAL, 0)
+
+
+def answer_counts(runs: Sequence[JudgeRun]) -> list[dict[str, Any]]:
+    """Per run: how many answers were scored, unparsed, refused or failed, in all and per criterion.
+
+    Unparsed answers never enter the statistics; this is where they are counted and shown."""
+    per: dict[int, dict[str, dict[str, int]]] = {r.pk: {} for r in runs}
+    rows = (JudgeScore.objects.filter(run__in=runs).values("run_id", "criterion", "status")
+            .annotate(n=Count("id")).order_by())
+    for row in rows:
+        per[row["run_id"]].setdefault(row["criterion"], {})[row["status"]] = row["n"]
+    return [{"run": r, "label": _run_label(r), "expected": r.n_expected, "scored": r.n_scored,
+             "unparsed": r.n_unparsed, "refusal": r.n_refusal, "error": r.n_error, "by_criterion": per[r.pk]}
+            for r in runs]
+
+
 def _matrices(study: Study, criterion: Mapping[str, Any], humans_df, runs: Sequence[JudgeRun],
               judge_rows: Sequence[tuple]) -> tuple[np.ndarray, dict[str, np.ndarray], list[str], list[tuple]]:
     key, measure = criterion["key"], criterion_measure(criterion)
@@ -61,7 +84,7 @@ def _matrices(study: Study, criterion: Mapping[str, Any], humans_df, runs: Seque
                 unit = (item_id, -1 if position is None else position)
                 if unit in u_index:
                     vec[u_index[unit]] = _judge_code(criterion, measure, value, score)
-        judges[f"{run.name} (run {run.pk})"] = vec
+        judges[_run_label(run)] = vec
     names = rater_names(study)
     return humans, judges, [names.get(r, str(r)) for r in raters], units
 
@@ -125,9 +148,12 @@ def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> d
         return None
     judged = {k for r in runs for k in (r.criteria or [])}
     crits = [c for c in study.rubric.get("criteria", []) if criterion_measure(c) and c["key"] in judged]
-    context: dict[str, Any] = {"runs": runs, "criteria": []}
+    answers = answer_counts(runs)
+    context: dict[str, Any] = {"runs": runs, "criteria": [], "answers": answers}
     data: dict[str, Any] = {"runs": [{"id": r.pk, "judge": r.name, "method": r.config.get("method"),
-                                      "model": r.config.get("model")} for r in runs], "criteria": {}}
+                                      "model": r.config.get("model"),
+                                      "answers": {k: v for k, v in a.items() if k != "run"}}
+                                     for r, a in zip(runs, answers)], "criteria": {}}
     if not crits:
         context["note"] = "The finished judge runs score no criterion that the report analyses."
         return {"title": TITLE, "template": "judges/report_section.html", "context": context, "data": data}
@@ -144,8 +170,10 @@ def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> d
             continue
         result = compare_criterion(humans, judges, measure, names)
         plot = _scatter(humans, judges, c) if measure == "numeric" else _confusion(humans, judges, c)
+        unparsed = {_run_label(a["run"]): a["by_criterion"].get(c["key"], {}) for a in answers}
         context["criteria"].append({"key": c["key"], "name": c.get("name", c["key"]), "measure": measure,
                                     "result": result, "plot": plot,
-                                    "rows": [{"name": n, **r} for n, r in result["judges"].items()]})
+                                    "rows": [{"name": n, **r, "unparsed": _no_verdict(unparsed.get(n, {}))}
+                                             for n, r in result["judges"].items()]})
         data["criteria"][c["key"]] = result
     return {"title": TITLE, "template": "judges/report_section.html", "context": context, "data": data}

@@ -55,3 +55,16 @@ def run_progress(run: JudgeRun) -> RunProgress:
 
 def study_runs(study: Study) -> list[JudgeRun]:
     return list(JudgeRun.objects.filter(study=study).select_related("judge").order_by("-created_at"))
+
+
+def run_key_comparison(run: JudgeRun) -> dict:
+    """The run's key, and what differs from the previous run of the same judge on the study
+    (or from the run whose scores it reused)."""
+    from judges.services.run_keys import key_differences
+
+    previous = (JudgeRun.objects.filter(study_id=run.study_id, config__name=run.name, created_at__lt=run.created_at)
+                .exclude(pk=run.pk).order_by("-created_at").only("pk", "key", "key_parts").first())
+    return {"short": run.key[:10], "reused_from": run.reused_from_id,
+            "previous": previous.pk if previous else None,
+            "same_as_previous": bool(previous and previous.key and previous.key == run.key),
+            "differs": key_differences(previous.key_parts, run.key_parts) if previous else []}

@@ -50,3 +50,14 @@ def broker_held_chunks(queues: Iterable[str]) -> dict[int, set[int]]:
 def requeue_lost_chunks(settle_s: float = 5.0) -> dict[int, int]:
     """Re-enqueue the chunks of active runs whose messages the broker lost (config/celery.py)."""
     return judge_runs_requeue_lost(held=broker_held_chunks, settle_s=settle_s)
+
+
+@shared_task(name="judges.tasks.routing_refresh", ignore_result=True)
+def routing_refresh(study_id: int) -> None:
+    """Recompute a routing study's priorities, budget and comparisons (judges.services.routing)."""
+    from annotation.models import Study
+    from judges.services.routing import routing_refresh as refresh
+
+    study = Study.objects.filter(pk=study_id).select_related("rubric_version").first()
+    if study is not None:
+        refresh(study=study)

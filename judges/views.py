@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.access import get_study_for_admin, get_study_for_reader, is_admin, study_role
@@ -18,12 +19,17 @@ from annotation.importers import ItemFileError
 from annotation.models import Item, Study
 from judges.config import JudgeConfigError
 from judges.models import JudgeConfig, JudgeRun
-from judges.selectors import run_progress, study_runs
+from judges.routing_plot import intervals_over_time
+from judges.selectors import run_key_comparison, run_progress, study_runs
 from judges.services import gold as gold_svc
 from judges.services.configs import judge_configs_load
 from judges.services.doubt import SIGNALS, Thresholds
 from judges.services.files import RUN_FILES, run_file
 from judges.services.handoff import HandoffError, doubtful_send_to_study, find_doubtful
+from judges.services.juries import COMBINE, jury_create
+from judges.services.routing import (
+    REASON_WORDS, RoutingError, parse_comparisons, routing_configure, routing_refresh, study_systems,
+)
 from judges.services.runs import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
 
 
@@ -76,7 +82,21 @@ def judge_load(request: HttpRequest) -> HttpResponse:
 
 def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
     return {"run": run, "p": run_progress(run), "can_write": study_role(request.user, run.study) == "admin",
-            "files": RUN_FILES}
+            "files": RUN_FILES, "key": run_key_comparison(run)}
+
+
+def _routing_context(study: Study) -> dict:
+    from annotation.reports.stats import criterion_measure
+    from judges.models import StudyRouting
+
+    routing = StudyRouting.objects.filter(study=study).first()
+    state = routing.state if routing else {}
+    return {"routing": routing, "routing_state": state,
+            "routing_reasons": [(REASON_WORDS.get(k, k), n) for k, n in (state.get("routed") or {}).get("reasons", {}).items()],
+            "routing_plot": intervals_over_time(state) if state else None,
+            "routing_comparisons": "\n".join(" vs ".join(c) for c in (routing.comparisons if routing else [])),
+            "routing_criteria": [c for c in study.rubric.get("criteria", []) if criterion_measure(c) == "numeric"],
+            "routing_used": (100 * state["n_rated"] / state["budget"]) if state.get("budget") else None}
 
 
 @login_required
@@ -88,7 +108,8 @@ def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
                "judges": JudgeConfig.objects.all() if can_write else [], "signals": SIGNALS,
                "targets": Study.objects.filter(rubric_version__rubric=study.rubric_version.rubric)
                .exclude(pk=study.pk).exclude(status=Study.Status.CLOSED) if can_write else [],
-               "thresholds": Thresholds()}
+               "thresholds": Thresholds(), "combine": COMBINE,
+               "finished": [r for r in runs if r.status == JudgeRun.Status.DONE], **_routing_context(study)}
     return render(request, "judges/study.html", context)
 
 
@@ -107,6 +128,53 @@ def run_start(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             messages.success(request, f"Run {run.pk} of {judge.name} queued: {run.n_expected} judgements.")
     return redirect("judges:study", slug=study.slug)
+
+
+@login_required
+@require_POST
+def jury_start(request: HttpRequest, slug: str) -> HttpResponse:
+    """Combine finished runs into a jury (a run of its own; no model is asked)."""
+    study = get_study_for_admin(request.user, slug)
+    chosen = {int(x) for x in request.POST.getlist("runs") if x.isdigit()}
+    runs = [r for r in study_runs(study) if r.pk in chosen]
+    try:
+        quorum = int(request.POST["quorum"]) if request.POST.get("quorum") else None
+        jury = jury_create(study=study, runs=runs, combine=request.POST.get("combine", "mean"), quorum=quorum,
+                           name=request.POST.get("name", "").strip(), user=request.user)
+    except ValueError as exc:  # JuryError, or a quorum that is not a number
+        messages.error(request, f"No jury formed: {exc}")
+    else:
+        alpha = ", ".join(f"{k} {v:.2f}" for k, v in jury.config["inter_judge_alpha"].items() if v is not None)
+        messages.success(request, f"Run {jury.pk}: {jury.name} of {len(runs)} judges, {jury.n_scored} verdicts, "
+                         f"{jury.n_unparsed} left open" + (f"; agreement between the judges (α): {alpha}" if alpha
+                                                          else ""))
+    return redirect("judges:study", slug=study.slug)
+
+
+@login_required
+@require_POST
+def routing_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Set the study's routing (budget, comparisons to decide) and refresh it now."""
+    study = get_study_for_admin(request.user, slug)
+    data = request.POST
+    try:
+        budget = data.get("human_budget", "").strip()
+        if budget and not budget.isdigit():
+            raise RoutingError(f"human budget: a whole number of items, 1 or more (got {budget!r})")
+        configure = routing_configure(study=study, enabled=data.get("enabled") == "on",
+                                      human_budget=int(budget) if budget else None,
+                                      comparisons=parse_comparisons(data.get("comparisons", ""), study_systems(study)),
+                                      criterion=data.get("criterion", ""), auto_pause=data.get("auto_pause") == "on")
+    except RoutingError as exc:
+        messages.error(request, f"Routing not changed: {exc}")
+        return redirect(f"{reverse('judges:study', args=[study.slug])}#routing")
+    state = routing_refresh(study=study) if configure.enabled else {}
+    if not configure.enabled:
+        messages.success(request, "Routing is off: items are served in each rater's random order.")
+    else:
+        messages.success(request, f"Routing on: {state['routed']['items']} items served first"
+                         + (f"; study paused: {state['stopped']}" if state.get("stopped") else ""))
+    return redirect(f"{reverse('judges:study', args=[study.slug])}#routing")
 
 
 @login_required
@@ -217,10 +285,7 @@ def doubt_view(request: HttpRequest, slug: str) -> HttpResponse:
         except (HandoffError, ItemFileError) as exc:
             messages.error(request, str(exc))
         else:
-            reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.reasons.items()))
-            messages.success(request, f"Sent {len(result.sent)} items to {target.name}"
-                             + (f" ({reasons})" if reasons else "")
-                             + (f"; {len(result.already_there)} were already there" if result.already_there else ""))
+            (messages.success if result.sent else messages.warning)(request, f"{target.name}: {result.summary}")
         return redirect("judges:study", slug=study.slug)
     flagged = find_doubtful(runs, thresholds, signals) if runs else {}
     names = dict(Item.objects.filter(pk__in=flagged).values_list("pk", "external_id"))

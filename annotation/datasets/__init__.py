@@ -37,10 +37,12 @@ FORMATS: dict[str, ExportFormat] = {f.key: f for f in (
     ExportFormat("parquet", "Ratings (Parquet)", "The same long format, typed columns, zstd-compressed.",
                  ".parquet", "application/vnd.apache.parquet", formatters.ratings_parquet, "rows"),
     ExportFormat("pairs", "RLHF preference pairs (JSONL)", "Seed 002's schema: every pair of an item's "
-                 "outputs whose overall consensus differs by at least delta; ties and near-ties left out.",
+                 "outputs whose overall consensus differs by at least delta; ties and near-ties left out, and "
+                 "outputs rated by fewer than max(2, the study's consensus minimum) raters.",
                  ".pairs.jsonl", "application/x-ndjson", formatters.preference_pairs_jsonl, "chunks"),
     ExportFormat("consensus", "Consensus table (CSV)", "Per output: each criterion's consensus with its 95% CI "
-                 "(or majority label), group scores and the overall with its CI.",
+                 "(or majority label), group scores and the overall with its CI; an output rated by fewer raters than "
+                 "the study's consensus minimum has one left_out row with its rater count instead.",
                  ".consensus.csv", "text/csv; charset=utf-8", formatters.consensus_csv, "chunks"),
 )}
 

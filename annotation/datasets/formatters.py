@@ -17,11 +17,13 @@ import pyarrow.parquet as pq
 from annotation.datasets.tables import (
     CONSENSUS_COLUMNS, consensus_rows, item_chunks, output_score_rows, score_fields,
 )
+from annotation.datasets.spreadsheet import spreadsheet_safe_column
 from annotation.models import Assignment, Study
 from annotation.reports.ratings import LONG_SCHEMA, copy_ratings, rating_batches
 from annotation.stats.consensus import preference_pairs
 
 Progress = Callable[[int], None]
+SPREADSHEET_TEXT_COLUMNS = ("item", "system", "majority")
 DEFAULT_DELTA = 0.5  # seed 002: pairs need a consensus difference of at least 0.5 points
 UNRELEASED = "0.0.0-dev"
 
@@ -117,6 +119,8 @@ def consensus_csv(study: Study, *, progress: Progress | None = None, **_: Any) -
     for df, outputs in item_chunks(study, progress=progress):
         table = consensus_rows(study, df, outputs)
         if len(table):
+            for column in SPREADSHEET_TEXT_COLUMNS:  # item ids, system names and labels come from uploads
+                table[column] = spreadsheet_safe_column(table[column])
             buf = io.StringIO()
             table.to_csv(buf, header=False, index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
             yield buf.getvalue().encode()

@@ -52,15 +52,19 @@ def release_path(release: DatasetRelease) -> Path:
     return releases_dir() / release.file_path
 
 
+FIRST_VERSION = "0.1.0"
+
+
 def next_version(study: Study) -> str:
-    """The next patch version after the study's highest release (1.0.0 for the first)."""
+    """The version the release form suggests: the next patch after the study's highest
+    release, or 0.1.0 for the first (semver: 1.0.0 is for a dataset declared stable)."""
     best = None
     for v in study.releases.values_list("version", flat=True):
         m = SEMVER.match(v)
         if m:
             key = tuple(int(m.group(i)) for i in (1, 2, 3))
             best = key if best is None or key > best else best
-    return "1.0.0" if best is None else f"{best[0]}.{best[1]}.{best[2] + 1}"
+    return FIRST_VERSION if best is None else f"{best[0]}.{best[1]}.{best[2] + 1}"
 
 
 @transaction.atomic

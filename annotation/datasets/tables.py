@@ -13,7 +13,8 @@ import pandas as pd
 
 from annotation.models import Output, Study
 from annotation.reports.stats import (
-    add_analysis_value, consensus_frame, criterion_measure, majority_frame, output_scores_frame,
+    add_analysis_value, consensus_frame, criterion_column, criterion_measure, group_column, majority_frame,
+    min_raters_for_pairs, output_scores_frame, with_enough_raters,
 )
 from annotation.reports.ratings import item_id_ranges, rater_names, stats_frame
 
@@ -59,24 +60,28 @@ def item_chunks(study: Study, *, items_per_chunk: int | None = None,
 
 
 def output_score_rows(study: Study, df: pd.DataFrame, outputs: dict) -> list[dict[str, Any]]:
-    """Rows for stats.consensus.preference_pairs: one per rated output of the chunk."""
+    """Rows for stats.consensus.preference_pairs: one per rated output of the chunk, with the
+    computed `overall` and the score_fields (never a rubric key standing in for `overall`)."""
     _, numeric, _ = analysed(study)
     sub = df[df["criterion"].isin(numeric) & df["x"].notna() & (df["output"] >= 0)]
     if sub.empty:
         return []
-    groups = [g["key"] for g in study.rubric.get("groups") or []]
+    sub, _ = with_enough_raters(sub, min_raters_for_pairs(study.consensus_min_raters))
+    if sub.empty:
+        return []
+    groups = {g["key"] for g in study.rubric.get("groups") or []}
+    columns = {key: group_column(key) if key in groups else criterion_column(key) for key in score_fields(study)}
     scores = output_scores_frame(sub.assign(item=sub["item_id"]), study.rubric)
     rows = []
-    for r in scores.itertuples(index=False):
-        out = outputs.get((int(r.item), int(r.output)))
-        if out is None or pd.isna(r.overall):
+    for rec in scores.to_dict("records"):
+        out = outputs.get((int(rec["item"]), int(rec["output"])))
+        if out is None or pd.isna(rec["overall"]):
             continue
-        rec = r._asdict()
-        row = {**out, "overall": float(r.overall),
-               "confidence_interval": None if pd.isna(r.ci_low) else [float(r.ci_low), float(r.ci_high)],
-               "vote_count": int(r.vote_count)}
-        for key in groups or numeric:
-            value = rec.get(key)
+        row = {**out, "overall": float(rec["overall"]),
+               "confidence_interval": None if pd.isna(rec["ci_low"]) else [float(rec["ci_low"]), float(rec["ci_high"])],
+               "vote_count": int(rec["vote_count"])}
+        for key, column in columns.items():
+            value = rec.get(column)
             row[key] = None if value is None or pd.isna(value) else float(value)
         rows.append(row)
     return rows
@@ -84,27 +89,39 @@ def output_score_rows(study: Study, df: pd.DataFrame, outputs: dict) -> list[dic
 
 def score_fields(study: Study) -> list[str]:
     """The per-output scores a preference pair carries besides overall: the rubric's groups
-    (seed 002: technical, aesthetic), or its numeric criteria when it has no groups."""
+    (seed 002: technical, aesthetic), or else the numeric criteria the overall combines (a
+    criterion rated as the overall itself, seed 000's, is not one of them)."""
     groups = [g["key"] for g in study.rubric.get("groups") or []]
-    return groups or analysed(study)[1]
+    if groups:
+        return groups
+    combined = {c["key"] for c in study.rubric["criteria"] if not c.get("overall")}
+    return [k for k in analysed(study)[1] if k in combined]
 
 
 def consensus_rows(study: Study, df: pd.DataFrame, outputs: dict) -> pd.DataFrame:
-    """The consensus table of one chunk (CONSENSUS_COLUMNS)."""
+    """The consensus table of one chunk (CONSENSUS_COLUMNS): level `criterion` rows keyed by
+    the rubric's criteria, `group` rows by its groups, and one `overall` row (computed).
+    An output rated by fewer than the study's consensus_min_raters gets one `left_out` row
+    instead, its rater count in `n` (seed 002: no consensus from too few evaluators)."""
     _, numeric, categorical = analysed(study)
+    names = df.drop_duplicates("item_id").set_index("item_id")["item"]
+    df, short = with_enough_raters(df, study.consensus_min_raters)
     frames = []
+    if not short.empty:
+        frames.append(short.reset_index().rename(columns={"item_id": "item", "raters": "n"}).assign(
+            level="left_out", criterion=""))
     num = df[df["criterion"].isin(numeric) & df["x"].notna()].assign(item=lambda d: d["item_id"])
     if not num.empty:
         c = consensus_frame(num)
         c["level"] = "criterion"
         frames.append(c)
         scores = output_scores_frame(num, study.rubric)
-        groups = [g["key"] for g in study.rubric.get("groups") or []]
-        for key in groups + ["overall"]:
-            part = scores[["item", "output", key]].rename(columns={key: "consensus"})
+        parts = [(g["key"], group_column(g["key"]), "group") for g in study.rubric.get("groups") or []]
+        for key, column, level in parts + [("overall", "overall", "overall")]:
+            part = scores[["item", "output", column]].rename(columns={column: "consensus"})
             part["criterion"] = key
-            part["level"] = "group" if key != "overall" else "overall"
-            if key == "overall":
+            part["level"] = level
+            if level == "overall":
                 part["ci_low"], part["ci_high"] = scores["ci_low"], scores["ci_high"]
             part["n"] = scores["vote_count"]
             frames.append(part)
@@ -118,10 +135,10 @@ def consensus_rows(study: Study, df: pd.DataFrame, outputs: dict) -> pd.DataFram
     table = pd.concat(frames, ignore_index=True)
     keys = list(zip(table["item"].astype(int), table["output"].astype(int)))
     table["system"] = [outputs.get(k, {}).get("system") for k in keys]
-    order = {"criterion": 0, "group": 1, "overall": 2}
+    order = {"criterion": 0, "group": 1, "overall": 2, "left_out": 3}
     table = table.assign(_o=table["level"].map(order)).sort_values(
         ["item", "output", "_o", "criterion"], kind="stable")
-    table["item"] = table["item"].map(df.drop_duplicates("item_id").set_index("item_id")["item"])
+    table["item"] = table["item"].map(names)
     return table.reindex(columns=CONSENSUS_COLUMNS)
 
 

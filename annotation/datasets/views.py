@@ -24,7 +24,7 @@ from annotation.datasets.releases import ReleaseError, next_version, release_pat
 
 
 class ReleaseForm(forms.Form):
-    version = forms.CharField(max_length=64, help_text="Semantic version, e.g. 1.0.0")
+    version = forms.CharField(max_length=64, help_text="Semantic version, e.g. 0.1.0")
     formats = forms.MultipleChoiceField(choices=[(f.key, f.label) for f in FORMATS.values()],
                                         widget=forms.CheckboxSelectMultiple)
     delta = forms.FloatField(initial=DEFAULT_DELTA, min_value=0.01, required=False,

@@ -27,7 +27,8 @@ def to_svg(fig: Figure, name: str) -> str:
     """The figure as an <svg> element (no XML prolog) for inlining in HTML."""
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": name}):
-        fig.savefig(buf, format="svg", bbox_inches="tight")
+        # No creation date in the metadata: the same report gives the same bytes.
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     svg = buf.getvalue()
     svg = svg[svg.index("<svg"):]
     # Natural size (text stays at the page's scale), shrunk only when the container is narrower.

@@ -42,33 +42,56 @@ _SHOWN = "array_position(p.perm, o.position::int)"
 _VALUE_TEXT = "(r.value #>> '{}')"
 
 
+# CSV only: text that a spreadsheet would run as a formula (=, +, -, @ first) gets a leading
+# single quote (OWASP CSV injection; annotation.datasets.spreadsheet does the same in Python).
+# ascii() of the first character is the cheapest test PostgreSQL has (0 for '', NULL for NULL).
+_FORMULA_CODES = ", ".join(str(ord(c)) for c in "=+-@")
+
+
+def _spreadsheet_safe_sql(expr: str, guard: str | None = None) -> str:
+    cond = (f"{guard} AND " if guard else "") + f"ascii({expr}) IN ({_FORMULA_CODES})"
+    return f"CASE WHEN {cond} THEN '''' || {expr} ELSE {expr} END"
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
-    sql: str          # expression for CSV/Parquet (text-friendly)
+    sql: str          # expression for Parquet (parsed from COPY CSV), Python readers and CSV (text-friendly)
     arrow: pa.DataType
     json_sql: str | None = None  # expression inside the JSONL object, when it differs
+    csv_sql: str | None = None   # expression in the CSV download, when it differs (neutralised free text)
 
+
+def _text(name: str, sql: str) -> Column:
+    """A column of free text from raters, judges or uploads: neutralised in CSV, raw elsewhere."""
+    return Column(name, sql, pa.string(), csv_sql=_spreadsheet_safe_sql(sql))
+
+
+_VALUE_SQL = f"CASE WHEN k.kind = 'spans' THEN NULL ELSE {_VALUE_TEXT} END"
+_IS_JSON_STRING = "jsonb_typeof(r.value) = 'string'"
 
 LONG_COLUMNS: tuple[Column, ...] = (
-    Column("item", "i.external_id", pa.string()),
+    _text("item", "i.external_id"),
     Column("output", "o.position", pa.int16()),
-    Column("system", "o.system", pa.string()),
-    Column("rater", "u.username", pa.string()),
+    _text("system", "o.system"),
+    _text("rater", "u.username"),
     Column("criterion", "r.criterion", pa.string()),
     Column("criterion_kind", "k.kind", pa.string()),
-    Column("value", f"CASE WHEN k.kind = 'spans' THEN NULL ELSE {_VALUE_TEXT} END", pa.string(),
-           "CASE WHEN k.kind = 'spans' THEN NULL ELSE r.value END"),
+    # A value is free text when it is a JSON string (text answers, labels); numbers stay numbers.
+    Column("value", _VALUE_SQL, pa.string(), "CASE WHEN k.kind = 'spans' THEN NULL ELSE r.value END",
+           f"CASE WHEN k.kind = 'spans' THEN NULL ELSE "
+           f"{_spreadsheet_safe_sql(_VALUE_TEXT, guard=_IS_JSON_STRING)} END"),
     Column("score", "r.score", pa.float64()),
-    Column("reasoning", "r.reasoning", pa.string()),
+    _text("reasoning", "r.reasoning"),
     Column("spans", "CASE WHEN k.kind = 'spans' THEN r.value::text END", pa.string(),
            "CASE WHEN k.kind = 'spans' THEN r.value END"),
-    Column("ignored", "a.ignored", pa.bool_()),
-    Column("ignore_reason", "a.ignore_reason", pa.string()),
-    Column("comment", "a.comment", pa.string()),
+    # Booleans in the CSV as true/false (bool::text; COPY itself writes t/f).
+    Column("ignored", "a.ignored", pa.bool_(), csv_sql="a.ignored::text"),
+    _text("ignore_reason", "a.ignore_reason"),
+    _text("comment", "a.comment"),
     Column("time_on_task_ms", "a.time_on_task_ms", pa.int64()),
     Column("shown_position", f"{_SHOWN}::smallint", pa.int16()),
-    Column("is_attention_check", "a.is_attention_check", pa.bool_()),
+    Column("is_attention_check", "a.is_attention_check", pa.bool_(), csv_sql="a.is_attention_check::text"),
     Column("submitted_at", "a.submitted_at", pa.timestamp("us", tz="UTC")),
 )
 LONG_NAMES = [c.name for c in LONG_COLUMNS]
@@ -97,10 +120,12 @@ def _long_from(study: Study, *, item_range: tuple[int, int] | None = None) -> tu
     return sql, params
 
 
-def long_sql(study: Study, *, item_range: tuple[int, int] | None = None) -> tuple[str, list]:
-    """SELECT of the long format (LONG_COLUMNS) for a study's submitted ratings."""
+def long_sql(study: Study, *, item_range: tuple[int, int] | None = None,
+             spreadsheet_safe: bool = False) -> tuple[str, list]:
+    """SELECT of the long format (LONG_COLUMNS) for a study's submitted ratings; with
+    spreadsheet_safe, free text that starts like a formula is neutralised (CSV downloads)."""
     body, params = _long_from(study, item_range=item_range)
-    cols = ", ".join(f"{c.sql} AS {c.name}" for c in LONG_COLUMNS)
+    cols = ", ".join(f"{(c.csv_sql or c.sql) if spreadsheet_safe else c.sql} AS {c.name}" for c in LONG_COLUMNS)
     return f"SELECT {cols}{body}", params
 
 
@@ -177,9 +202,10 @@ def _join(buf: list[bytes], fmt: str) -> bytes:
 
 
 def copy_ratings(study: Study, *, fmt: str = "csv") -> Iterator[bytes]:
-    """The long format as CSV (with header) or JSON lines, straight from PostgreSQL."""
+    """The long format as CSV (with header; free text neutralised for spreadsheets) or JSON
+    lines (raw), straight from PostgreSQL."""
     if fmt == "csv":
-        sql, params = long_sql(study)
+        sql, params = long_sql(study, spreadsheet_safe=True)
         return copy_query(sql, params, csv_header=LONG_NAMES)
     if fmt == "jsonl":
         sql, params = long_json_sql(study)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from annotation.stats.consensus import combine_frame, consensus_table
+from annotation.stats.consensus import combine_parts, consensus_table
 
 NUMERIC_KINDS = {"likert", "numeric"}
 CATEGORICAL_KINDS = {"binary", "choice"}
@@ -55,6 +55,33 @@ def add_analysis_value(df: pd.DataFrame, criteria: Sequence[Mapping[str, Any]]) 
 
 # ---------------------------------------------------------------- consensus
 
+def min_raters_for_pairs(consensus_min_raters: int) -> int:
+    """Evaluators an output needs before it enters a preference pair: the study's setting,
+    and never fewer than two (seed 002: a pair is never made from one vote)."""
+    return max(2, int(consensus_min_raters))
+
+
+def raters_per_output(df: pd.DataFrame) -> pd.Series:
+    """Distinct raters per (item_id, output) among rows with an analysis value `x`."""
+    rated = df[df["x"].notna()]
+    pairs = rated[["item_id", "output", "rater_id"]].drop_duplicates()
+    return pairs.groupby(["item_id", "output"], sort=True).size().rename("raters")
+
+
+def with_enough_raters(df: pd.DataFrame, min_raters: int) -> tuple[pd.DataFrame, pd.Series]:
+    """(rows with `x` of the outputs rated by at least `min_raters` distinct raters, the
+    outputs left out for having fewer: their rater count per (item_id, output))."""
+    rated = df[df["x"].notna()]
+    counts = raters_per_output(rated)
+    short = counts[counts < min_raters]
+    if short.empty:
+        return rated, short
+    key = rated["item_id"].to_numpy(np.int64) * 4096 + (rated["output"].to_numpy(np.int64) + 1)
+    short_keys = (short.index.get_level_values(0).to_numpy(np.int64) * 4096
+                  + short.index.get_level_values(1).to_numpy(np.int64) + 1)
+    return rated[~np.isin(key, short_keys)], short
+
+
 def consensus_frame(df: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
     """stats.consensus.consensus_table of column x (uniform weights, the seed's normal CI)."""
     rows = df[["item", "output", "criterion", "rater", "x"]].rename(columns={"x": "score"})
@@ -75,23 +102,42 @@ def majority_frame(df: pd.DataFrame) -> pd.DataFrame:
     return top.rename(columns={"label": "majority"})[["item", "output", "criterion", "majority", "share", "n"]]
 
 
+def criterion_column(key: str) -> str:
+    """output_scores_frame's column of a criterion's consensus."""
+    return f"criterion:{key}"
+
+
+def group_column(key: str) -> str:
+    """output_scores_frame's column of a group's score."""
+    return f"group:{key}"
+
+
+# output_scores_frame's computed columns; criterion and group columns carry a prefix, so no
+# rubric key (seed 000 rates a criterion keyed `overall`) can collide with one of these.
+SCORE_COLUMNS = ("overall", "ci_low", "ci_high", "vote_count")
+
+
 def output_scores_frame(df: pd.DataFrame, rubric: Mapping[str, Any], *, level: float = 0.95) -> pd.DataFrame:
-    """Per (item, output): one column per criterion consensus, the group scores, overall,
-    ci_low/ci_high of the overall (from each rater's own overall) and vote_count."""
+    """Per (item, output): each criterion's consensus (criterion_column), each group's score
+    (group_column), the computed overall, ci_low/ci_high of the overall (from each rater's own
+    overall) and vote_count (the number of raters)."""
     means = df.groupby(["item", "output", "criterion"], sort=True, observed=True)["x"].mean()
     wide = means.unstack("criterion")
     wide.columns = [str(c) for c in wide.columns]
-    combined = combine_frame(wide, rubric)
+    groups, overall = combine_parts(wide, rubric)
     per_rater = df.groupby(["item", "output", "rater", "criterion"], sort=True, observed=True)["x"].mean()
     per_rater_wide = per_rater.unstack("criterion")
     per_rater_wide.columns = [str(c) for c in per_rater_wide.columns]
-    own = combine_frame(per_rater_wide, rubric)["overall"].dropna()
+    own = combine_parts(per_rater_wide, rubric)[1].dropna()
     g = own.groupby(level=["item", "output"], sort=True)
     stats = pd.DataFrame({"mean": g.mean(), "sd": g.std(), "n": g.count()})
     z = float(norm.ppf((1 + level) / 2))
     half = z * stats["sd"] / np.sqrt(stats["n"])
     ok = stats["n"] >= 2
-    out = wide.join(combined)
+    out = wide.rename(columns=criterion_column)
+    for key, series in groups.items():
+        out[group_column(key)] = series
+    out["overall"] = overall
     out["ci_low"] = (stats["mean"] - half).where(ok)
     out["ci_high"] = (stats["mean"] + half).where(ok)
     out["vote_count"] = df.groupby(["item", "output"], sort=True, observed=True)["rater"].nunique()

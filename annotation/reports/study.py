@@ -23,8 +23,8 @@ from django.utils.module_loading import import_string
 
 from annotation.models import Assignment, Study
 from annotation.reports.stats import (
-    add_analysis_value, agreement_bootstrap, consensus_frame, criterion_measure, majority_frame,
-    output_scores_frame, slot_matrix,
+    add_analysis_value, agreement_bootstrap, consensus_frame, criterion_measure, group_column, majority_frame,
+    output_scores_frame, slot_matrix, with_enough_raters,
 )
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
 from annotation.stats.consensus import acceptance
@@ -80,7 +80,8 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     report: dict[str, Any] = {
         "study": {"slug": study.slug, "name": study.name, "status": study.status,
                   "rubric": rubric.get("slug"), "rubric_version": study.rubric_version.version,
-                  "raters_per_item": study.raters_per_item},
+                  "raters_per_item": study.raters_per_item,
+                  "consensus_min_raters": study.consensus_min_raters},
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "settings": {"icc_form": ICC_FORM, "ci_level": level, "n_boot": n_boot, "bootstrap_seed": seed,
                      "bootstrap": "percentile, resampling items with all their outputs"},
@@ -96,7 +97,7 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     df = df[~df["is_attention_check"]]
     numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
     report["agreement"] = _agreement(df, by_key, n_boot=n_boot, seed=seed, level=level)
-    report["consensus"] = _consensus(df, rubric, by_key, level=level)
+    report["consensus"] = _consensus(df, rubric, by_key, level=level, min_raters=study.consensus_min_raters)
     report["raters"] = _raters(df, gold_rows, numeric)
     report["position_effects"] = _positions(df, numeric, level)
     report["systems"] = _systems(df, rubric, by_key, level)
@@ -133,7 +134,10 @@ def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: 
     unit, _ = _units(rated)
     details = agreement_report(pd.DataFrame({
         "item": unit, "rater": rated["rater_id"].to_numpy(), "criterion": rated["criterion"].astype(str).to_numpy(),
-        "score": rated["x"].to_numpy()}))["criteria"]
+        "score": rated["x"].to_numpy()}),
+        # choices are nominal codes: no ICC, Pearson or weighted kappa of them in the details
+        levels={k: "interval" if criterion_measure(c) == "numeric" else "nominal" for k, c in by_key.items()},
+    )["criteria"]
     out: dict[str, Any] = {}
     for key, c in by_key.items():
         sub = rated[rated["criterion"] == key]
@@ -166,7 +170,12 @@ def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: 
 
 
 def _consensus(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict],
-               *, level: float) -> dict[str, Any]:
+               *, level: float, min_raters: int) -> dict[str, Any]:
+    """Consensus of the outputs rated by at least `min_raters` evaluators (seed 002); the
+    others are counted in `left_out`, never shown with a consensus of one vote."""
+    df, short = with_enough_raters(df, min_raters)
+    left_out = int(short.size)
+    base = {"min_raters": min_raters, "left_out": left_out}
     numeric = df[df["criterion"].isin([k for k, c in by_key.items() if criterion_measure(c) == "numeric"])]
     categorical = df[df["criterion"].isin([k for k, c in by_key.items() if criterion_measure(c) == "categorical"])]
     frames = []
@@ -180,7 +189,8 @@ def _consensus(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, di
     if not categorical.empty:
         frames.append(("categorical", majority_frame(categorical.assign(item=categorical["item_id"]))))
     if not frames:
-        return {"rows": [], "n_outputs": 0, "truncated": False, "reason": NO_RATINGS}
+        reason = (f"no output has ratings from {min_raters} or more raters yet" if left_out else NO_RATINGS)
+        return {"rows": [], "n_outputs": 0, "truncated": False, "reason": reason, **base}
     units = df[["item_id", "item", "output", "system"]].drop_duplicates(["item_id", "output"]).sort_values(
         ["item_id", "output"])
     n_outputs = len(units)
@@ -205,12 +215,12 @@ def _consensus(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, di
     for (item_id, output), row in rows.items():
         if scores is not None and (item_id, output) in scores.index:
             s = scores.loc[(item_id, output)]
-            row["groups"] = {g: s.get(g) for g in groups}
+            row["groups"] = {g: s.get(group_column(g)) for g in groups}
             row["overall"] = s.get("overall")
             row["overall_ci"] = None if pd.isna(s.get("ci_low")) else [s["ci_low"], s["ci_high"]]
             row["vote_count"] = int(s["vote_count"])
     return {"rows": list(rows.values()), "n_outputs": n_outputs, "truncated": n_outputs > CONSENSUS_ROWS,
-            "groups": groups, "ci": "consensus +- 1.96 sd / sqrt(n) (seed 002)"}
+            "groups": groups, "ci": "consensus +- 1.96 sd / sqrt(n) (seed 002)", **base}
 
 
 def _raters(df: pd.DataFrame, gold_rows: pd.DataFrame, numeric: list[str]) -> dict[str, Any]:
@@ -372,7 +382,8 @@ def with_threshold(report: dict[str, Any], threshold: float = DEFAULT_ICC_THRESH
 
 def cached_study_report(study: Study, **kwargs: Any) -> dict[str, Any]:
     """study_report, recomputed only when the study's ratings change."""
-    raw = f"{ratings_fingerprint(study)}:{sorted(kwargs.items())}"
+    # The setting shapes the consensus section: a change to it is a new report.
+    raw = f"{ratings_fingerprint(study)}:{study.consensus_min_raters}:{sorted(kwargs.items())}"
     key = "concord:report:v1:" + hashlib.sha256(raw.encode()).hexdigest()
     report = cache.get(key)
     if report is None:
@@ -401,7 +412,11 @@ def report_csv_rows(report: dict[str, Any]) -> Iterator[list[Any]]:
         for name, value in _flatten(a["details"], skip={"reasons", "icc_ci", "judges"}):
             reason = a["details"]["reasons"].get(name, "") if value is None else ""
             yield ["agreement", key, "", name, value, None, None, reason]
-    for r in report.get("consensus", {}).get("rows", []):
+    consensus = report.get("consensus", {})
+    if "left_out" in consensus:
+        yield ["consensus", "", "", "outputs_left_out", consensus["left_out"], None, None,
+               f"rated by fewer than {consensus['min_raters']} raters (the study's consensus minimum)"]
+    for r in consensus.get("rows", []):
         subject = f"{r['item']}#{r['output']}" + (f" ({r['system']})" if r.get("system") else "")
         for crit, c in r["criteria"].items():
             if "consensus" in c:

@@ -2,6 +2,7 @@
 
     assignment_next(study=study, rater=user) -> Assignment | None     # RaterPaused for a paused rater
     assignments_expire(study=study) -> int                             # abandoned leases back to the pool
+    assignments_release(study=study, rater=None) -> int                # every active lease back, at once
     assignment_reclaim(assignment=a) -> bool                           # a late submit after expiry
 
 Guarantees (tested under real concurrency on PostgreSQL):
@@ -13,7 +14,8 @@ Guarantees (tested under real concurrency on PostgreSQL):
 - one rater's calls are serialised by a row lock on their membership, so two tabs cannot take two items;
 - assignments left active past `expires_at` (settings.ASSIGNMENT_TTL_SECONDS) go back to the pool;
 - items come in an independent random order per rater; attention-check items are mixed in at the
-  study's rate (never alone); response order is counterbalanced across an item's raters (Williams design).
+  study's rate (never alone); response order is counterbalanced across an item's raters (Williams
+  design) and random within each counterbalancing cell; the order is stored on the assignment (`permutation`).
 
 `Item.slots_taken` is a hint that lets the candidate search use an index; it is corrected whenever
 it is found wrong, so a stale hint costs a retry, never an over-assignment or a lost item.
@@ -76,7 +78,7 @@ def williams_design(k: int) -> list[list[int]]:
 
 def response_order(*, n_outputs: int, rotation: int | None, shuffle: bool, rng: random.Random | None = None) -> list[int]:
     """Indexes 0..n-1 in the order shown. A rotation index picks a Williams-design row
-    (counterbalancing); otherwise shuffle at random, or keep the uploaded order."""
+    (counterbalancing in a fixed order); otherwise shuffle at random, or keep the uploaded order."""
     if rotation is not None:
         rows = williams_design(n_outputs)
         return list(rows[rotation % len(rows)])
@@ -84,6 +86,47 @@ def response_order(*, n_outputs: int, rotation: int | None, shuffle: bool, rng: 
     if shuffle:
         (rng or random.SystemRandom()).shuffle(order)
     return order
+
+
+def counterbalanced_order(*, n_outputs: int, slot: int, item_seed: int) -> list[int]:
+    """The order shown to an item's `slot`-th rater: counterbalanced and random at once (seeds 001/002).
+
+    An item's raters form cells of k = n_outputs consecutive slots. Each cell is one Latin square of
+    a Williams design (for odd k the square and its mirror alternate between cells, so two cells
+    complete the design), so over a full cell every output is shown once in every position. Within
+    the cell the square's rows are dealt to the slots in a random order, and the outputs are
+    relabelled by a random permutation per item: each rater's order alone is uniformly random.
+    Deterministic in `item_seed`, so slots taken at different times (or retaken after an expired
+    lease) still fit one design.
+    """
+    k = n_outputs
+    if k <= 1:
+        return list(range(k))
+    rows = williams_design(k)
+    cell, place = divmod(slot, k)
+    square = rows[k:] if k % 2 and cell % 2 else rows[:k]
+    relabel = list(range(k))
+    random.Random(item_seed).shuffle(relabel)
+    dealt = list(range(k))
+    random.Random(f"{item_seed}/{cell}").shuffle(dealt)
+    return [relabel[c] for c in square[dealt[place]]]
+
+
+def _item_seed(study: Study, item_id: int) -> int:
+    # Secret-keyed, so the order cannot be predicted from ids; stable, so every slot shares one design.
+    digest = hashlib.sha256(f"{settings.SECRET_KEY}/order/{study.pk}/{item_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def study_response_order(study: Study, *, item_id: int, slot: int, n_outputs: int) -> list[int]:
+    """The shown order (indexes into the item's outputs by position) for one slot, by the study's
+    settings: counterbalanced with random order within each cell (both on by default), counterbalanced
+    in the fixed Williams order, shuffled, or as uploaded."""
+    if study.counterbalance and study.randomize_outputs:
+        return counterbalanced_order(n_outputs=n_outputs, slot=slot, item_seed=_item_seed(study, item_id))
+    # Without randomisation the fixed rotation continues across items, so positions balance over the study.
+    rotation = item_id * study.raters_per_item + slot if study.counterbalance else None
+    return response_order(n_outputs=n_outputs, rotation=rotation, shuffle=study.randomize_outputs)
 
 
 def attention_due(*, rate: float, n_assigned: int, n_attention: int, phase: float) -> bool:
@@ -103,7 +146,10 @@ def _rater_phase(study_id: int, rater_id: int) -> float:
 # ---------------------------------------------------------------- engine
 
 
-def lease_duration() -> timedelta:
+def lease_duration(study: Study | None = None) -> timedelta:
+    """How long a rater holds an item: the study's own expiry when it has one, else the site's."""
+    if study is not None and study.assignment_expiry_minutes:
+        return timedelta(minutes=study.assignment_expiry_minutes)
     return timedelta(seconds=settings.ASSIGNMENT_TTL_SECONDS)
 
 
@@ -161,14 +207,18 @@ def _sweep_now_and_then(study: Study) -> None:
     if now - _last_sweep.get(study.pk, -1e9) >= interval:
         _last_sweep[study.pk] = now
         assignments_expire(study=study)
+        from annotation.services.crowd import crowd_release_overdue  # crowd imports this module
+
+        crowd_release_overdue(study=study)  # crowd participants past their time limit
 
 
 def _lock_rater(study: Study, rater) -> None:
     """Serialise one rater's own calls (two tabs) with a row lock on their membership, and refuse a
-    paused rater. Different raters never wait on it."""
+    paused or removed rater. Different raters never wait on it."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT paused FROM {StudyMember._meta.db_table} WHERE study_id = %s AND user_id = %s FOR NO KEY UPDATE",
+            f"SELECT paused OR removed_at IS NOT NULL FROM {StudyMember._meta.db_table}"
+            " WHERE study_id = %s AND user_id = %s FOR NO KEY UPDATE",
             [study.pk, rater.pk],
         )
         row = cursor.fetchone()
@@ -185,7 +235,7 @@ def _own_active(study: Study, rater) -> Assignment | None:
         cursor.execute(
             f"UPDATE {Assignment._meta.db_table} SET expires_at = %s"
             " WHERE study_id = %s AND rater_id = %s AND status = 'active' RETURNING id",
-            [timezone.now() + lease_duration(), study.pk, rater.pk],
+            [timezone.now() + lease_duration(study), study.pk, rater.pk],
         )
         ids = [row[0] for row in cursor.fetchall()]
     return Assignment.objects.with_item(id=min(ids)) if ids else None
@@ -197,10 +247,9 @@ def _assign_attention_item(study: Study, rater) -> Assignment | None:
         return None
     item_id, positions = picked
     seen = Assignment.objects.filter(item_id=item_id).count()
-    order = response_order(n_outputs=len(positions), rotation=seen if study.counterbalance else None,
-                           shuffle=study.randomize_outputs)
+    order = study_response_order(study, item_id=item_id, slot=seen, n_outputs=len(positions))
     fields = {"study": study, "status": ACTIVE, "slot": None, "permutation": [positions[i] for i in order],
-              "is_attention_check": True, "expires_at": timezone.now() + lease_duration()}
+              "is_attention_check": True, "expires_at": timezone.now() + lease_duration(study)}
     assignment, _ = Assignment.objects.get_or_create(item_id=item_id, rater=rater, defaults=fields)
     return Assignment.objects.with_item(id=assignment.pk)
 
@@ -238,14 +287,12 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int]) -> 
     rpi = study.raters_per_item
     perms = []
     for slot in range(rpi):
-        # Rotation continues across items so that positions balance over the study too.
-        rotation = item_id * rpi + slot if study.counterbalance else None
-        order = response_order(n_outputs=len(positions), rotation=rotation, shuffle=study.randomize_outputs)
+        order = study_response_order(study, item_id=item_id, slot=slot, n_outputs=len(positions))
         perms.append(json.dumps([positions[i] for i in order]))
     now = timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_SQL, {"rpi": rpi, "item": item_id, "study": study.pk, "rater": rater.pk,
-                                     "perms": perms, "now": now, "expires": now + lease_duration()})
+                                     "perms": perms, "now": now, "expires": now + lease_duration(study)})
         row = cursor.fetchone()
     return Assignment.objects.with_item(id=row[0]) if row else None
 
@@ -271,6 +318,24 @@ def assignments_expire(*, study: Study, now: datetime | None = None) -> int:
         item_ids = sorted({row[0] for row in cursor.fetchall()})
         if item_ids:
             _recount_items(cursor, item_ids)
+    return len(item_ids)
+
+
+def assignments_release(*, study: Study, rater=None) -> int:
+    """Send the study's active assignments (or one rater's) back to the pool at once, e.g. when the
+    study closes or a rater is paused; drafts stay on the rows. Returns how many were released."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {Assignment._meta.db_table} SET status = 'expired', slot = NULL
+            WHERE study_id = %s AND status = 'active' AND (%s::bigint IS NULL OR rater_id = %s)
+            RETURNING item_id
+            """,
+            [study.pk, getattr(rater, "pk", None), getattr(rater, "pk", None)],
+        )
+        item_ids = [row[0] for row in cursor.fetchall()]
+        if item_ids:
+            _recount_items(cursor, sorted(set(item_ids)))
     return len(item_ids)
 
 
@@ -327,7 +392,8 @@ def _regular_work_left(study: Study, rater) -> bool:
 def _pick(study: Study, rater, *, attention: bool, wait: bool) -> tuple[int, list[int]] | None:
     """Lock one candidate item in this rater's own random order; returns (item id, output positions).
 
-    The order is a seeded 64-bit hash of the item id per (study, rater): independent across raters,
+    Routed items (a higher `priority`, judges.services.routing) come first; within a priority the
+    order is a seeded 64-bit hash of the item id per (study, rater): independent across raters,
     stable for one rater. The best few candidates are found first (a top-N sort that needs no lock),
     then locked: SKIP LOCKED, so a rater takes the next free item rather than queueing behind another.
     Only when all of those are taken is the whole pool searched. With wait=True the first candidate is
@@ -348,17 +414,17 @@ def _pick(study: Study, rater, *, attention: bool, wait: bool) -> tuple[int, lis
             cursor.execute(
                 f"""
                 WITH top AS (
-                    SELECT i.id, {key} AS k FROM {Item._meta.db_table} i
+                    SELECT i.id, i.priority AS p, {key} AS k FROM {Item._meta.db_table} i
                     WHERE i.study_id = %(study)s AND i.is_attention_check = %(attention)s {capacity}
                       AND i.id NOT IN (SELECT a.item_id FROM {Assignment._meta.db_table} a
                                        WHERE a.study_id = %(study)s AND a.rater_id = %(rater)s {mine})
-                    ORDER BY k, i.id {limit}
+                    ORDER BY p DESC, k, i.id {limit}
                 )
                 SELECT i.id, ARRAY(SELECT o.position FROM {Output._meta.db_table} o
                                    WHERE o.item_id = i.id ORDER BY o.position)
                 FROM {Item._meta.db_table} i JOIN top ON top.id = i.id
                 WHERE TRUE {capacity}
-                ORDER BY top.k, i.id LIMIT 1 {lock}
+                ORDER BY top.p DESC, top.k, i.id LIMIT 1 {lock}
                 """,
                 params,
             )
@@ -387,7 +453,7 @@ def assignment_reclaim(*, assignment: Assignment) -> bool:
             return False
         slot = free[0]
     assignment.status, assignment.slot = ACTIVE, slot
-    assignment.expires_at = timezone.now() + lease_duration()
+    assignment.expires_at = timezone.now() + lease_duration(study)
     assignment.save(update_fields=["status", "slot", "expires_at"])
     if slot is not None:
         Item.objects.filter(pk=item.pk).update(slots_taken=len(taken) + 1)
@@ -397,5 +463,5 @@ def assignment_reclaim(*, assignment: Assignment) -> bool:
 def assignment_touch(*, assignment: Assignment) -> None:
     """Extend an active assignment's lease (the rater is still working on it)."""
     if assignment.status == ACTIVE:
-        assignment.expires_at = timezone.now() + lease_duration()
+        assignment.expires_at = timezone.now() + lease_duration(assignment.study)
         Assignment.objects.filter(pk=assignment.pk, status=ACTIVE).update(expires_at=assignment.expires_at)

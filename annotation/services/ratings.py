@@ -11,6 +11,9 @@ Answers address responses by their shown number (1..K), never by output id or sy
      "ignored": false, "ignore_reason": "", "comment": ""}
 
 A criterion's answer is either its bare value or {"value": ..., "reasoning": ...}.
+A submit is strict: whatever the rubric does not ask for (an unknown criterion or field, reasoning
+where none is asked, a comment or ignore reason where the rubric has none) is refused by name, never
+dropped, and every message says what the rater should do ("Fluency: choose a whole number from 1 to 7").
 `answers_from_form` builds this from the workspace form (fields r<n>__<key>, r<n>__<key>__reasoning,
 item__<key>, ignored, ignore_reason, comment).
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -28,6 +32,7 @@ from django.utils import timezone
 
 from annotation.models import Assignment, Output, Rating, Study, StudyMember
 from annotation.services.assignments import assignment_reclaim, lease_duration
+from annotation.services.routing_flag import routing_refresh_request
 
 MAX_TEXT = 20_000
 MAX_SPANS = 200
@@ -67,8 +72,14 @@ def field_name(response: int | None, key: str) -> str:
     return f"r{response}__{key}" if response is not None else f"item__{key}"
 
 
+_FORM_FIELD = re.compile(r"^(?:r(\d+)|item)__(.+?)(__reasoning)?$")
+
+
 def answers_from_form(data: Mapping[str, Any], *, rubric: dict, n_responses: int) -> dict:
-    """The workspace form (a QueryDict or dict of strings) -> answers. Spans fields hold JSON."""
+    """The workspace form (a QueryDict or dict of strings) -> answers. Spans fields hold JSON.
+    Fields the rubric does not ask for (r<n>__<unknown key>, reasoning where none is asked, a
+    comment where comments are off) are carried into the answers, so that a submit refuses them
+    by name instead of dropping them."""
     def entry(response: int | None, criterion: dict) -> dict | None:
         name = field_name(response, criterion["key"])
         raw = data.get(name, "")
@@ -84,14 +95,27 @@ def answers_from_form(data: Mapping[str, Any], *, rubric: dict, n_responses: int
 
     responses: dict[str, dict] = {}
     item: dict[str, dict] = {}
+    known: set[str] = set()
     for criterion in rubric["criteria"]:
         if criterion["target"] == "item":
+            known.add(field_name(None, criterion["key"]))
             if (e := entry(None, criterion)) is not None:
                 item[criterion["key"]] = e
         else:
             for n in range(1, n_responses + 1):
+                known.add(field_name(n, criterion["key"]))
                 if (e := entry(n, criterion)) is not None:
                     responses.setdefault(str(n), {})[criterion["key"]] = e
+    for name in data:
+        match = _FORM_FIELD.match(name)
+        raw = str(data.get(name, "") or "")
+        base = name.removesuffix("__reasoning") if match and match.group(3) else name
+        if not match or base in known or not raw.strip():
+            continue
+        response, key = match.group(1), match.group(2)
+        block = item if response is None else responses.setdefault(response, {})
+        e = block.setdefault(key, {"value": None, "reasoning": ""})
+        e["reasoning" if match.group(3) else "value"] = raw
     return {
         "responses": responses, "item": item,
         "ignored": str(data.get("ignored", "")).lower() in {"1", "on", "true", "yes"},
@@ -100,32 +124,68 @@ def answers_from_form(data: Mapping[str, Any], *, rubric: dict, n_responses: int
     }
 
 
+_ANSWER_FIELDS = ("responses", "item", "ignored", "ignore_reason", "comment")
+_ENTRY_FIELDS = ("value", "reasoning")
+
+
 def answers_normalise(answers: Any) -> dict:
-    """Any JSON the API received -> the answers shape with every entry as {"value", "reasoning"}."""
+    """Any JSON the API received -> the answers shape with every entry as {"value", "reasoning"}.
+    Refuses (AnswerError) fields the answers shape does not have, rather than dropping them."""
     if not isinstance(answers, dict):
         raise AnswerError({"answers": "must be an object"})
-    def entries(block: Any, where: str) -> dict:
+    errors: dict[str, str] = {}
+    extra = sorted(str(k) for k in answers if k not in _ANSWER_FIELDS)
+    if extra:
+        errors["answers"] = (f"unknown field(s) {', '.join(map(repr, extra))}; answers have "
+                             + ", ".join(_ANSWER_FIELDS))
+
+    def entries(block: Any, where: str, response: str | None) -> dict:
         if block in (None, ""):
             return {}
         if not isinstance(block, dict):
-            raise AnswerError({where: "must be an object keyed by criterion"})
+            errors[where] = "must be an object keyed by criterion"
+            return {}
         out = {}
         for key, e in block.items():
-            if isinstance(e, dict) and "value" in e:
-                out[str(key)] = {"value": e["value"], "reasoning": str(e.get("reasoning") or "")}
+            name = f"r{response}__{key}" if response is not None else f"item__{key}"
+            if isinstance(e, dict):
+                unknown = sorted(str(k) for k in e if k not in _ENTRY_FIELDS)
+                if unknown or "value" not in e:
+                    errors[name] = (f"an answer is a value or {{\"value\": ..., \"reasoning\": ...}}; "
+                                    + (f"unknown field(s) {', '.join(map(repr, unknown))}" if unknown
+                                       else "the value is missing"))
+                    continue
+                reasoning = e.get("reasoning")
+                if reasoning is not None and not isinstance(reasoning, str):
+                    errors[f"{name}__reasoning"] = "reasoning must be text"
+                    continue
+                out[str(key)] = {"value": e["value"], "reasoning": reasoning or ""}
             else:
                 out[str(key)] = {"value": e, "reasoning": ""}
         return out
+
     responses = answers.get("responses") or {}
     if not isinstance(responses, dict):
         raise AnswerError({"responses": "must be an object keyed by response number"})
-    return {
-        "responses": {str(n): entries(block, f"responses.{n}") for n, block in responses.items()},
-        "item": entries(answers.get("item"), "item"),
-        "ignored": bool(answers.get("ignored", False)),
-        "ignore_reason": str(answers.get("ignore_reason") or "").strip(),
-        "comment": str(answers.get("comment") or "").strip(),
+    normalised = {
+        "responses": {str(n): entries(block, f"responses.{n}", str(n)) for n, block in responses.items()},
+        "item": entries(answers.get("item"), "item", None),
+        "ignored": answers.get("ignored", False),
+        "ignore_reason": answers.get("ignore_reason"),
+        "comment": answers.get("comment"),
     }
+    if normalised["ignored"] is None:
+        normalised["ignored"] = False
+    if not isinstance(normalised["ignored"], bool):
+        errors["ignored"] = "must be true or false"
+    for field in ("ignore_reason", "comment"):
+        value = normalised[field]
+        if value is not None and not isinstance(value, str):
+            errors[field] = "must be text"
+        normalised[field] = str(value or "").strip()
+    if errors:
+        raise AnswerError(errors)
+    return normalised
 
 
 # ---------------------------------------------------------------- validation (pure)
@@ -135,33 +195,39 @@ def _is_blank(value: Any) -> bool:
     return value is None or value == "" or value == []
 
 
-def _scale_value(criterion: dict, value: Any) -> int | float:
-    if isinstance(value, bool):
-        raise ValueError("must be a number")
-    if isinstance(value, str):
-        value = value.strip()
-        number = float(value)  # ValueError for junk
-    elif isinstance(value, (int, float)):
-        number = float(value)
-    else:
-        raise ValueError("must be a number")
-    if not math.isfinite(number):
-        raise ValueError("must be a number")
+def _scale_hint(criterion: dict) -> str:
+    """What a rater must give for a scale, in their words."""
     lo, hi = criterion["min"], criterion["max"]
-    if number < lo or number > hi:
-        raise ValueError(f"must be between {lo} and {hi}")
+    step = criterion.get("step", 1) if criterion["kind"] == "numeric" else 1
+    if step == 1 and float(lo).is_integer():
+        return f"choose a whole number from {lo} to {hi}"
+    return f"choose a number from {lo} to {hi} in steps of {step}"
+
+
+def _scale_value(criterion: dict, value: Any) -> int | float:
+    hint = _scale_hint(criterion)
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(hint)
+    try:
+        number = float(value.strip()) if isinstance(value, str) else float(value)
+    except ValueError:
+        raise ValueError(hint) from None
+    if not math.isfinite(number):
+        raise ValueError(hint)
+    lo, hi = criterion["min"], criterion["max"]
     step = criterion.get("step", 1) if criterion["kind"] == "numeric" else 1
     steps = (number - lo) / step
-    if abs(steps - round(steps)) > 1e-9:
-        raise ValueError(f"must be {lo}, {lo + step}, ... (steps of {step})")
+    if number < lo or number > hi or abs(steps - round(steps)) > 1e-9:
+        raise ValueError(hint)
     return int(number) if number == int(number) else number
 
 
 def _choice_value(criterion: dict, value: Any) -> Any:
-    for choice in criterion["choices"]:
-        if str(choice["value"]) == str(value).strip():
-            return choice["value"]
-    raise ValueError("must be one of " + ", ".join(str(c["value"]) for c in criterion["choices"]))
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        for choice in criterion["choices"]:
+            if str(choice["value"]) == str(value).strip():
+                return choice["value"]
+    raise ValueError("choose one of " + ", ".join(str(c["value"]) for c in criterion["choices"]))
 
 
 def binary_score(criterion: dict, value: Any) -> float:
@@ -182,7 +248,7 @@ def span_text(content: str) -> str:
 def _spans_value(criterion: dict, value: Any, content: str) -> list[dict]:
     content = span_text(content)
     if not isinstance(value, list):
-        raise ValueError("must be a list of highlights")
+        raise ValueError("give a list of highlights")
     if len(value) > MAX_SPANS:
         raise ValueError(f"at most {MAX_SPANS} highlights")
     labels = criterion.get("labels") or []
@@ -219,7 +285,7 @@ def _clean_value(criterion: dict, value: Any, content: str) -> tuple[Any, float 
         return v, float(v) if isinstance(v, int) and not isinstance(v, bool) else None
     if kind == "text":
         if not isinstance(value, str):
-            raise ValueError("must be text")
+            raise ValueError("write it as text")
         if len(value) > MAX_TEXT:
             raise ValueError(f"at most {MAX_TEXT} characters")
         return value.strip(), None
@@ -232,17 +298,16 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
     """Validate normalised answers for a final submit against the rubric and the shown responses
     (contents[n-1] is Response n's raw text; item-level highlights index the context). Returns the rating rows; raises AnswerError naming
     every problem. An ignored item stores no ratings."""
-    errors: dict[str, str] = {}
     options = rubric["item_options"]
     n = len(contents)
-    unknown = [k for k in answers["responses"] if not (k.isdigit() and 1 <= int(k) <= n)]
-    if unknown:
-        errors["answers"] = f"unknown response number(s): {', '.join(sorted(unknown))}"
+    errors = _not_asked(rubric, answers, n)
     if answers["ignored"]:
         if not options.get("allow_ignore"):
             errors["ignored"] = "this study does not allow ignoring an item"
         elif not answers["ignore_reason"]:
             errors["ignore_reason"] = "say why this example should be ignored"
+        elif options.get("ignore_reasons") and answers["ignore_reason"] not in options["ignore_reasons"]:
+            errors["ignore_reason"] = "choose one of the reasons: " + "; ".join(options["ignore_reasons"])
         if errors:
             raise AnswerError(errors)
         return []
@@ -263,13 +328,11 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
             try:
                 clean, score = _clean_value(criterion, value, content)
             except (ValueError, TypeError) as exc:
-                errors[name] = f"{where}{criterion['name']} {exc}"
+                errors[name] = f"{where}{criterion['name']}: {exc}"
                 continue
             if criterion["reasoning"] == "required" and not reasoning:
                 errors[f"{name}__reasoning"] = f"{where}{criterion['name']}: write your reasoning"
                 continue
-            if criterion["reasoning"] == "none":
-                reasoning = ""
             if len(reasoning) > MAX_TEXT:
                 errors[f"{name}__reasoning"] = f"{where}reasoning is limited to {MAX_TEXT} characters"
                 continue
@@ -277,6 +340,39 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
     if errors:
         raise AnswerError(errors)
     return rows
+
+
+def _not_asked(rubric: dict, answers: dict, n_responses: int) -> dict[str, str]:
+    """Errors for whatever the answers carry that the rubric does not ask for: a response number
+    not shown, an unknown criterion (or one asked at the other level), reasoning where none is
+    asked, a comment where comments are off, an ignore reason where ignoring is off. Refused by
+    name rather than dropped: a client that sends them has misunderstood the rubric."""
+    errors: dict[str, str] = {}
+    options = rubric["item_options"]
+    by_key = {c["key"]: c for c in rubric["criteria"]}
+    unknown = [k for k in answers["responses"] if not (k.isdigit() and 1 <= int(k) <= n_responses)]
+    if unknown:
+        errors["answers"] = f"unknown response number(s): {', '.join(sorted(unknown))} (responses are 1 to {n_responses})"
+    places = [(None, answers["item"], "item")] + [(int(k), block, "output") for k, block in answers["responses"].items()
+                                                  if k not in unknown]
+    for response, block, target in places:
+        where = f"Response {response}: " if response is not None else ""
+        for key, entry in block.items():
+            name = field_name(response, key)
+            criterion = by_key.get(key)
+            if criterion is None:
+                errors[name] = f"{where}this rubric has no criterion {key!r}"
+            elif criterion["target"] != target:
+                errors[name] = (f"{criterion['name']} is asked once for the whole item, not per response"
+                                if criterion["target"] == "item"
+                                else f"{criterion['name']} is asked for each response, not for the whole item")
+            elif criterion["reasoning"] == "none" and (entry.get("reasoning") or "").strip():
+                errors[f"{name}__reasoning"] = f"{where}{criterion['name']} asks for no reasoning"
+    if answers["comment"] and not options.get("comment"):
+        errors["comment"] = "this study takes no comments"
+    if answers["ignore_reason"] and not options.get("allow_ignore"):
+        errors["ignore_reason"] = "this study does not allow ignoring an item"
+    return errors
 
 
 def attention_passed(rubric: dict, gold: dict, rows: list[RatingRow], permutation: list[int]) -> bool:
@@ -329,7 +425,7 @@ def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task
         a.time_on_task_ms = _time_on_task(a.time_on_task_ms, time_on_task_ms)
         fields = ["draft", "time_on_task_ms"]
         if a.status == Assignment.Status.ACTIVE:
-            a.expires_at = timezone.now() + lease_duration()
+            a.expires_at = timezone.now() + lease_duration(assignment.study)
             fields.append("expires_at")
         a.save(update_fields=fields)
     return a
@@ -390,7 +486,9 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
             _pause_if_failing(study, a.rater_id)
     a.study, a.item = study, item
     a.ratings_stored = len(rows)
+    routing_refresh_request(study.pk)
     return a
+
 
 
 _UPSERT_SQL = f"""

@@ -3,6 +3,12 @@ confusion matrix, binary accuracy/F1 of one positive class against the rest, cos
 
 Matches sklearn: classes are the sorted union of gold and predicted labels; a 0/0
 precision or recall counts as 0 (sklearn's zero_division default, without the warning).
+
+A prediction the judge failed to give (missing id, empty, "Error", a label outside the
+known set) is the label FAILED: wrong in every metric. In the 4-class metrics it is one
+more predicted class (as sklearn sees the string "Error"); in the binary metrics it is
+the opposite of the gold answer, so a failure never passes as a correct "rest".
+`gold_eval` is the one function behind `gold_eval`, the gold page and a run's report.txt.
 """
 
 from __future__ import annotations
@@ -10,6 +16,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+FAILED = "Error"
 
 
 def _prf(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -43,7 +51,8 @@ def classification_report(gold: Sequence[str], pred: Sequence[str], *, positive:
     fn = cm.sum(axis=1) - tp
     precision, recall, f1 = _prf(tp, fp, fn)
     g = np.asarray(gold, dtype=str) == positive
-    p = np.asarray(pred, dtype=str) == positive
+    failed = np.asarray(pred, dtype=str) == FAILED
+    p = np.where(failed, ~g, np.asarray(pred, dtype=str) == positive)
     bp, br, bf = _prf(np.array([np.sum(g & p)], float), np.array([np.sum(~g & p)], float),
                       np.array([np.sum(g & ~p)], float))
     report: dict[str, Any] = {
@@ -66,15 +75,49 @@ def classification_report(gold: Sequence[str], pred: Sequence[str], *, positive:
     return report
 
 
-def gold_eval(gold: Mapping[str, str], pred: Mapping[str, str], *, positive: str = "TP",
-              cost: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """Evaluate predictions keyed by id against gold keyed by id.
+def is_failed(label: str | None, known: set[str] | frozenset[str]) -> bool:
+    """No usable prediction: none, empty, "Error", or a label outside the known set."""
+    if label is None:
+        return True
+    text = str(label).strip()
+    return not text or text.lower() == FAILED.lower() or text not in known
 
-    Only ids present in both are scored; ids missing from either side are listed.
+
+def gold_eval(gold: Mapping[str, str], pred: Mapping[str, str], *, positive: str = "TP",
+              cost: Mapping[str, float] | None = None, labels: Sequence[str] | None = None) -> dict[str, Any]:
+    """Evaluate predictions keyed by id against gold keyed by id, over every gold id.
+
+    A gold id absent from `pred` is missing, a prediction that is empty, "Error" or outside
+    `labels` (default: the gold labels) is unparsed; both count as the wrong label FAILED.
+    Cost per 10K is extrapolated from the ids that have a prediction row (a missing one has
+    no cost to count); predicted ids not in gold are listed and not scored.
     """
-    ids = [i for i in gold if i in pred]
-    report = classification_report([gold[i] for i in ids], [pred[i] for i in ids], positive=positive,
-                                   cost=[cost[i] for i in ids] if cost is not None else None)
-    report["missing_predictions"] = [i for i in gold if i not in pred]
-    report["unknown_ids"] = [i for i in pred if i not in gold]
+    known = frozenset(str(x) for x in labels) if labels else frozenset(str(x) for x in gold.values())
+    ids = list(gold)
+    missing = [i for i in ids if i not in pred]
+    unparsed = [i for i in ids if i in pred and is_failed(pred[i], known)]
+    bad = set(missing) | set(unparsed)
+    y_pred = [FAILED if i in bad else str(pred[i]).strip() for i in ids]
+    report = classification_report([str(gold[i]) for i in ids], y_pred, positive=positive)
+    present = [i for i in ids if i in pred]
+    if cost is not None and present:
+        total = float(np.nansum(np.asarray([cost.get(i, 0.0) for i in present], dtype=float)))
+        report["cost_total"] = total
+        report["cost_per_10k"] = total / len(present) * 10_000  # extrapolated from usage (seed 003)
+    report.update(labels=sorted(known), n_predicted=len(present), missing=len(missing), unparsed=len(unparsed),
+                  missing_predictions=missing, unparsed_predictions=unparsed,
+                  unknown_ids=[i for i in pred if i not in gold])
     return report
+
+
+def seed_table(report: Mapping[str, Any], *, method: str, n_classes: int = 4) -> list[str]:
+    """Seed 003's benchmark table (markdown) for one evaluated method, as lines of text:
+    the gold_eval command and a judge run's report.txt print the same row."""
+    acc = f"{n_classes}-class Acc" if n_classes else "Acc"
+    cost = report.get("cost_per_10k")
+    return [f"| Method | {acc} | Macro F1 | Binary Acc | Binary F1 | Cost/10K |",
+            "|---|---:|---:|---:|---:|---:|",
+            f"| {method} | {report['accuracy']:.3f} | {report['macro_f1']:.3f} | {report['binary']['accuracy']:.3f} "
+            f"| {report['binary']['f1']:.3f} | {'-' if cost is None else f'${cost:.2f}'} |",
+            f"n = {report['n']}  binary: {report['binary']['positive']} vs rest  "
+            "cost per 10K extrapolated from the rows with a prediction"]

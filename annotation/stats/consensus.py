@@ -104,9 +104,21 @@ def combine(scores: Mapping[str, float], rubric: Mapping[str, Any]) -> dict[str,
 
 
 def combine_frame(wide: pd.DataFrame, rubric: Mapping[str, Any]) -> pd.DataFrame:
-    """`combine` on every row of a (rows x criterion keys) frame at once; NaN where undefined."""
+    """`combine` on every row of a (rows x criterion keys) frame at once; NaN where undefined.
+    Columns: the group keys, then `overall` (see combine_parts when a key may be `overall`)."""
+    groups, overall = combine_parts(wide, rubric)
+    out = pd.DataFrame(groups, index=wide.index)
+    out["overall"] = overall
+    return out
+
+
+def combine_parts(wide: pd.DataFrame, rubric: Mapping[str, Any]) -> tuple[dict[str, pd.Series], pd.Series]:
+    """({group key: group score}, overall) of every row of a (rows x criterion keys) frame.
+
+    Kept apart rather than as columns of one frame, so that a group or criterion keyed
+    `overall` (seed 000 has a rated "Overall Rating") never meets the computed overall.
+    """
     criteria = [c for c in rubric.get("criteria", []) if not c.get("overall") and c["key"] in wide.columns]
-    out = pd.DataFrame(index=wide.index)
 
     def wmean(keys: list[str], weights: list[float]) -> pd.Series:
         if not keys:
@@ -118,20 +130,19 @@ def combine_frame(wide: pd.DataFrame, rubric: Mapping[str, Any]) -> pd.DataFrame
             return pd.Series(np.where(den > 0, np.nansum(vals * w, axis=1) / den, np.nan), index=wide.index)
 
     groups = rubric.get("groups") or []
-    if groups:
-        num = pd.Series(0.0, index=wide.index)
-        den = pd.Series(0.0, index=wide.index)
-        for g in groups:
-            members = [c for c in criteria if c.get("group") == g["key"]]
-            s = wmean([c["key"] for c in members], [float(c.get("weight", 1.0)) for c in members])
-            out[g["key"]] = s
-            gw = float(g.get("weight", 1.0))
-            num += (s * gw).fillna(0.0)
-            den += s.notna() * gw
-        out["overall"] = (num / den).where(den > 0)
-    else:
-        out["overall"] = wmean([c["key"] for c in criteria], [float(c.get("weight", 1.0)) for c in criteria])
-    return out
+    if not groups:
+        return {}, wmean([c["key"] for c in criteria], [float(c.get("weight", 1.0)) for c in criteria])
+    scores: dict[str, pd.Series] = {}
+    num = pd.Series(0.0, index=wide.index)
+    den = pd.Series(0.0, index=wide.index)
+    for g in groups:
+        members = [c for c in criteria if c.get("group") == g["key"]]
+        s = wmean([c["key"] for c in members], [float(c.get("weight", 1.0)) for c in members])
+        scores[g["key"]] = s
+        gw = float(g.get("weight", 1.0))
+        num += (s * gw).fillna(0.0)
+        den += s.notna() * gw
+    return scores, (num / den).where(den > 0)
 
 
 def output_scores(ratings: pd.DataFrame, rubric: Mapping[str, Any], *,

@@ -29,6 +29,7 @@ from annotation.access import get_own_assignment, get_study_for_annotator
 from annotation.models import Assignment, Item, Output, Study
 from annotation.rendering import render_content, render_markdown
 from annotation.services.assignments import RaterPaused, assignment_next
+from annotation.services.crowd import crowd_finish
 from annotation.services.ratings import (
     AnswerError,
     SubmitError,
@@ -37,6 +38,7 @@ from annotation.services.ratings import (
     assignment_submit,
     field_name,
 )
+from annotation.views.crowd import crowd_context
 
 PAGE = "annotation/workspace.html"
 
@@ -106,8 +108,10 @@ def _scale_options(c: dict, value: str) -> list[dict]:
 
 def _widget(c: dict) -> str:
     kind = c["kind"]
-    if kind in ("likert", "confidence"):
+    if kind == "likert":
         return "segmented"
+    if kind == "confidence":  # a wide scale (seed 000's 0-100 percentage) is typed, not 101 buttons
+        return "segmented" if c["max"] - c["min"] <= 10 else "number"
     if kind == "numeric":
         step = c.get("step", 1)
         n_points = (c["max"] - c["min"]) / step + 1
@@ -224,13 +228,20 @@ def _render(request: HttpRequest, study: Study, context: dict, *, status: int = 
 
 
 def _next_screen(request: HttpRequest, study: Study) -> HttpResponse:
+    crowd = crowd_context(request, study)
+    if crowd and (crowd["crowd"].quota_reached or crowd["crowd"].time_up):
+        crowd_finish(crowd["crowd"])  # their quota or time is used: the completion code, and nothing more
+        return _render(request, study, {"state": "done", **crowd})
     try:
         assignment = assignment_next(study=study, rater=request.user)
     except RaterPaused:
         return _render(request, study, {"state": "paused"})
     if assignment is None:
-        return _render(request, study, {"state": "done" if study.is_open else "closed"})
-    return _render(request, study, {"state": "rate", **build_screen(study, load_for_screen(study, assignment))})
+        if crowd:
+            crowd_finish(crowd["crowd"])
+        return _render(request, study, {"state": "done" if study.is_open else "closed", **crowd})
+    return _render(request, study, {"state": "rate", **crowd,
+                                    **build_screen(study, load_for_screen(study, assignment))})
 
 
 @login_required
@@ -286,8 +297,9 @@ def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpR
     except AnswerError as exc:
         if not was_revision:  # keep what was typed, even when it cannot be submitted yet
             assignment_save_draft(assignment=assignment, answers=answers, time_on_task_ms=_time_on_task(request))
+        # 400: the form comes back with each refusal named beside its field (htmx swaps it, see workspace.js)
         return _render(request, study, {"state": "rate", **build_screen(study, assignment, draft=answers,
-                                                                        errors=exc.errors)})
+                                                                        errors=exc.errors)}, status=400)
     except SubmitError as exc:
         messages.error(request, str(exc))
         return _redirect_to_next(request, study)

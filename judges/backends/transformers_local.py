@@ -7,6 +7,13 @@ Two modes per request:
   allowed score tokens (G-Eval) plus the top-k of the whole vocabulary.
 Batches are sorted by length and LEFT-padded (position ids follow the attention mask), so
 a batched answer equals the one-at-a-time answer. torch/transformers are imported lazily.
+
+Where the GPU time goes (issue 14): prompts are tokenised once, all together, before the first
+forward pass; batches are length-bucketed and sized by tokens (`max_batch_tokens`) as well as by
+items; logprob mode asks the model for the last position's logits only (`logits_to_keep=1`:
+the [batch, length, vocabulary] tensor was most of the memory) and does every batch's
+post-processing on the device, with one transfer to the host; score-token ids are encoded
+once per set of allowed strings, and token strings decoded once per id.
 """
 from __future__ import annotations
 
@@ -23,9 +30,11 @@ class TransformersBackend(Backend):
     name = "transformers_local"
 
     def __init__(self, model: str, *, batch_size: int = 8, dtype: str | None = None, device: str | None = None,
-                 trust_remote_code: bool = False, max_input_tokens: int | None = None):
+                 trust_remote_code: bool = False, max_input_tokens: int | None = None,
+                 max_batch_tokens: int | None = None):
         self.model_id = model
         self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens  # padded tokens per forward pass; None: items only
         self.dtype = dtype
         self.device_pref = device
         self.trust_remote_code = trust_remote_code
@@ -33,6 +42,8 @@ class TransformersBackend(Backend):
         self._model: Any = None
         self._tok: Any = None
         self._lock = threading.Lock()  # one forward pass at a time on the model
+        self._score_ids: dict[tuple[str, ...], dict[str, int]] = {}
+        self._token_text: dict[int, str] = {}
 
     def identity(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.model_id, "dtype": self.dtype}
@@ -45,7 +56,10 @@ class TransformersBackend(Backend):
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:
-            raise BackendNotAvailable("torch and transformers are needed for local models") from exc
+            raise BackendNotAvailable("torch and transformers are needed for local models: install them with "
+                                      "`pip install '.[local-models]'` (in the project's .venv: "
+                                      "`.venv/bin/pip install -e '.[local-models]'`), or use the judge image "
+                                      "built with --build-arg EXTRAS=local-models") from exc
         try:
             tok = AutoTokenizer.from_pretrained(self.model_id, trust_remote_code=self.trust_remote_code)
             kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
@@ -61,6 +75,10 @@ class TransformersBackend(Backend):
                 model = model.to(dev)
         except (OSError, ValueError) as exc:
             raise BackendNotAvailable(f"cannot load {self.model_id}: {exc}") from exc
+        self.adopt(model, tok)
+
+    def adopt(self, model: Any, tok: Any) -> None:
+        """Use a model and tokenizer already in memory (the GPU bench shares one copy of the weights)."""
         model.eval()
         tok.padding_side = "left"
         if tok.pad_token_id is None:
@@ -80,51 +98,90 @@ class TransformersBackend(Backend):
         return request.prompt_text(), False
 
     def score_token_ids(self, allowed: Sequence[str]) -> dict[str, int]:
-        """The first token id of each allowed score string (no special tokens)."""
-        out = {}
-        for s in allowed:
-            ids = self._tok.encode(s, add_special_tokens=False)
-            if len(ids) != 1:
-                continue  # multi-token scores cannot be read from one distribution
-            out[s] = ids[0]
-        return out
+        """The token id of each allowed score string that is one token (no special tokens); encoded
+        once per set of allowed strings, not once per item."""
+        key = tuple(allowed)
+        if key not in self._score_ids:
+            out = {}
+            for s in allowed:
+                ids = self._tok.encode(s, add_special_tokens=False)
+                if len(ids) == 1:  # multi-token scores cannot be read from one distribution
+                    out[s] = ids[0]
+            self._score_ids[key] = out
+        return self._score_ids[key]
+
+    def token_text(self, token_id: int) -> str:
+        if token_id not in self._token_text:
+            self._token_text[token_id] = self._tok.decode([token_id])
+        return self._token_text[token_id]
 
     # ------------------------------------------------------------------ batched work (blocking)
-    def _encode(self, texts: list[str], templated: bool) -> Any:
-        # a rendered chat template already holds its special tokens
-        enc = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=not templated,
-                        truncation=self.max_input_tokens is not None, max_length=self.max_input_tokens)
+    def _tokenise(self, texts: list[str], templated: list[bool]) -> list[list[int]]:
+        """Token ids of every prompt, once (a rendered chat template already holds its special tokens)."""
+        ids: list[list[int]] = [[] for _ in texts]
+        for flag in (True, False):
+            idx = [i for i, t in enumerate(templated) if t == flag]
+            if not idx:
+                continue
+            enc = self._tok([texts[i] for i in idx], add_special_tokens=not flag,
+                            truncation=self.max_input_tokens is not None, max_length=self.max_input_tokens)
+            for i, row in zip(idx, enc["input_ids"]):
+                ids[i] = list(row)
+        return ids
+
+    def _encode(self, ids: list[list[int]]) -> Any:
+        """LEFT-padded tensors on the device from token ids (no second tokenisation)."""
+        enc = self._tok.pad({"input_ids": ids}, padding=True, return_tensors="pt")
         return {k: v.to(self.device) for k, v in enc.items()}
 
-    def _logprob_batch(self, reqs: list[JudgeRequest], texts: list[str], templated: bool) -> list[JudgeResponse]:
-        import torch
-
-        enc = self._encode(texts, templated)
+    def _last_logits(self, enc: Any) -> Any:
         mask = enc["attention_mask"]
         pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        try:  # only the last position: the full [batch, length, vocabulary] logits are never made
+            out = self._model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=pos, logits_to_keep=1)
+        except TypeError:  # a model class without logits_to_keep
+            out = self._model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=pos)
+        return out.logits[:, -1, :]
+
+    def _logprob_batch(self, reqs: list[JudgeRequest], ids: list[list[int]]) -> list[JudgeResponse]:
+        import torch
+
+        enc = self._encode(ids)
         with torch.inference_mode():
-            logits = self._model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=pos).logits[:, -1, :]
-        logp = torch.log_softmax(logits.float(), dim=-1)
+            logp = torch.log_softmax(self._last_logits(enc).float(), dim=-1)
+            k = max(max(1, r.top_logprobs or 5) for r in reqs)
+            top_v, top_i = torch.topk(logp, k, dim=-1)
+            allowed = [self.score_token_ids(r.allowed_tokens or ()) for r in reqs]
+            width = max((len(a) for a in allowed), default=0)
+            if width:
+                index = torch.zeros((len(reqs), width), dtype=torch.long, device=logp.device)
+                for b, a in enumerate(allowed):
+                    if a:
+                        index[b, :len(a)] = torch.tensor(list(a.values()), dtype=torch.long)
+                score_lp = torch.gather(logp, 1, index)
+            # one transfer to the host for the whole batch
+            host = [t.cpu() for t in (top_v, top_i, score_lp if width else top_v[:, :0])]
+        top_v, top_i, score_lp = (t.tolist() for t in host)
+        lengths = [len(row) for row in ids]
         out = []
         for b, req in enumerate(reqs):
-            k = max(1, req.top_logprobs or 5)
-            top_v, top_i = torch.topk(logp[b], k)
-            pos_d = {self._tok.decode([int(i)]): float(v) for v, i in zip(top_v, top_i)}
-            for s, tid in self.score_token_ids(req.allowed_tokens or ()).items():
-                pos_d[s] = float(logp[b, tid])
+            kb = max(1, req.top_logprobs or 5)
+            pos_d = {self.token_text(int(i)): float(v) for v, i in zip(top_v[b][:kb], top_i[b][:kb])}
+            for j, s in enumerate(allowed[b]):
+                pos_d[s] = float(score_lp[b][j])
             best = max(pos_d, key=pos_d.get) if not req.allowed_tokens else max(
                 (s for s in req.allowed_tokens if s in pos_d), key=lambda s: pos_d[s], default=None) or max(pos_d, key=pos_d.get)
-            out.append(JudgeResponse(texts=[best], input_tokens=int(mask[b].sum()), output_tokens=0,
+            out.append(JudgeResponse(texts=[best], input_tokens=lengths[b], output_tokens=0,
                                      finish_reasons=["logprob"], logprobs=[[pos_d]], chosen_tokens=[[best]],
                                      model=self.model_id))
         return out
 
-    def _generate_batch(self, reqs: list[JudgeRequest], texts: list[str], templated: bool) -> list[JudgeResponse]:
+    def _generate_batch(self, reqs: list[JudgeRequest], ids: list[list[int]]) -> list[JudgeResponse]:
         import torch
 
         # requests in one generate() call share sampling settings (grouped by run_blocking)
         r0 = reqs[0]
-        enc = self._encode(texts, templated)
+        enc = self._encode(ids)
         sample = r0.temperature > 0
         if r0.seed is not None:
             torch.manual_seed(r0.seed)
@@ -179,8 +236,8 @@ class TransformersBackend(Backend):
         except BackendError as exc:
             return [exc] * len(requests)
         rendered = [self.render(r) for r in requests]
-        texts = [t for t, _ in rendered]
-        lengths = [len(ids) for ids in self._tok(texts, add_special_tokens=False)["input_ids"]]
+        token_ids = self._tokenise([t for t, _ in rendered], [templated for _, templated in rendered])
+        lengths = [len(ids) for ids in token_ids]
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
             key = (("logprob",) if r.mode == "logprob" else ("generate", r.temperature, r.top_p, r.max_tokens, r.n,
@@ -189,13 +246,12 @@ class TransformersBackend(Backend):
         results: list[Result | None] = [None] * len(requests)
         for key, idx in groups.items():
             idx.sort(key=lambda i: lengths[i])
-            for start in range(0, len(idx), self.batch_size):
-                chunk = idx[start:start + self.batch_size]
+            for chunk in self.batches(idx, lengths):
                 t0 = time.perf_counter()
                 try:
                     with self._lock:
                         fn = self._logprob_batch if key[0] == "logprob" else self._generate_batch
-                        got = fn([requests[i] for i in chunk], [texts[i] for i in chunk], key[-1])
+                        got = fn([requests[i] for i in chunk], [token_ids[i] for i in chunk])
                 except (RuntimeError, ValueError) as exc:  # e.g. CUDA OOM, over-long input
                     got = [PermanentBackendError(f"local model failed: {exc}")] * len(chunk)
                 dt = time.perf_counter() - t0
@@ -204,6 +260,24 @@ class TransformersBackend(Backend):
                         g.latency_s = dt
                     results[i] = g
         return results  # type: ignore[return-value]
+
+    def batches(self, idx: list[int], lengths: Sequence[int]) -> list[list[int]]:
+        """Consecutive runs of length-sorted requests: at most `batch_size` items, and at most
+        `max_batch_tokens` padded tokens (items x the longest), so short prompts go in large
+        batches and long ones in small."""
+        out: list[list[int]] = []
+        current: list[int] = []
+        for i in idx:
+            longest = max([lengths[j] for j in current] + [lengths[i]])
+            too_many = len(current) >= self.batch_size
+            too_big = self.max_batch_tokens is not None and current and longest * (len(current) + 1) > self.max_batch_tokens
+            if too_many or too_big:
+                out.append(current)
+                current = []
+            current.append(i)
+        if current:
+            out.append(current)
+        return out
 
     async def score_many(self, requests: Sequence[JudgeRequest]) -> list[Result]:
         if not requests:

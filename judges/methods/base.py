@@ -95,6 +95,22 @@ def usage(result: Result) -> tuple[int, int]:
     return 0, 0  # failed calls report no usage; cached answers cost nothing now
 
 
+def cached_usage(result: Result) -> tuple[int, int]:
+    """The usage a cached answer had when it was first paid for (0, 0 for anything else)."""
+    if isinstance(result, JudgeResponse) and result.cached:
+        return result.input_tokens, result.output_tokens
+    return 0, 0
+
+
+def add_cached_cost(res: "CriterionResult", results: Sequence[Result], pricing: Pricing) -> None:
+    """Record in detail what the cached calls among `results` would have cost (seed 003's
+    cost per 10K prices the method, not the rerun that the cache made free)."""
+    tin = sum(cached_usage(r)[0] for r in results)
+    tout = sum(cached_usage(r)[1] for r in results)
+    if tin or tout:
+        res.detail["cached_cost_usd"] = res.detail.get("cached_cost_usd", 0.0) + pricing.cost(tin, tout)
+
+
 def texts(result: Result) -> list[str]:
     return list(result.texts) if isinstance(result, JudgeResponse) else []
 
@@ -118,6 +134,9 @@ def from_parse(target: Target | None, key: str, parsed: ParseResult, result: Res
             res.doubt["truncated"] = True
         if result.cached:
             res.detail["cached"] = True
+            cin, cout = cached_usage(result)
+            res.detail["cached_cost_usd"] = pricing.cost(cin // n + (1 if i < cin % n else 0),
+                                                         cout // n + (1 if i < cout % n else 0))
     return res
 
 

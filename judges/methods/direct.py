@@ -22,11 +22,15 @@ def selected(rubric: Mapping[str, Any], s: MethodSettings) -> list[dict]:
 
 
 def parse_for_prompt(prompt: Prompt, criterion: Mapping[str, Any], text: str) -> ParseResult:
-    """Parse a one-criterion answer in the format its prompt asked for."""
-    if criterion.get("kind") in LABEL_KINDS:
-        return parse_label(text, choice_values(criterion))
+    """Parse a one-criterion answer from where its prompt's output format puts the verdict."""
+    if prompt.expects == "label" or criterion.get("kind") in LABEL_KINDS:
+        return parse_label(text, choice_values(criterion) or label_set({}, None))
     lo, hi = bounds(criterion)
-    return parse_score(text, lo, hi)
+    if prompt.expects == "json_score":
+        return parse_score(text, lo, hi, fmt="json")
+    if prompt.expects == "first_line":
+        return parse_score(text, lo, hi, fmt="first_line")
+    raise ValueError(f"a one-criterion prompt cannot expect {prompt.expects!r}")
 
 
 def parse_all(rubric: Mapping[str, Any], prompt: Prompt, crits: Sequence[Mapping[str, Any]],
@@ -76,10 +80,15 @@ async def classify(backend: Backend, rubric: Mapping[str, Any], targets: Sequenc
     """Label classification (seed 003 baseline): one call per output, strict JSON label."""
     prompts = [build_label(rubric, t.item, t.output, key, s.overrides) for t in targets]
     key = prompts[0].criterion if prompts else key
-    labels = label_set(rubric, key)
     results = await call(backend, [request_for(p, s) for p in prompts], s)
-    return [from_parse(t, key or "label", parse_or_error(r, lambda text: parse_label(text, labels)), r, s.pricing)
+    return [from_parse(t, key or "label", parse_or_error(r, lambda text: parse_label_answer(rubric, key, text)), r,
+                       s.pricing)
             for t, r in zip(targets, results)]
+
+
+def parse_label_answer(rubric: Mapping[str, Any], key: str | None, text: str) -> ParseResult:
+    """A label answer (seed 003, binary criteria): the JSON `label` field, one of the criterion's choices."""
+    return parse_label(text, label_set(rubric, key))
 
 
 def label_set(rubric: Mapping[str, Any], key: str | None) -> list[str]:

@@ -13,7 +13,9 @@ from typing import Any, Mapping, Sequence
 from judges.backends.base import Backend
 from judges.parsing import OK, UNPARSED, ParseResult, parse_bool_field, parse_int_field
 from judges.prompts import build_subjudge
-from judges.methods.base import CriterionResult, MethodSettings, Target, call, parse_or_error, request_for, usage
+from judges.methods.base import (
+    CriterionResult, MethodSettings, Target, add_cached_cost, call, parse_or_error, request_for, usage,
+)
 
 # The seed's fusion, verbatim in order.
 DEFAULT_RULES: list[dict[str, Any]] = [
@@ -85,11 +87,13 @@ async def modular(backend: Backend, rubric: Mapping[str, Any], targets: Sequence
         tout = sum(usage(r)[1] for r in rs)
         errors = [p.detail for p in txt if p.status != OK]
         status = OK if label is not None else ("error" if errors else UNPARSED)
-        out.append(CriterionResult(
+        res = CriterionResult(
             item_id=t.item_id, output=t.output, criterion=key, value=label, status=status,
             raw=[x or "" for x in texts], input_tokens=tin, output_tokens=tout,
             cost_usd=s.pricing.cost(tin, tout),
             detail={"signals": signals, "rule": rule, "unparsed_signals": [k for k, p in parsed.items() if not p.ok],
                     **({"errors": errors} if errors else {})},
-        ))
+        )
+        add_cached_cost(res, rs, s.pricing)
+        out.append(res)
     return out

@@ -8,14 +8,19 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from judges.prompts import aqua_003, feedback_000, fulltext_004, generic, pairwise
-from judges.prompts.base import LABEL_KINDS, Prompt, judgeable
+from judges.prompts.base import LABEL_KINDS, Prompt, UnknownOverride, check_overrides, judgeable, known_overrides
 
-__all__ = ["Prompt", "build_all_criteria", "build_criterion", "build_label", "build_pairwise",
+__all__ = ["Prompt", "UnknownOverride", "check_overrides", "known_overrides", "build_all_criteria", "build_criterion", "build_label", "build_pairwise",
            "build_subjudge", "criterion_by_key", "style_of"]
 
 
 def style_of(rubric: Mapping[str, Any]) -> str:
     return (rubric.get("judge") or {}).get("style") or "generic"
+
+
+def check_rubric_overrides(rubric: Mapping[str, Any], overrides: Mapping[str, str] | None) -> None:
+    """An override this rubric's prompts never use is an error naming the ones they do."""
+    check_overrides(overrides, style_of(rubric))
 
 
 def criterion_by_key(rubric: Mapping[str, Any], key: str) -> dict:
@@ -27,6 +32,7 @@ def criterion_by_key(rubric: Mapping[str, Any], key: str) -> dict:
 
 def build_all_criteria(rubric: Mapping[str, Any], item: Mapping[str, Any], output: Mapping[str, Any] | int,
                        overrides: Mapping[str, str] | None = None) -> Prompt:
+    check_rubric_overrides(rubric, overrides)
     if style_of(rubric) == "feedback_000":
         return feedback_000.build(rubric, item, output, overrides)
     return generic.build_all(rubric, item, output, overrides)
@@ -34,6 +40,7 @@ def build_all_criteria(rubric: Mapping[str, Any], item: Mapping[str, Any], outpu
 
 def build_criterion(rubric: Mapping[str, Any], key: str, item: Mapping[str, Any], output: Mapping[str, Any] | int,
                     overrides: Mapping[str, str] | None = None, output_format: str | None = None) -> Prompt:
+    check_rubric_overrides(rubric, overrides)
     c = criterion_by_key(rubric, key)
     if style_of(rubric) == "fulltext_004" and c.get("kind") not in LABEL_KINDS:
         return fulltext_004.build(rubric, c, item, output, overrides, output_format)
@@ -60,5 +67,6 @@ def build_subjudge(kind: str, item: Mapping[str, Any], output: Mapping[str, Any]
 def build_pairwise(rubric: Mapping[str, Any], item: Mapping[str, Any], output_a: Mapping[str, Any] | int,
                    output_b: Mapping[str, Any] | int, key: str | None = None,
                    overrides: Mapping[str, str] | None = None) -> Prompt:
+    check_rubric_overrides(rubric, overrides)
     c = criterion_by_key(rubric, key) if key else None
     return pairwise.build(rubric, c, item, output_a, output_b, overrides)

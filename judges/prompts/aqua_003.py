@@ -34,6 +34,31 @@ Rules:
 
 Answer with strict JSON only, no other text: {"label": "$label_options", "reason": "<one sentence>"}"""
 
+# Seed 003 "feedback/legacy (baseline-v0)": the early prompt, kept as its own method so it can
+# be benchmarked. It asks about the corrected sentence as a whole (weak relative-improvement
+# framing) and calls an unneeded edit "acceptable", which is where its FP3 bias comes from.
+LEGACY_HEADER = """You are a grammar expert. A grammatical error correction system changed a sentence.
+Look at the corrected sentence and decide how good the correction is.
+
+Labels:
+$labels
+
+If the corrected sentence is fine but the change was not needed, it is acceptable (FP3).
+
+Answer with JSON only: {"label": "$label_options", "reason": "<one sentence>"}"""
+
+# Seed 003's optional LLM router (`router: llm`): the small judge classifies and routes in one
+# call; when that answer is incomplete, the two-call fallback asks for the label (LABEL_HEADER)
+# and the route (ROUTE_HEADER) separately.
+ROUTE_LINE = """Also say whether a stronger judge should review this edit: "yes" when you are unsure of the label, the edit touches numbers, names or meaning, or rewrites much of the sentence; otherwise "no"."""
+
+COMBINED_ANSWER = """Answer with strict JSON only, no other text: {"label": "<one of $label_options>", "escalate": "<one of yes|no>", "reason": "<one sentence>"}"""
+
+ROUTE_HEADER = """You route single grammatical-error-correction edits between a small judge and stronger judges (any language).
+A small judge labelled the edit below as $small_label (labels: $label_options; TP = fixes a real error, FP3 = optional or style-only, FP2 = introduces an error or slightly changes the meaning, FP1 = major meaning change or nonsense).
+Should a stronger judge review it? "yes" when the small label may well be wrong, the edit touches numbers, names or meaning, or rewrites much of the sentence; otherwise "no".
+Answer with strict JSON only: {"escalate": "<one of yes|no>", "reason": "<one sentence>"}"""
+
 ITEM = """Language: $lang
 Source: $source
 Target: $target
@@ -139,6 +164,45 @@ def build_label(rubric: Mapping[str, Any], criterion: Mapping[str, Any] | None, 
                     label_options="|".join(str(c["value"]) for c in choices))
     item_text = render(template(overrides, "item", ITEM), **edit_fields(item, output))
     return make_prompt(shared, item_text, "label", criterion["key"] if criterion else None)
+
+
+def _label_header(rubric: Mapping[str, Any], criterion: Mapping[str, Any] | None, header: str) -> tuple[str, str]:
+    choices = label_choices(rubric, criterion)
+    options = "|".join(str(c["value"]) for c in choices)
+    return render(header, labels=choices_text({"choices": choices}), label_options=options), options
+
+
+def build_legacy(rubric: Mapping[str, Any], criterion: Mapping[str, Any] | None, item: Mapping[str, Any],
+                 output: Mapping[str, Any] | int, overrides: Mapping[str, str] | None = None) -> Prompt:
+    """Seed 003's legacy prompt (baseline-v0); override piece `legacy_header`."""
+    shared, _ = _label_header(rubric, criterion, template(overrides, "legacy_header", LEGACY_HEADER))
+    item_text = render(template(overrides, "item", ITEM), **edit_fields(item, output))
+    return make_prompt(shared, item_text, "label", criterion["key"] if criterion else None)
+
+
+def build_combined_route(rubric: Mapping[str, Any], criterion: Mapping[str, Any] | None, item: Mapping[str, Any],
+                         output: Mapping[str, Any] | int, overrides: Mapping[str, str] | None = None) -> Prompt:
+    """The LLM router's one call: the label prompt with its answer line replaced by label + escalate."""
+    label_prompt = build_label(rubric, criterion, item, output, overrides)
+    head = label_prompt.shared_prefix.rstrip()
+    cut = head.rfind("\nAnswer with")
+    head = (head[:cut] if cut >= 0 else head).rstrip()
+    options = "|".join(str(c["value"]) for c in label_choices(rubric, criterion))
+    tail = render(template(overrides, "route_line", ROUTE_LINE) + "\n\n"
+                  + template(overrides, "combined_answer", COMBINED_ANSWER), label_options=options)
+    item_text = render(template(overrides, "item", ITEM), **edit_fields(item, output))
+    return make_prompt(head + "\n\n" + tail, item_text, "label_route", criterion["key"] if criterion else None)
+
+
+def build_route(rubric: Mapping[str, Any], criterion: Mapping[str, Any] | None, item: Mapping[str, Any],
+                output: Mapping[str, Any] | int, small_label: str | None,
+                overrides: Mapping[str, str] | None = None) -> Prompt:
+    """The two-call fallback's routing call, given the small judge's label (or none)."""
+    options = "|".join(str(c["value"]) for c in label_choices(rubric, criterion))
+    shared = render(template(overrides, "route_header", ROUTE_HEADER), label_options=options,
+                    small_label=small_label or "(no label: its answer could not be read)")
+    item_text = render(template(overrides, "item", ITEM), **edit_fields(item, output))
+    return make_prompt(shared, item_text, "json_fields", "escalate")
 
 
 def build_subjudge(kind: str, item: Mapping[str, Any], output: Mapping[str, Any] | int,

@@ -66,8 +66,41 @@ def split_at(template: str, marker: str) -> tuple[str, str]:
     return template[:line_start], template[line_start:]
 
 
+# The template pieces a judge's `prompt_overrides` may replace, by rubric style. Every rubric
+# can also use the generic pieces (criteria no style-specific builder handles) and pairwise.
+OVERRIDE_KEYS: dict[str, tuple[str, ...]] = {
+    "generic": ("role", "item", "answer", "answer_first_line", "answer_json", "answer_label"),
+    "pairwise": ("pair_role", "pair_item", "verdict"),
+    "feedback_000": ("base_prompt", "output_format"),
+    "fulltext_004": ("base_prompt", "json_prompt", "example"),
+    "aqua_003": ("label_header", "legacy_header", "combined_answer", "route_header", "route_line", "item",
+                 "subjudge_meaning", "subjudge_reward", "subjudge_pair"),
+}
+
+
+class UnknownOverride(ValueError):
+    pass
+
+
+def known_overrides(style: str | None = None) -> list[str]:
+    """Override keys a rubric of `style` accepts; every style's keys when `style` is None."""
+    styles = OVERRIDE_KEYS if style is None else ("generic", "pairwise", style)
+    return sorted({k for st in styles for k in OVERRIDE_KEYS.get(st, ())})
+
+
+def check_overrides(overrides: Mapping[str, str] | None, style: str | None = None) -> None:
+    """Raise UnknownOverride naming the known keys when an override names no template piece."""
+    unknown = sorted(set(overrides or {}) - set(known_overrides(style)))
+    if unknown:
+        where = f" for a {style} rubric" if style else ""
+        raise UnknownOverride(f"unknown prompt override {', '.join(map(repr, unknown))}{where}; "
+                              f"known: {', '.join(known_overrides(style))}")
+
+
 def template(overrides: Mapping[str, str] | None, name: str, default: str) -> str:
-    """A judge may override any named template piece."""
+    """A judge may override any named template piece; a misspelt name is an error, never ignored."""
+    if overrides:
+        check_overrides(overrides)
     return (overrides or {}).get(name, default)
 
 

@@ -1,10 +1,10 @@
-"""Seed 000 (feedback evaluation): the Base Prompt, all criteria in one call.
+"""Seed 000 (feedback evaluation): the Base Prompt, all criteria in one call, in the seed's order.
 
 The template is the seed's text (or the rubric's `judge.base_prompt`, or an override)
 with `criteria (given in section 1.2)` replaced by the rubric's criteria and the
-placeholders {text}, {load_criteria}, {load_domain}. One reordering: the seed puts
-"Output Format" after the new text; we put it before "Assessment Template for New Text" so
-that everything except the item is a shared prefix.
+placeholders {text}, {load_criteria}, {load_domain}. The "Output Format" block follows the
+item, where the seed puts it: everything before "Assessment Template for New Text" is the
+shared prefix a server's prefix cache serves.
 """
 from __future__ import annotations
 
@@ -124,9 +124,8 @@ def build(rubric: Mapping[str, Any], item: Mapping[str, Any], output: Mapping[st
     if not item_tpl:  # a template without the item placeholders: append the seed's block
         item_tpl = BASE_PROMPT[BASE_PROMPT.index(ITEM_MARKER):]
     fmt = template(overrides, "output_format", judge.get("output_format") or output_format(rubric))
-    shared = shared_tpl.rstrip() + "\n\n" + fmt.strip()
     meta = metadata(item)
     item_text = render(item_tpl, text=output_of(item, output)["content"],
                        load_criteria=meta.get("criteria") or item.get("context") or "",
                        load_domain=meta.get("domain") or "")
-    return make_prompt(shared, item_text, "criteria_block")
+    return make_prompt(shared_tpl, item_text.rstrip() + "\n\n" + fmt.strip(), "criteria_block")

@@ -1,10 +1,13 @@
-"""Seed 004 (full-text generation): one prompt per dimension, 0–10, few-shot examples.
+"""Seed 004 (full-text generation): one prompt per dimension, 0–10, in the seed's words.
 
 The per-dimension template is the seed's (or the rubric's `judge.base_prompt`, or an
-override) with {perspective}, {criteria}, {examples}, {instruction}, {response}. The score
-comes on the first line followed by an explanation; the Evidence dimension uses the seed's
-own JSON prompt ({"score","reason"}), whose closing instructions are moved before the Title
-so that the item text is last.
+override) with {perspective}, {criteria}, {examples}, {instruction}, {response}. The four
+first-line dimensions carry the seed's one "Negative Example" slot, filled from the rubric's
+first negative example for that dimension (`judge.few_shot`); the seed has no positive
+examples and none for Evidence, so none are shown. Without a negative example the sentence
+that introduces it is left out rather than pointing at nothing. The Evidence dimension is the
+seed's own JSON prompt, its instructions after the item as the seed puts them, its answer
+template printed as the seed prints it (`{"score\\":"xx\\",...}`).
 """
 from __future__ import annotations
 
@@ -36,11 +39,7 @@ Please provide an initial line containing only a single value, representing the 
 
 Following this, please provide a comprehensive explanation of your evaluation, ensuring to avoid any potential biases and ensuring that no factors other than the text influence your judgment.
 
-Below are examples of positive or negative scoring that I have provided for your reference:
-
-{examples}
-
-Where the input \\n represents a line break. If you understand, please rate the response following the criteria provided above and referring to the examples given.
+{examples}Where the input \\n represents a line break. If you understand, please rate the response following the criteria provided above and referring to the examples given.
 
 Please rate the response following "Assistant:" based on the given conversation context and according to the criteria provided above:
 
@@ -54,17 +53,16 @@ JSON_TEMPLATE = """I want you to serve as an expert in news commentary writing, 
 
 You need to utilize your experience to consider how to score the response that best fits the criteria and descriptions.
 
-Please evaluate the student's article based solely on the ***{perspective}*** perspective. According to the scoring criteria provided above, you need to provide a score between {lo} and {hi}, where a higher score indicates better quality of the student's writing.
-
-Please output your scoring results and scoring reasons in JSON format. The output template is: {"score":"xx","reason":"xx"}, where score represents your scoring score and reason represents your scoring reason. Please provide a comprehensive explanation of your scoring results in reason to avoid any potential bias.
-
-{examples}
-
 Title: {instruction}
 
-The student's response is: {response}"""
+The student's response is: {response}
 
-EXAMPLE = """{kind} Example:
+Please evaluate the student's article based solely on the ***{perspective}*** perspective. According to the scoring criteria provided above, you need to provide a score between {lo} and {hi}, where a higher score indicates better quality of the student's writing.
+
+Please output your scoring results and scoring reasons in JSON format. The output template is: {"score\\":"xx\\","reason\\":"xx\\"}, where score represents your scoring score and reason represents your scoring reason. Please provide a comprehensive explanation of your scoring results in reason to avoid any potential bias."""
+
+EXAMPLES_INTRO = "Below are examples of positive or negative scoring that I have provided for your reference:"
+EXAMPLE = """Negative Example:
 
 Human: {instruction}
 
@@ -87,6 +85,17 @@ def level_sentence(value: Any, description: str) -> str:
     return f"A score of {value} {d}" if d[0].islower() else f"A score of {value}: {d}"
 
 
+def negative_example(rubric: Mapping[str, Any], key: str, overrides: Mapping[str, str] | None) -> str:
+    """The seed's one example slot ("Negative Example:"), with its introducing sentence; "" without one."""
+    shots = ((rubric.get("judge") or {}).get("few_shot") or {}).get(key) or []
+    shot = next((s for s in shots if str(s.get("kind", "")).lower() == "negative"), None)
+    if shot is None:
+        return ""
+    block = render(template(overrides, "example", EXAMPLE), instruction=shot["instruction"],
+                   response=shot["response"], judgement=shot["judgement"])
+    return f"{EXAMPLES_INTRO}\n\n{block}\n\n"
+
+
 def _split_item(tpl: str) -> tuple[str, str]:
     present = [p for p in ITEM_PLACEHOLDERS if p in tpl]
     if not present:
@@ -104,11 +113,7 @@ def build(rubric: Mapping[str, Any], criterion: Mapping[str, Any], item: Mapping
     levels = sorted(criterion.get("levels") or [], key=lambda lv: -float(lv["value"]))
     criteria = "\n\n".join(level_sentence(lv["value"], lv.get("description") or lv.get("label") or "")
                            for lv in levels)
-    shots = ((rubric.get("judge") or {}).get("few_shot") or {}).get(key) or []
-    ex_tpl = template(overrides, "example", EXAMPLE)
-    examples = "\n\n".join(render(ex_tpl, kind=str(s.get("kind", "positive")).capitalize(),
-                                  instruction=s["instruction"], response=s["response"], judgement=s["judgement"])
-                           for s in shots)
+    examples = "" if fmt == "json" else negative_example(rubric, key, overrides)
     if fmt == "json":
         tpl = template(overrides, "json_prompt", JSON_TEMPLATE)
     else:

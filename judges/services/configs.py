@@ -25,3 +25,25 @@ def judge_configs_load(*, text: str, filename: str = "") -> list[tuple[JudgeConf
         name = data.pop("name")
         out.append(JudgeConfig.objects.update_or_create(name=name, defaults=data))
     return out
+
+
+def ensemble_config_save(*, members: list[str], weights: list[float] | str | None = None) -> JudgeConfig:
+    """The coordinator judge of a weighted ensemble of named judges (seed 003's `--ensemble
+    weighted`), created or updated as `ensemble-<member>-<member>...`. It takes the first
+    member's backend settings (it sends nothing itself) and a label method that can vote."""
+    from judges.config import ENSEMBLE_METHODS, JudgeConfigError
+
+    found = {j.name: j for j in JudgeConfig.objects.filter(name__in=members)}
+    missing = [m for m in members if m not in found]
+    if missing:
+        raise JudgeConfigError([("members", f"no judge named {', '.join(missing)}")])
+    first = found[members[0]]
+    name = ("ensemble-" + "-".join(members))[:100].rstrip("-_")
+    data = {f: getattr(first, f) for f in ("backend", "model", "endpoint", "api_key_env", "queue", "sampling",
+                                            "concurrency", "backend_options")}
+    data.update(name=name, description=f"weighted ensemble of {', '.join(members)}",
+                method=first.method if first.method in ENSEMBLE_METHODS else "label",
+                method_options={"ensemble": "weighted", "members": list(members),
+                                **({"weights": weights} if weights is not None else {})})
+    judge, _ = judge_config_save(data=data)
+    return judge

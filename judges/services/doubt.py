@@ -91,3 +91,31 @@ def doubtful_items(rows: Iterable[Mapping[str, Any]], t: Thresholds = Thresholds
     for entry in out.values():
         entry["reasons"] = sorted(entry["reasons"])
     return out
+
+
+def why_no_doubt(rows: Iterable[Mapping[str, Any]], t: Thresholds = Thresholds(),
+                 signals: Iterable[str] = SIGNALS) -> list[str]:
+    """Why no item was flagged: one sentence per chosen signal, saying whether the runs could
+    carry it at all (a G-Eval run gives probabilities, a swap run verdict flips...) or did and
+    stayed inside the thresholds. For an admin who sent 0 items and wants to know why."""
+    rows = list(rows)
+    if not rows:
+        return ["the chosen runs have no judge scores yet"]
+    doubts = [r.get("doubt") or {} for r in rows]
+    has = lambda key: any(key in d for d in doubts)  # noqa: E731
+    runs = {r["run"] for r in rows}
+    why = {
+        "low_confidence": (f"every top score probability is at least {t.min_top_prob:g}" if has("top_prob")
+                           else "no score carries a probability (only G-Eval / logprob runs do)"),
+        "swap_disagreement": ("no pairwise verdict flipped when the responses swapped" if has("swap_disagreement")
+                              else "no run judged pairs with a swap"),
+        "inconsistent": (f"every self-consistency spread is at most {t.max_spread:g} and agreement at least "
+                         f"{t.min_agreement:g}" if has("spread") or has("agreement")
+                         else "no run sampled several answers (self-consistency)"),
+        "escalated_disagreement": ("the small judge and the experts agreed" if has("small_expert_disagree")
+                                   else "no run used escalation"),
+        "judge_failed": "every judge answer was parsed",
+        "judges_disagree": (f"no two runs scored an output {t.min_range:g} or more apart" if len(runs) > 1
+                            else "only one run was chosen, so runs cannot disagree"),
+    }
+    return [f"{name.replace('_', ' ')}: {why[name]}" for name in SIGNALS if name in set(signals)]

@@ -17,7 +17,8 @@ from judges.backends import get_backend
 from judges.backends import errors as backend_errors
 from judges.backends.base import Backend
 from judges.cache import CacheStore
-from judges.config import COMMON_METHOD_OPTIONS
+from judges.config import COMMON_METHOD_OPTIONS, ENSEMBLE_OPTIONS, LABEL_METHODS
+from judges.prompts import check_rubric_overrides
 from judges.prompts.base import LABEL_KINDS, judgeable
 
 STATUS_MAP = {"ok": "scored", "refusal": "refusal", "error": "error"}  # anything else: unparsed
@@ -64,10 +65,11 @@ def label_key(config: Mapping[str, Any], rubric: Mapping[str, Any]) -> str:
 
 def output_criteria(config: Mapping[str, Any], rubric: Mapping[str, Any]) -> list[str]:
     """Criterion keys the judge scores per output ([] for pairwise, which scores pairs)."""
+    check_rubric_overrides(rubric, config.get("prompt_overrides"))  # before a run starts, not in its chunks
     method = config["method"]
     if method == "pairwise":
         return []
-    if method in ("label", "modular", "escalation"):
+    if method in LABEL_METHODS:
         return [label_key(config, rubric)]
     crits = judgeable(rubric)
     if method == "geval":
@@ -157,7 +159,20 @@ def settings_for(config: Mapping[str, Any], cache: CacheStore | None,
 
 def method_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in (config.get("method_options") or {}).items()
-            if k not in COMMON_METHOD_OPTIONS and k != "experts"}
+            if k not in COMMON_METHOD_OPTIONS and k not in ENSEMBLE_OPTIONS and k != "experts"}
+
+
+def is_ensemble(config: Mapping[str, Any]) -> bool:
+    return (config.get("method_options") or {}).get("ensemble") == "weighted"
+
+
+def ensemble_weights(config: Mapping[str, Any]) -> list[float]:
+    """Frozen learnt weights (weights: gold), else the given ones, else 1 each."""
+    members = config.get("members") or []
+    if config.get("ensemble_weights"):
+        return [float(w) for w in config["ensemble_weights"]]
+    given = (config.get("method_options") or {}).get("weights")
+    return [float(w) for w in given] if isinstance(given, list) else [1.0] * len(members)
 
 
 # ------------------------------------------------------------------------------------- running
@@ -208,7 +223,14 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
     by_id = {str(it["id"]): it for it in items}
     method = config["method"]
     stages = None
-    if method == "escalation":
+    members: list[M.Member] = []
+    if is_ensemble(config):
+        for c in config.get("members") or []:
+            members.append(M.Member(build_backend(c), M.METHODS[c["method"]], pricing(c), c.get("name", ""),
+                                    {k: v for k, v in method_kwargs(c).items() if k != "key"},
+                                    settings_for(c, cache, None)))
+        backend = build_backend(config)  # closed below like any judge's; the members vote
+    elif method == "escalation":
         stage_cfgs = config.get("stages") or []
         stages = [M.Stage(build_backend(c), pricing(c), c.get("name", "")) for c in stage_cfgs]
         backend = stages[0].backend if stages else build_backend(config)
@@ -239,13 +261,20 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
         kwargs = method_kwargs(config)
         for crits, targets in groups.items():
             s = settings_for(config, cache, crits)
-            if method in ("label", "modular", "escalation"):
+            if method in LABEL_METHODS:
                 kwargs = {**kwargs, "key": crits[0]}
-            first = stages if method == "escalation" else backend
-            res = await fn(first, rubric, targets, s, **kwargs)
+            if members:
+                res = await M.weighted_ensemble(members, rubric, targets, s, weights=ensemble_weights(config),
+                                                key=crits[0])
+            else:
+                first = stages if method == "escalation" else backend
+                res = await fn(first, rubric, targets, s, **kwargs)
             out += [_from_result(r) for r in res]
         return out
     finally:
         # HTTP clients close per call; local models stay loaded (see build_backend).
         if config["backend"] != "transformers":
             await backend.aclose()
+        for m, c in zip(members, config.get("members") or []):
+            if c["backend"] != "transformers":
+                await m.backend.aclose()

@@ -17,9 +17,9 @@ from django.conf import settings
 from django.db.models import Count
 
 from annotation.models import Output
-from annotation.stats.classification import classification_report
+from annotation.stats.classification import FAILED, gold_eval
 from judges.models import JudgeRun, JudgeScore
-from judges.services.gold import FAILED, gold_value, output_key
+from judges.services.gold import gold_value, list_cost, method_title, output_key, seed_table
 
 RUN_FILES = ("report.txt", "labeled.csv", "errors.txt", "correct.txt")
 LABELED_COLUMNS = ["id", "item", "output", "system", "criterion", "value", "score", "status", "gold", "correct",
@@ -100,16 +100,15 @@ def _report(run: JudgeRun, rows: list[dict[str, Any]]) -> str:
         lines.append("")
         lines.append(f"== gold evaluation of {key} (n={len(graded)}) ==")
         if crit.get("kind") in ("choice", "binary"):
-            positive = str((crit.get("choices") or [{"value": "TP"}])[0]["value"])
-            rep = classification_report([str(r["gold"]) for r in graded],
-                                        [str(r["value"]) if r["status"] == "scored" else FAILED for r in graded],
-                                        positive=positive, cost=[float(r["cost_usd"]) for r in graded])
-            lines += [f"4-class accuracy: {rep['accuracy']:.3f}" if len(crit.get("choices") or []) == 4
-                      else f"accuracy: {rep['accuracy']:.3f}",
-                      f"macro F1: {rep['macro_f1']:.3f}",
-                      f"binary ({positive} vs rest) accuracy: {rep['binary']['accuracy']:.3f}  "
-                      f"F1: {rep['binary']['f1']:.3f}",
-                      f"cost per 10K: ${rep['cost_per_10k']:.4f}"]
+            choices = [str(ch["value"]) for ch in crit.get("choices") or []]
+            positive = choices[0] if choices else "TP"
+            rep = gold_eval({r["id"]: str(r["gold"]) for r in graded},
+                            {r["id"]: str(r["value"]) if r["status"] == "scored" else FAILED for r in graded},
+                            positive=positive, labels=choices or None,
+                            cost={r["id"]: list_cost(float(r["cost_usd"]), r["_detail"]) for r in graded})
+            lines += seed_table(rep, method=method_title(c), n_classes=len(choices))
+            lines.append("cached calls count at what they would have cost (the method's price, not this rerun's)")
+            lines.append(f"unparsed or failed: {rep['unparsed']}  (counted as wrong, label {FAILED})")
             lines.append("per class: " + "  ".join(
                 f"{lab} P={v['precision']:.3f} R={v['recall']:.3f} F1={v['f1']:.3f} n={v['support']}"
                 for lab, v in rep["per_class"].items()))

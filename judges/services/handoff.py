@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 from annotation.models import Item, Study
 from annotation.services.items import items_import
 from judges.models import JudgeRun, JudgeScore
-from judges.services.doubt import SIGNALS, Thresholds, doubtful_items
+from judges.services.doubt import SIGNALS, Thresholds, doubtful_items, why_no_doubt
 
 
 class HandoffError(ValueError):
@@ -22,6 +22,15 @@ class HandoffResult:
     sent: list[str] = field(default_factory=list)
     already_there: list[str] = field(default_factory=list)
     reasons: Counter = field(default_factory=Counter)
+    why_none: str = ""  # when nothing was sent: why, in words an admin can act on
+
+    @property
+    def summary(self) -> str:
+        if not self.sent:
+            return f"Sent 0 items: {self.why_none}."
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.reasons.items()))
+        return (f"Sent {len(self.sent)} item{'s' if len(self.sent) != 1 else ''}" + (f" ({reasons})" if reasons else "")
+                + (f"; {len(self.already_there)} were already there" if self.already_there else ""))
 
 
 def doubt_rows(runs: Sequence[JudgeRun]) -> list[dict]:
@@ -61,9 +70,11 @@ def doubtful_send_to_study(*, source: Study, runs: Sequence[JudgeRun], target: S
     runs = [r for r in runs if r.study_id == source.pk]
     if not runs:
         raise HandoffError("no judge runs of this study were chosen")
-    flagged = find_doubtful(runs, thresholds, signals)
+    rows = doubt_rows(runs)
+    flagged = doubtful_items(rows, thresholds, signals)
     result = HandoffResult()
     if not flagged:
+        result.why_none = "no item was doubtful (" + "; ".join(why_no_doubt(rows, thresholds, signals)) + ")"
         return result
     items = list(Item.objects.filter(pk__in=flagged).prefetch_related("outputs").order_by("pk"))
     present = set(target.items.filter(external_id__in=[i.external_id for i in items])
@@ -77,6 +88,8 @@ def doubtful_send_to_study(*, source: Study, runs: Sequence[JudgeRun], target: S
         result.sent.append(item.external_id)
         result.reasons.update(reasons)
         lines.append(json.dumps(_payload(item, source, reasons, runs), ensure_ascii=False))
+    if not lines:
+        result.why_none = f"all {len(result.already_there)} doubtful items are already in {target.slug}"
     if lines:
         items_import(study=target, text="\n".join(lines) + "\n", filename="doubtful.jsonl", fmt="jsonl")
     return result

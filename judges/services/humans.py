@@ -12,9 +12,11 @@ criteria are coded as the index of the choice.
 - human ceiling: each human against the mean (majority) of the OTHER humans on the same
   units, averaged over humans weighted by units: how well one human predicts the rest.
 - verdict: the alternative annotator test (annotation.stats.alt_test) when it can run;
-  otherwise the rule "a judge is comparable to a human when it agrees with the human
-  mean at least as well as the human ceiling does" (Pearson >= ceiling's and MAE <=
-  ceiling's for numeric; agreement >= ceiling's for categorical).
+  otherwise the rule "a judge is comparable to a human when its agreement with the human
+  consensus lies within the human-human interval" (from the least to the most agreeing
+  human: Pearson and MAE for numeric, agreement for categorical); beyond the interval's
+  better end it is "above human agreement". Never comparable (nor passing) at an
+  agreement of 0, a Pearson <= 0, or an undefined one.
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ def human_ceiling(humans: np.ndarray, measure: str) -> dict[str, Any]:
         vals = [(n, d[key]) for n, d in per if d[key] is not None]
         total = sum(n for n, _ in vals)
         out[key] = sum(n * v for n, v in vals) / total if total else None
+        # the human-human interval: from the least to the most agreeing human
+        out[f"{key}_range"] = [min(v for _, v in vals), max(v for _, v in vals)] if vals else None
     return out
 
 
@@ -99,34 +103,70 @@ def _alphas(humans: np.ndarray, judge: np.ndarray, measure: str) -> dict[str, An
             else as_dict(Stat.undefined("no units"))}
 
 
+def _undetermined(why: str, method: str = "rule") -> dict[str, Any]:
+    return {"label": "undetermined", "method": method, "passed": None, "why": why}
+
+
+def _no_agreement(stats: Mapping[str, Any], measure: str) -> str | None:
+    """Why the judge cannot be comparable to a human whatever else holds: its agreement is
+    undefined, or nil (0 agreement, or a Pearson at or below 0)."""
+    key = "pearson" if measure == "numeric" else "agreement"
+    value = stats[key]["value"]
+    if value is None:
+        return f"the judge's {key} with the humans is undefined"
+    if value <= 0:
+        return f"the judge's {key} with the humans is {value:.2f}"
+    return None
+
+
+def _place(value: float, interval: Sequence[float], higher_is_better: bool = True) -> str:
+    """below | within | above the human-human interval (above = agrees better than every human)."""
+    lo, hi = interval
+    if not higher_is_better:
+        value, lo, hi = -value, -hi, -lo
+    return "below" if value < lo else ("above" if value > hi else "within")
+
+
+_LABELS = {"within": "comparable to a human", "above": "above human agreement", "below": "below human agreement"}
+
+
 def _verdict(stats: Mapping[str, Any], ceiling: Mapping[str, Any], alt: Mapping[str, Any] | None,
              measure: str) -> dict[str, Any]:
+    nil = _no_agreement(stats, measure)
     if alt is not None and alt.get("passed") is not None:
         rate = alt["winning_rate"]
+        why = (f"winning rate {rate:.2f} (pass at 0.50) with epsilon {alt['epsilon']}, "
+               f"advantage probability {alt['advantage_probability']:.2f}")
+        if nil and alt["passed"]:
+            return {"label": "fails the alt-test", "method": "alt-test", "passed": False,
+                    "why": f"{nil}, so it cannot pass ({why})"}
         return {"label": "passes the alt-test" if alt["passed"] else "fails the alt-test", "method": "alt-test",
-                "passed": alt["passed"],
-                "why": f"winning rate {rate:.2f} (pass at 0.50) with epsilon {alt['epsilon']}, "
-                       f"advantage probability {alt['advantage_probability']:.2f}"}
+                "passed": alt["passed"], "why": why}
     if not ceiling.get("n_humans"):
-        return {"label": "undetermined", "method": "rule", "passed": None,
-                "why": "no unit has two human ratings, so there is no human agreement to compare with"}
+        return _undetermined("no unit has two human ratings, so there is no human agreement to compare with")
+    if nil and stats[("pearson" if measure == "numeric" else "agreement")]["value"] is None:
+        return _undetermined(nil)
+    note = " (alt-test not run: too few units or humans)"
     if measure == "numeric":
         r, mae = stats["pearson"]["value"], stats["mae"]["value"]
-        cr, cmae = ceiling.get("pearson"), ceiling.get("mae")
-        if None in (r, mae, cr, cmae):
-            return {"label": "undetermined", "method": "rule", "passed": None,
-                    "why": "a correlation is undefined on these data"}
-        ok = r >= cr and mae <= cmae
-        return {"label": "comparable to a human" if ok else "below human agreement", "method": "rule", "passed": ok,
-                "why": f"Pearson {r:.2f} vs human ceiling {cr:.2f}; MAE {mae:.2f} vs {cmae:.2f} "
-                       "(alt-test not run: too few units or humans)"}
-    acc, cacc = stats["agreement"]["value"], ceiling.get("agreement")
-    if acc is None or cacc is None:
-        return {"label": "undetermined", "method": "rule", "passed": None, "why": "no comparable units"}
-    ok = acc >= cacc
-    return {"label": "comparable to a human" if ok else "below human agreement", "method": "rule", "passed": ok,
-            "why": f"agreement with the majority {acc:.2f} vs human ceiling {cacc:.2f} "
-                   "(alt-test not run: too few units or humans)"}
+        r_int, mae_int = ceiling.get("pearson_range"), ceiling.get("mae_range")
+        if None in (r, mae) or not r_int or not mae_int:
+            return _undetermined("a correlation is undefined on these data")
+        if nil:
+            return {"label": _LABELS["below"], "method": "rule", "passed": False, "why": nil + note}
+        places = {_place(r, r_int), _place(mae, mae_int, higher_is_better=False)}
+        place = "below" if "below" in places else ("above" if "above" in places else "within")
+        return {"label": _LABELS[place], "method": "rule", "passed": place != "below",
+                "why": f"Pearson {r:.2f} vs the humans' {r_int[0]:.2f}–{r_int[1]:.2f}; "
+                       f"MAE {mae:.2f} vs {mae_int[0]:.2f}–{mae_int[1]:.2f}" + note}
+    acc, a_int = stats["agreement"]["value"], ceiling.get("agreement_range")
+    if not a_int:
+        return _undetermined("no comparable units")
+    if nil:
+        return {"label": _LABELS["below"], "method": "rule", "passed": False, "why": nil + note}
+    place = _place(acc, a_int)
+    return {"label": _LABELS[place], "method": "rule", "passed": place != "below",
+            "why": f"agreement with the majority {acc:.2f} vs the humans' {a_int[0]:.2f}–{a_int[1]:.2f}" + note}
 
 
 def compare_judge(humans: np.ndarray, judge: np.ndarray, measure: str, ceiling: Mapping[str, Any],

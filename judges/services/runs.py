@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -23,6 +23,7 @@ from annotation.models import Item, Output, Study
 from judges.config import FIELDS, chunk_size as config_chunk_size
 from judges.models import JudgeConfig, JudgeRun, JudgeScore
 from judges.services import engine
+from judges.services.run_keys import run_key, run_key_parts
 from judges.store import DBCache
 
 log = logging.getLogger(__name__)
@@ -41,9 +42,31 @@ def judge_config_dict(judge: JudgeConfig) -> dict[str, Any]:
     return {f: getattr(judge, f) for f in FIELDS}
 
 
-def judge_config_snapshot(judge: JudgeConfig) -> dict[str, Any]:
-    """The judge's configuration frozen into the run; escalation also freezes its experts."""
+def _named_judges(names: Sequence[str], what: str) -> list[JudgeConfig]:
+    found = {j.name: j for j in JudgeConfig.objects.filter(name__in=names)}
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise JudgeRunError(f"{what} not found: {', '.join(missing)}")
+    return [found[n] for n in names]
+
+
+def judge_config_snapshot(judge: JudgeConfig, study: Study | None = None) -> dict[str, Any]:
+    """The judge's configuration frozen into the run; escalation also freezes its experts, a
+    weighted ensemble its members and, for weights: gold, the weights learnt now."""
     snap = judge_config_dict(judge)
+    mo = judge.method_options or {}
+    if mo.get("ensemble") == "weighted":
+        members = _named_judges(list(mo.get("members") or []), "ensemble members")
+        snap["members"] = [judge_config_dict(j) for j in members]
+        if mo.get("weights") == "gold":
+            from judges.services.gold import GoldError, ensemble_weights_from_gold
+
+            if study is None:
+                raise JudgeRunError("weights: gold needs the study whose gold labels teach them")
+            try:
+                snap["ensemble_weights"] = ensemble_weights_from_gold(study, [j.name for j in members])
+            except GoldError as exc:
+                raise JudgeRunError(str(exc)) from exc
     if judge.method == "escalation":
         names = list((judge.method_options or {}).get("experts") or [])
         experts = {j.name: j for j in JudgeConfig.objects.filter(name__in=names)}
@@ -108,7 +131,7 @@ def _enqueue(run: JudgeRun, chunks: list[list[int]]) -> None:
 
 def judge_run_start(*, study: Study, judge: JudgeConfig, user=None) -> JudgeRun:
     """Create a run of `judge` on every (non-attention-check) item of `study` and enqueue its chunks."""
-    config = judge_config_snapshot(judge)
+    config = judge_config_snapshot(judge, study)
     try:
         criteria = engine.output_criteria(config, study.rubric)
     except (ValueError, KeyError) as exc:
@@ -118,14 +141,52 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None) -> JudgeRun:
     n_expected = sum(slots_per_item(config, criteria, n) for _, n in counts)
     if n_expected == 0:
         raise JudgeRunError("this study has no outputs for the judge to score")
+    try:
+        parts = run_key_parts(config, study.rubric, criteria, study.rubric_version_id)
+    except (ValueError, KeyError) as exc:
+        raise JudgeRunError(f"could not render this judge's prompts for the study's rubric: {exc}") from exc
+    key = run_key(parts)
+    reuse = (config.get("method_options") or {}).get("use_cache", True)
     with transaction.atomic():
         Study.objects.select_for_update().get(pk=study.pk)  # one start at a time per study
         if JudgeRun.objects.filter(study=study, judge=judge, status__in=JudgeRun.ACTIVE).exists():
             raise JudgeRunError(f"judge {judge.name} already has a run in progress on this study")
+        previous = (JudgeRun.objects.filter(study=study, key=key, status=JudgeRun.Status.DONE)
+                    .order_by("-finished_at").first() if reuse else None)
         run = JudgeRun.objects.create(study=study, judge=judge, config=config, criteria=criteria,
-                                      n_outputs=n_outputs, n_expected=n_expected, created_by=user)
-        _enqueue(run, make_chunks(counts, config_chunk_size(config)))
+                                      n_outputs=n_outputs, n_expected=n_expected, created_by=user,
+                                      key=key, key_parts=parts, reused_from=previous)
+        if previous is None:
+            _enqueue(run, make_chunks(counts, config_chunk_size(config)))
+            return run
+        _copy_scores(previous, run)
+        missing = missing_item_ids(run)  # items added since the previous run, and its failed slots
+        if missing:
+            _enqueue(run, make_chunks(missing, config_chunk_size(config)))
+        else:
+            run.started_at = timezone.now()
+            run.save(update_fields=["started_at"])
+    if not missing:
+        judge_run_finish_if_complete(run_id=run.pk)
+        run.refresh_from_db()
     return run
+
+
+def _copy_scores(source: JudgeRun, target: JudgeRun) -> int:
+    """The verdicts of `source` (not its errors) as `target`'s, for the items still in the study,
+    at no cost: no model was asked. Each copied row says where it came from and what it would have
+    cost (seed 003's cost per 10K counts cached calls at that)."""
+    table = JudgeScore._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (run_id, item_id, output_id, criterion, value, score, status, raw_text, reasoning,"
+            f" tokens_in, tokens_out, cost_usd, doubt, detail, created_at)"
+            f" SELECT %s, item_id, output_id, criterion, value, score, status, raw_text, reasoning, 0, 0, 0, doubt,"
+            f" detail || jsonb_build_object('reused_from_run', %s, 'cached_cost_usd',"
+            f" cost_usd + COALESCE((detail ->> 'cached_cost_usd')::float8, 0)), now() FROM {table}"
+            f" WHERE run_id = %s AND status <> 'error' ON CONFLICT DO NOTHING",
+            [target.pk, source.pk, source.pk])
+        return cursor.rowcount
 
 
 def judge_run_cancel(*, run: JudgeRun) -> JudgeRun:
@@ -364,7 +425,9 @@ def judge_run_finish_if_complete(*, run_id: int) -> bool:
         run = JudgeRun.objects.select_related("study__rubric_version").get(pk=run_id)
         judge_run_refresh_totals(run=run)
     from judges.services.files import write_run_files
+    from annotation.services.routing_flag import routing_refresh_request
 
+    routing_refresh_request(run.study_id, delay_s=0.5)  # a routing study re-ranks its items on the new judgements
     try:
         write_run_files(run)
     except OSError:

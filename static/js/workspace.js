@@ -633,6 +633,13 @@
 
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("htmx:afterSettle", init);
+  // A refused submit (400) carries the form with each problem named beside its field: show it.
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    if (e.detail.xhr.status === 400 && e.detail.target && e.detail.target.id === "workspace") {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
   document.addEventListener("htmx:responseError", () => {
     if (ws) status("Could not submit (server error); your answers are still here. Try again.", true);
   });

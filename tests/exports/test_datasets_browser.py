@@ -23,7 +23,7 @@ def test_create_a_release_in_the_browser(celery_worker_session, codegen_study, r
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.goto(live_server.url + reverse("datasets", args=[codegen_study.slug]))
-    assert page.input_value("input[name=version]") == "1.0.0"
+    assert page.input_value("input[name=version]") == "0.1.0"
     page.fill("textarea[name=changelog]", "First public release")
     page.click("text=Create release")
     page.wait_for_selector("#releases .badge.open", timeout=30_000)  # htmx polling swapped in 'ready'

@@ -60,7 +60,7 @@ def test_csv_command_writes_the_long_format(rated_study, tmp_path):
         assert got["criterion"] == (e["criterion"] or "")
         assert got["value"] == (e["value"] or "")
         assert (float(got["score"]) if got["score"] else None) == e["score"]
-        assert got["ignored"] == ("t" if e["ignored"] else "f")
+        assert got["ignored"] == ("true" if e["ignored"] else "false")
         assert int(got["time_on_task_ms"]) == e["time_on_task_ms"]
 
 

@@ -222,3 +222,14 @@ def test_progress_is_visible_while_building(celery_worker_session, codegen_study
     assert r.status == "ready" and r.progress == 1.0
     assert any(0 < p < 1 for p in seen), seen
     assert release_path(r).read_bytes() == b"x\n" * 20
+
+
+def test_the_first_release_suggests_0_1_0_then_the_next_patch(codegen_study, researcher, client_for):
+    assert next_version(codegen_study) == "0.1.0"
+    page = client_for(researcher).get(reverse("datasets", args=[codegen_study.slug])).content.decode()
+    assert 'name="version" value="0.1.0"' in page
+    build(codegen_study, version="0.1.0", formats=["csv"])
+    assert next_version(codegen_study) == "0.1.1"
+    build(codegen_study, version="0.10.0", formats=["csv"])
+    build(codegen_study, version="0.9.3", formats=["csv"])
+    assert next_version(codegen_study) == "0.10.1"  # numeric order, not text order

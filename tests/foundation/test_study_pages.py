@@ -52,18 +52,18 @@ def test_upload_page_refuses_a_bad_file_and_keeps_the_study_unchanged(client_for
     before = study.items.count()
     upload = SimpleUploadedFile("items.jsonl", b'{"id": "new1", "outputs": [{"system": "s", "content": "x"}]}\n{"id": 5}\n')
     response = client_for(admin_user).post(f"/studies/{study.slug}/upload/", {"file": upload}, follow=True)
-    assert "line 2: outputs: required" in response.content.decode()
+    assert "<td>2</td><td>outputs</td><td>required" in response.content.decode()  # the errors table
     assert study.items.count() == before
 
 
 def test_manage_pages_are_admin_only(client_for, study, annotator, researcher, outsider):
     for user in (annotator, researcher, outsider):
         client = client_for(user)
-        assert client.get(f"/studies/{study.slug}/manage/").status_code == 404
+        assert client.get(f"/studies/{study.slug}/manage/").status_code == 403
         assert client.get("/studies/new/").status_code == 403
-        assert client.post(f"/studies/{study.slug}/status/", {"status": "closed"}).status_code == 404
-        assert client.post(f"/studies/{study.slug}/members/", {"usernames": user.username,
-                                                                "role": "annotator"}).status_code == 404
+        assert client.post(f"/studies/{study.slug}/status/", {"status": "closed", "confirm": "on"}).status_code == 403
+        assert client.post(f"/studies/{study.slug}/members/", {"names": user.username,
+                                                                "role": "annotator"}).status_code == 403
     study.refresh_from_db()
     assert study.status == "open"
 
@@ -74,7 +74,7 @@ def test_admin_sees_progress_and_can_close(client_for, admin_user, study):
     assert "Progress" in page and "rater1" in page
     fragment = client.get(f"/studies/{study.slug}/manage/?fragment=progress", HTTP_HX_REQUEST="true").content.decode()
     assert 'id="progress"' in fragment and "Upload items" not in fragment
-    client.post(f"/studies/{study.slug}/status/", {"status": "closed"})
+    client.post(f"/studies/{study.slug}/status/", {"status": "closed", "confirm": "on"})
     study.refresh_from_db()
     assert study.status == "closed"
 

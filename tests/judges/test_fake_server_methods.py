@@ -52,7 +52,7 @@ def test_seed_004_and_003_over_http():
         assert len(out) == 5 * n_out
         assert {r.criterion for r in out} == {"structure", "logic", "argument", "evidence", "language"}
         assert all(r.ok and 0 <= r.value <= 10 for r in out)
-        assert next(r for r in out if r.criterion == "evidence").detail["parse"] == "json"
+        assert next(r for r in out if r.criterion == "evidence").detail["parse"] == "JSON field 'score'"
         rubric, items = preset("aqua-003")
         labels = asyncio.run(classify(b, rubric, targets_for(items), MethodSettings()))
         assert all(r.ok and r.value in {"TP", "FP3", "FP2", "FP1"} for r in labels)

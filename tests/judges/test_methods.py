@@ -142,7 +142,7 @@ def test_escalation_routes_only_risky_or_flagged_and_finalises_only_on_disagreem
     assert "Source: She go home." not in "".join(expert.prompts)
     assert [len(r.detail["path"]) for r in out] == [1, 2, 3, 3]
     assert out[2].detail["flags"] == ["number_change"]
-    assert out[3].detail["escalation_reasons"][0] == "small_unparsed"
+    assert out[3].detail["escalation_reasons"][0] == "label:Error (unparsed)"
     assert out[0].doubt["escalated"] is False and out[2].doubt["finalised"] is True
     # cost: each stage's tokens at its own price
     c = out[2]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -26,70 +27,116 @@ def common_prefix(a: str, b: str) -> int:
     return len(os.path.commonprefix([a, b]))
 
 
+# ---------------------------------------------------------------- seed texts
+
+SEEDS = REPO / "docs" / "seeds"
+
+
+def seed_text(prefix: str) -> str:
+    return next(SEEDS.glob(f"{prefix}_*.txt")).read_text(encoding="utf-8")
+
+
+def squash(text: str) -> str:
+    """Compare texts as a reader sees them: no trailing spaces (markdown hard breaks), one blank line at most."""
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines))
+
+
+def fill(text: str, *pairs: tuple[str, str]) -> str:
+    """Replace each placeholder's next occurrence, in order."""
+    for placeholder, value in pairs:
+        assert placeholder in text, placeholder
+        text = text.replace(placeholder, value, 1)
+    return text
+
+
 # ---------------------------------------------------------------- seed 000
 
-def test_seed_000_prompt_has_the_base_prompt_criteria_example_and_format():
+def seed_000_prompt_section() -> str:
+    text = seed_text("000")
+    return text[text.index("You are acting as a human evaluator"):text.index("### 3.1.a Using ChatGPT")]
+
+
+def seed_000_criteria_section() -> str:
+    text = seed_text("000")
+    return text[text.index("#### 1. Correctness"):text.index("## 2. Human Rating")]
+
+
+def test_seed_000_prompt_is_the_seeds_section_3_1_word_for_word():
+    r, items = preset("feedback-000"), demo("feedback-000")
+    item = {**items[0], "metadata": {"criteria": "Criterion: c2 Evidence", "domain": "Biology"}}
+    p = build_all_criteria(r, item, 0)
+    expected = fill(seed_000_prompt_section(),
+                    (": criteria (given in section 1.2)", ":\n\n" + seed_000_criteria_section()),
+                    ("{text}", item["outputs"][0]["content"]), ("{load_criteria}", "Criterion: c2 Evidence"),
+                    ("{load_domain}", "Biology"))
+    assert squash(p.text) == squash(expected)
+    assert p.expects == "criteria_block"
+
+
+def test_seed_000_output_format_follows_the_item_and_the_rest_is_shared():
     r, items = preset("feedback-000"), demo("feedback-000")
     p = build_all_criteria(r, items[0], 0)
     text = p.text
-    for sentence in [  # verbatim from seed 000 section 3.1
-        "You are acting as a human evaluator whose responsibility is to assess the quality of AI-generated feedback provided to students.",
-        "- **Precise** – Ground your reasoning in the actual wording of the feedback.",
-        "There are the criteria with their assessment:",
-        "#### 1. Correctness (Accuracy & Helpfulness)",
-        "- **Excellent (5)**: All factual content is accurate and up-to-date.",
-        "#### 6. Emotion (Emotional Intelligence & Sensitivity)",
-        "#### Given Example:",
-        "- **Emotion**: The tone conveys empathy and motivation, respecting the student's effort while inspiring them to improve further.",
-        "**Output Format:**",
-        "- **Overall Rating**: score",
-        "- **Coherence**: justification",
-        "#### Assessment Template for New Text",
-    ]:
-        assert sentence in text, sentence
+    assert text.index("#### Assessment Template for New Text") < text.index("**Output Format:**")
+    assert p.shared_prefix.rstrip().endswith("inspiring them to improve further.")
     assert "Confidence" not in text  # the rater's confidence is not a judge criterion
-    assert text.index("**Output Format:**") < text.index("#### Assessment Template for New Text")
-    assert f"**Text:** {items[0]['outputs'][0]['content']}" in text
-    assert "**Domain:** Psychology" in text.split("#### Assessment Template for New Text")[1]
-    assert p.expects == "criteria_block"
+
+
+def test_seed_000_confidence_is_the_seeds_percentage_without_bands():
+    c = next(c for c in preset("feedback-000")["criteria"] if c["key"] == "confidence")
+    assert (c["kind"], c.get("min"), c.get("max")) == ("confidence", 0, 100)
+    assert not c.get("levels")  # the seed gives a percentage ("e.g., 80–100%"), no bands
+    assert "Indicate your confidence level (e.g., 80–100%)" in seed_text("000")
+    assert c["description"].startswith("Indicate your confidence level (e.g., 80–100%)")
 
 
 # ---------------------------------------------------------------- seed 004
 
-SEED_004_STRUCTURE = [
-    "I will provide you with a pair of questions and answers, and you will evaluate the responses from the ***structural*** perspective according to the following scoring criteria:",
-    "A score of 10 represents a rigorous structure, very clear hierarchy, and appropriate level of detail.",
-    "A score of 0 represents a chaotic structure, lacking hierarchy, and inappropriate level of detail.",
-    "You need to utilize your experience to consider how to score the response that best fits the criteria and descriptions.",
-    "The scoring will range from 0 to 10, where a higher score indicates better performance.",
-    "Please provide an initial line containing only a single value, representing the score awarded to the assistant's response.",
-    "Below are examples of positive or negative scoring that I have provided for your reference:",
-    'Please rate the response following "Assistant:" based on the given conversation context and according to the criteria provided above:',
-]
+def seed_004_section(name: str) -> str:
+    part = seed_text("004").split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
+    return "\n".join(line for line in part.splitlines() if line.strip() != "<br>")
 
 
-def test_seed_004_dimension_prompt_with_positive_and_negative_examples():
+FIRST_LINE_DIMENSIONS = [("structure", "Structure"), ("logic", "Logic"), ("argument", "Argument"),
+                         ("language", "Language")]
+
+
+@pytest.mark.parametrize("key,name", FIRST_LINE_DIMENSIONS)
+def test_seed_004_first_line_dimensions_are_the_seeds_prompt_word_for_word(key, name):
     r, items = preset("fulltext-004"), demo("fulltext-004")
-    p = build_criterion(r, "structure", items[0], 0)
-    for sentence in SEED_004_STRUCTURE:
-        assert sentence in p.text, sentence
-    assert "Positive Example:\n\nHuman: " in p.text and "Negative Example:\n\nHuman: " in p.text
-    assert "GPT-4 Response: 9\n" in p.text  # the example's judgement, score on its first line
-    assert p.text.rstrip().endswith("Assistant: " + items[0]["outputs"][0]["content"].rstrip())
-    assert "Logic" not in p.text and "***logic***" not in p.text  # one dimension per prompt
+    shot = r["judge"]["few_shot"][key][0]
+    assert shot["kind"] == "negative"  # the seed's one example slot is a "Negative Example"
+    p = build_criterion(r, key, items[0], 0)
+    expected = fill(seed_004_section(name),
+                    ("*{**Instruction**}*", shot["instruction"]), ("*{**Model response**}*", shot["response"]),
+                    ("*{**Example scoring response**}*", shot["judgement"]),
+                    ("*{**Instruction**}*", items[0]["context"]),
+                    ("*{**Model response**}*", items[0]["outputs"][0]["content"]))
+    assert squash(p.text) == squash(expected)
     assert p.expects == "first_line"
+    assert "Positive Example" not in p.text
 
 
-def test_seed_004_evidence_asks_for_json():
+def test_seed_004_evidence_is_the_seeds_json_prompt_word_for_word():
     r, items = preset("fulltext-004"), demo("fulltext-004")
     p = build_criterion(r, "evidence", items[0], 0)
-    assert "I want you to serve as an expert in news commentary writing" in p.text
-    assert 'The output template is: {"score":"xx","reason":"xx"}' in p.text
-    assert "provide a score between 0 and 10" in p.text
-    assert f"Title: {items[0]['context']}" in p.text
-    assert p.text.index("JSON format") < p.text.index("Title: ")
+    expected = fill(seed_004_section("Evidence"), ("*{**Prompt**}*", items[0]["context"]),
+                    ("*{**Model answer**}*", items[0]["outputs"][0]["content"]))
+    assert squash(p.text) == squash(expected)
+    assert 'The output template is: {"score\\":"xx\\","reason\\":"xx\\"}' in p.text  # as the seed prints it
+    assert "Example" not in p.text  # the seed gives Evidence no examples
+    assert p.shared_prefix.rstrip().endswith("best fits the criteria and descriptions.")
     assert p.expects == "json_score"
     assert build_criterion(r, "evidence", items[0], 0, output_format="first_line").expects == "first_line"
+
+
+def test_seed_004_without_a_negative_example_shows_no_example_slot():
+    r, items = preset("fulltext-004"), demo("fulltext-004")
+    r["judge"]["few_shot"] = {"logic": [{"kind": "positive", "instruction": "i", "response": "r", "judgement": "9"}]}
+    p = build_criterion(r, "logic", items[0], 0)
+    assert "Example" not in p.text and "Below are examples" not in p.text
+    assert "Where the input \\n represents a line break." in p.text
 
 
 # ---------------------------------------------------------------- seed 003

@@ -95,3 +95,29 @@ def test_missing_model_is_an_error_result(tmp_path):
     b = TransformersBackend(str(tmp_path / "nope"))
     (out,) = asyncio.run(b.score_many(requests("logprob")[:1]))
     assert type(out).__name__ == "BackendNotAvailable"
+
+
+def test_logprob_mode_asks_for_the_last_position_only_and_transfers_once(model_dir):
+    backend = TransformersBackend(str(model_dir), batch_size=4, device="cpu")
+    backend.load()
+    shapes = []
+    handle = backend._model.register_forward_hook(lambda module, args, output: shapes.append(tuple(output.logits.shape)))
+    try:
+        asyncio.run(backend.score_many(requests("logprob", allowed_tokens=SCORES, top_logprobs=3)))
+    finally:
+        handle.remove()
+    vocab = backend._model.config.vocab_size
+    assert shapes == [(4, 1, vocab)]  # one forward pass, one position of logits, not [batch, length, vocab]
+    assert list(backend._score_ids) == [SCORES]  # encoded once for the four items
+
+
+def test_batches_are_sized_by_tokens_and_answers_do_not_change(model_dir):
+    by_items = TransformersBackend(str(model_dir), batch_size=4, device="cpu")
+    by_tokens = TransformersBackend(str(model_dir), batch_size=4, device="cpu", max_batch_tokens=30)
+    assert by_tokens.batches([0, 1, 2, 3], [5, 6, 10, 20]) == [[0, 1, 2], [3]]  # 3 x 10 fits, 2 x 20 does not
+    assert by_items.batches([0, 1, 2, 3], [5, 6, 10, 20]) == [[0, 1, 2, 3]]
+    reqs = requests("logprob", allowed_tokens=SCORES, top_logprobs=3)
+    a, b = asyncio.run(by_items.score_many(reqs)), asyncio.run(by_tokens.score_many(reqs))
+    for x, y in zip(a, b):
+        for t in SCORES:
+            assert x.logprobs[0][0][t] == pytest.approx(y.logprobs[0][0][t], abs=1e-5)

@@ -81,6 +81,7 @@ def test_doubtful_items_are_copied_once_with_provenance_and_served_to_raters(aqu
 
     again = doubtful_send_to_study(source=source, runs=runs, target=target)
     assert again.sent == [] and sorted(again.already_there) == ["aq-002", "aq-003"]
+    assert again.summary == "Sent 0 items: all 2 doubtful items are already in aqua-humans."
     assert target.items.count() == 2
 
     study_set_status(study=target, status="open")
@@ -114,5 +115,23 @@ def test_doubt_pages(aqua_pair, client_for, admin_user, researcher, annotator):
     assert target.items.count() == 0
     resp = client_for(admin_user).post(f"/judges/studies/{source.slug}/doubt/",
                                        {"target": target.pk, "signals": ["judge_failed"]}, follow=True)
-    assert "Sent 1 items to AQUA human review" in resp.content.decode()
+    assert "AQUA human review: Sent 1 item (judge_failed 1)" in resp.content.decode()
     assert list(target.items.values_list("external_id", flat=True)) == ["aq-003"]
+
+
+def test_sending_nothing_says_why(aqua_pair, client_for, admin_user):
+    """One run chosen, asked only for signals its method cannot carry: 0 sent, and each reason named."""
+    source, target = aqua_pair
+    small = source.judge_runs.order_by("pk").first()
+    result = doubtful_send_to_study(source=source, runs=[small], target=target,
+                                    signals=["low_confidence", "judges_disagree", "swap_disagreement"])
+    assert result.sent == []
+    assert "no score carries a probability" in result.why_none
+    assert "only one run was chosen" in result.why_none
+    assert "no run judged pairs with a swap" in result.why_none
+    resp = client_for(admin_user).post(f"/judges/studies/{source.slug}/doubt/",
+                                       {"target": target.pk, "runs": [small.pk], "signals": ["judges_disagree"]},
+                                       follow=True)
+    page = resp.content.decode()
+    assert "Sent 0 items: no item was doubtful (judges disagree: only one run was chosen" in page
+    assert target.items.count() == 0

@@ -36,3 +36,26 @@ def rated_study(make_study, raters, researcher):
 @pytest.fixture
 def other_annotator(db):
     return get_user_model().objects.create_user(username="solo-annotator", password="x")
+
+
+FEEDBACK_SYSTEMS = ("fb-a", "fb-b")
+
+
+def feedback_value(i: int, p: int, r: int, key: str, rng) -> object:
+    """fb-a is two points better than fb-b on every criterion; the rated `overall` criterion
+    is set one point apart from the criteria's mean so the two overalls can be told apart."""
+    base = 4 if p == 0 else 2
+    if key == "overall":
+        return base + 1
+    if key == "confidence":
+        return 3 + (r % 2)
+    return max(1, min(5, base + ((i + r) % 2)))
+
+
+@pytest.fixture
+def feedback_study(make_study, raters, researcher):
+    """Seed 000's preset, whose rubric has a criterion keyed `overall`, rated by three raters."""
+    study = make_study("feedback-000", annotators=raters, researchers=[researcher],
+                       items_text=items_jsonl(4, systems=FEEDBACK_SYSTEMS, prefix="fb"))
+    rate_study(study, raters, feedback_value)
+    return study

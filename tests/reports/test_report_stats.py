@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from annotation.reports.stats import (
-    agreement_bootstrap, consensus_frame, majority_frame, output_scores_frame, slot_matrix,
+    agreement_bootstrap, consensus_frame, criterion_column, group_column, majority_frame, output_scores_frame,
+    slot_matrix,
 )
 from annotation.stats.consensus import consensus_table, output_scores
 from annotation.stats.icc import icc
@@ -57,13 +58,31 @@ def test_output_scores_frame_equals_output_scores():
     assert len(ours) == len(ref)
     for row in ref:
         mine = ours.loc[(row["item"], row["output"])]
-        for key in ("technical", "aesthetic", "overall"):
-            assert mine[key] == pytest.approx(row[key])
+        for key in ("technical", "aesthetic"):
+            assert mine[group_column(key)] == pytest.approx(row[key])
+        assert mine["overall"] == pytest.approx(row["overall"])
+        for key, value in row["criteria"].items():
+            assert mine[criterion_column(key)] == pytest.approx(value)
         assert int(mine["vote_count"]) == row["vote_count"]
         if row["confidence_interval"] is None:
             assert np.isnan(mine["ci_low"])
         else:
             assert [mine["ci_low"], mine["ci_high"]] == pytest.approx(row["confidence_interval"])
+
+
+def test_output_scores_frame_keeps_a_criterion_keyed_overall_apart():
+    """Seed 000 rates a criterion keyed `overall`; the computed overall leaves it out."""
+    rubric = {"criteria": [{"key": "a", "kind": "likert"}, {"key": "b", "kind": "likert"},
+                           {"key": "overall", "kind": "likert", "overall": True}],
+              "groups": [{"key": "overall", "weight": 1.0}]}
+    rubric["criteria"][0]["group"] = rubric["criteria"][1]["group"] = "overall"
+    df = pd.DataFrame({"item": "i", "output": 0, "rater": ["r1", "r1", "r1", "r2", "r2", "r2"],
+                       "criterion": ["a", "b", "overall"] * 2, "x": [2.0, 4.0, 5.0, 4.0, 4.0, 1.0]})
+    row = output_scores_frame(df, rubric).iloc[0]
+    assert row[criterion_column("overall")] == pytest.approx(3.0)
+    assert row[group_column("overall")] == pytest.approx(3.5)
+    assert row["overall"] == pytest.approx(3.5)
+    assert row["vote_count"] == 2
 
 
 def test_majority_frame_counts_votes():

@@ -154,8 +154,8 @@ def test_undefined_statistics_say_why(make_study, raters, researcher, client_for
     html = c.get(reverse("report", args=[study.slug])).content.decode()
     assert "undefined" in html and "no unit has two or more ratings" in html
     assert "NaN" not in html and ">nan<" not in html
-    rows = list(csv.reader(io.StringIO(b"".join(c.get(reverse("report", args=[study.slug]),
-                                                       {"download": "csv"}).streaming_content).decode())))
+    rows = list(csv.reader(io.StringIO(c.get(reverse("report", args=[study.slug]),
+                                             {"download": "csv"}).content.decode())))
     icc_row = next(r for r in rows if r[:4] == ["agreement", "fluency", "", "icc1"])
     assert icc_row[4] == "" and "two or more ratings" in icc_row[7]
 
@@ -183,7 +183,7 @@ def test_csv_download_matches_json(rated_study, researcher, client_for):
     c = client_for(researcher)
     report = report_json(c, rated_study)
     response = c.get(reverse("report", args=[rated_study.slug]), {"download": "csv"})
-    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
     assert rows[0] == ["section", "criterion", "subject", "statistic", "value", "ci_low", "ci_high", "reason"]
     alpha = next(r for r in rows if r[:4] == ["agreement", "fluency", "", "krippendorff_alpha_interval"])
     assert float(alpha[4]) == pytest.approx(report["agreement"]["fluency"]["alpha"]["value"])

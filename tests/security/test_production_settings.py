@@ -10,6 +10,7 @@ import secrets
 import subprocess
 import sys
 
+from bench.loadclient import collected_static_root
 from tests.conftest import REPO
 
 PRODUCTION = {
@@ -27,7 +28,8 @@ def run(code: str, **env: str) -> subprocess.CompletedProcess:
              if k not in {"DEBUG", "CONCORD_TESTING", "SECRET_KEY", "ALLOWED_HOSTS", *HARDENED}
              and not k.startswith(("AXES_", "SESSION_", "CSRF_", "SECURE_"))}
     return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **PRODUCTION, **env})
+                          env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **PRODUCTION,
+                               "STATIC_ROOT": str(collected_static_root()), **env})  # as the image has it
 
 
 SETTINGS = """
@@ -105,7 +107,7 @@ def check_deploy(**env: str) -> tuple[int, set[str], str]:
         [sys.executable, "manage.py", "check", "--deploy"], cwd=REPO, capture_output=True, text=True, timeout=120,
         env={**{k: v for k, v in os.environ.items()
                 if k not in {"DEBUG", "CONCORD_TESTING", "DJANGO_ALLOW_ASYNC_UNSAFE", *HARDENED}},
-             **PRODUCTION, **env})
+             **PRODUCTION, "STATIC_ROOT": str(collected_static_root()), **env})
     output = result.stdout + result.stderr
     return result.returncode, set(re.findall(r"\(((?:security|axes)\.[EW]\d+)\)", output)), output
 

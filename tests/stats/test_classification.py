@@ -40,8 +40,9 @@ def test_gold_eval_by_id_with_cost_per_10k():
     pred = {"b": "FP3", "a": "FP3", "c": "FP1", "z": "TP"}
     cost = {"a": 0.0001, "b": 0.0002, "c": 0.0003, "z": 1.0}
     rep = gold_eval(gold, pred, cost=cost)
-    assert rep["n"] == 3
-    assert rep["accuracy"] == pytest.approx(2 / 3)
+    assert rep["n"] == 4  # every gold id counts: "d" has no prediction and is wrong
+    assert rep["accuracy"] == pytest.approx(2 / 4)
+    assert rep["missing"] == 1 and rep["unparsed"] == 0
     assert rep["missing_predictions"] == ["d"] and rep["unknown_ids"] == ["z"]
     assert rep["cost_per_10k"] == pytest.approx(0.0006 / 3 * 10_000)
     # seed 003: total_cost_usd = 0.04375 over 256 rows is ~$1.71 per 10K

@@ -177,12 +177,12 @@ def test_progress_dashboard_numbers_and_polling(make_study, admin_user, research
         a = assignment_next(study=study, rater=rater)
         assignment_submit(assignment=a, answers=rrgen_answers(3), time_on_task_ms=ms)
     a = assignment_next(study=study, rater=raters[1])
-    assignment_submit(assignment=a, answers={"ignored": True, "ignore_reason": "Broken review"})
+    assignment_submit(assignment=a, answers={"ignored": True, "ignore_reason": "The REVIEW text is deemed unsuitable"})
     body = client_for(researcher).get(f"/studies/{study.slug}/progress/").content.decode()
     assert 'hx-trigger="every 5s"' in body
     assert "4 of 6 ratings done" in body
     assert 'data-rater="p0"' in body and "6.0 s" in body  # p0's median of 4 s and 8 s
-    assert "Broken review" in body
+    assert "The REVIEW text is deemed unsuitable" in body
     fragment = client_for(admin_user).get(f"/studies/{study.slug}/progress/", HTTP_HX_REQUEST="true").content.decode()
     assert fragment.lstrip().startswith('<div id="live"') and "<html" not in fragment
 
@@ -199,3 +199,12 @@ def test_home_for_readers_shows_each_studys_progress(make_study, admin_user, ann
     page = client_for(admin_user).get("/").content.decode()
     assert "1 of 8 ratings done · 4 items" in page
     assert f'href="/studies/{study.slug}/progress/"' in page and f'href="/studies/{study.slug}/manage/"' in page
+
+
+def test_home_tells_a_paused_rater_instead_of_offering_work(make_study, annotator, client_for):
+    from annotation.models import StudyMember
+
+    study = make_study("rrgen-001", annotators=[annotator], items_text=items_jsonl(2))
+    StudyMember.objects.filter(study=study, user=annotator).update(paused=True)
+    page = client_for(annotator).get("/").content.decode()
+    assert "Your work here is paused" in page and f'href="/studies/{study.slug}/rate/"' not in page

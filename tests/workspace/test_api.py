@@ -47,7 +47,7 @@ def test_draft_submit_and_repeat(study, annotator, api_for):
     assert api.get(base).json()["assignment"]["answers"]["responses"]["1"]["fluency"]["value"] == 3
     bad = api.post(base + "submit/", {"answers": {"responses": {"1": {"fluency": 9}}}}, format="json")
     assert bad.status_code == 400
-    assert "between 1 and 7" in bad.json()["errors"]["r1__fluency"]
+    assert bad.json()["errors"]["r1__fluency"] == "Response 1: Fluency: choose a whole number from 1 to 7"
     assert "r2__semantic_relevance" in bad.json()["errors"]
     answers = complete_answers(study.rubric, 3)
     for _ in range(2):

@@ -56,7 +56,7 @@ def _pages_of_one_rater(study, rater, client, api) -> list[tuple[str, str]]:
             keep("workspace fragment", client.get(base, **HTMX))
             keep("detail", client.get(f"{base}{a.token}/"))
             keep("draft", client.post(f"{base}{a.token}/draft/", {"comment": "x"}))
-            keep("invalid submit", client.post(f"{base}{a.token}/submit/", {}))
+            keep("invalid submit", _as_ok(client.post(f"{base}{a.token}/submit/", {})))
             form = answers_to_form(complete_answers(study.rubric, len(a.permutation)))
             keep("htmx submit", client.post(f"{base}{a.token}/submit/", form, **HTMX))
             keep("revise page", client.get(f"{base}{a.token}/"))

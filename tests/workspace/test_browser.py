@@ -196,3 +196,23 @@ def test_html_visualisation_renders_sandboxed_and_is_rated(page, live_server, ma
     first = shown_outputs(a)[0]
     tq = next(r for r in ratings if r.output_id == first.pk and r.criterion == "technical_quality")
     assert (tq.value, tq.reasoning) == (4, "Clean SVG code.")
+
+
+def test_a_refused_submit_shows_the_servers_reasons(page, live_server, make_study):
+    """The server refuses (400) what the rubric does not ask for; htmx swaps the returned form in, with
+    the reason named, and nothing is stored."""
+    rater = make_user("browser-refused")
+    study = make_study("aqua-003", annotators=[rater])
+    log_in(page, live_server, rater)
+    open_workspace(page, live_server, study)
+    page.keyboard.press("1")  # TP: complete as far as the page can tell
+    page.evaluate("""() => { const f = document.querySelector('#ws-form'); const i = document.createElement('input');
+                             i.type = 'hidden'; i.name = 'r1__severity'; i.value = '3'; f.appendChild(i); }""")
+    page.click("button.submit-btn")
+    page.wait_for_selector("text=this rubric has no criterion 'severity'")
+    shot(page, "refused-submit")
+    assert not Rating.objects.exists()
+    assert checked(page, "#response-1") == {"r1__label": "TP"}  # what was chosen is still there
+    page.click("button.submit-btn")  # the returned form no longer carries the stray field
+    page.wait_for_selector("[data-progress]:has-text('1 done')")
+    assert Rating.objects.count() == 1

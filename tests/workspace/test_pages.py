@@ -115,7 +115,7 @@ def test_incomplete_submit_shows_errors_and_keeps_the_input(study, annotator, cl
     del form["r3__fluency"]
     response = c.post(f"/studies/{study.slug}/rate/{a.token}/submit/", form)
     page = response.content.decode()
-    assert response.status_code == 200
+    assert response.status_code == 400  # refused, with the form and its errors
     assert "Response 3: Fluency is required" in page and 'href="#f-r3__fluency"' in page
     assert 'name="r1__fluency" value="6" checked' in page
     assert not Rating.objects.exists()

@@ -14,22 +14,38 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--study", required=True, help="study slug")
-        parser.add_argument("--judge", required=True, help="judge configuration name (see load_judge)")
+        parser.add_argument("--judge", required=True, action="append",
+                            help="judge configuration name (see load_judge); give several with --ensemble")
+        parser.add_argument("--ensemble", choices=["weighted"],
+                            help="seed 003: a weighted vote of the given judges (each must be label, legacy or "
+                                 "modular); the coordinator judge ensemble-<names> is created or updated")
+        parser.add_argument("--weights", default=None,
+                            help="with --ensemble: 'gold' (each judge's accuracy in its own latest run on the "
+                                 "study) or one number per judge, comma-separated (default: equal)")
         parser.add_argument("--wait", action="store_true", help="follow the run until it ends")
         parser.add_argument("--interval", type=float, default=2.0, help="seconds between progress lines")
         parser.add_argument("--timeout", type=float, default=0, help="with --wait: give up after this many seconds")
 
-    def handle(self, *args, study: str, judge: str, wait: bool, interval: float, timeout: float, **options):
+    def handle(self, *args, study: str, judge: list[str], wait: bool, interval: float, timeout: float,
+               ensemble: str | None = None, weights: str | None = None, **options):
         target = Study.objects.select_related("rubric_version").filter(slug=study).first()
         if target is None:
             raise CommandError(f"no study with slug {study!r}")
-        config = JudgeConfig.objects.filter(name=judge).first()
-        if config is None:
-            raise CommandError(f"no judge named {judge!r} (add one with load_judge FILE)")
+        if ensemble:
+            config = self._ensemble(judge, weights)
+        elif len(judge) > 1 or weights:
+            raise CommandError("several --judge or --weights go with --ensemble weighted")
+        else:
+            config = JudgeConfig.objects.filter(name=judge[0]).first()
+            if config is None:
+                raise CommandError(f"no judge named {judge[0]!r} (add one with load_judge FILE)")
         try:
             run = judge_run_start(study=target, judge=config)
         except JudgeRunError as exc:
             raise CommandError(str(exc)) from exc
+        if run.config.get("members"):
+            w = run.config.get("ensemble_weights") or (run.config.get("method_options") or {}).get("weights")
+            self.stdout.write(f"weighted ensemble {config.name}: members {', '.join(judge)}; weights {w or 'equal'}")
         self.stdout.write(f"run {run.pk}: {run.n_expected} slots ({run.n_outputs} outputs x "
                           f"{', '.join(run.criteria) or 'pairs'}) queued on {run.config.get('queue')}")
         if not wait:
@@ -54,3 +70,21 @@ class Command(BaseCommand):
             raise CommandError(f"run {run.pk} ended {run.status}")
         self.stdout.write(f"files: {', '.join(['report.txt', 'labeled.csv', 'errors.txt', 'correct.txt'])} "
                           f"under judge_runs/{run.pk}/")
+
+    @staticmethod
+    def _ensemble(names: list[str], weights: str | None) -> JudgeConfig:
+        from judges.config import JudgeConfigError
+        from judges.services.configs import ensemble_config_save
+
+        parsed: list[float] | str | None = None
+        if weights == "gold":
+            parsed = "gold"
+        elif weights:
+            try:
+                parsed = [float(w) for w in weights.split(",")]
+            except ValueError as exc:
+                raise CommandError(f"--weights: 'gold' or comma-separated numbers, not {weights!r}") from exc
+        try:
+            return ensemble_config_save(members=list(names), weights=parsed)
+        except JudgeConfigError as exc:
+            raise CommandError(str(exc)) from exc

@@ -1,0 +1,187 @@
+"""Paid crowds: entry links that create or resume a rater from the ids a panel puts in the URL.
+
+    crowd_link_create(study=..., user=..., provider="prolific", completion_code="C1A2B3", ...) -> CrowdLink
+    crowd_enter(token=..., params=request.GET) -> CrowdParticipant     # creates or resumes the rater
+    crowd_return(participant=...)                                      # gives their work back at once
+    crowd_state(study, user) -> CrowdState | None                      # quota, time left, completion
+    crowd_release_overdue(study=...) -> int                            # past their time limit: released
+
+Prolific appends PROLIFIC_PID, STUDY_ID and SESSION_ID; MTurk workerId, assignmentId and hitId;
+any other panel `participant` and `session`. The rater account is `<provider>-<participant id>`,
+with no password: the link and the participant id are the credentials, and the link is
+unguessable, expires and can be revoked. A participant who returns the task, or runs past the
+time limit, gives their open assignments back to the pool at once, not after the lease expiry.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import urlencode
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.models import Assignment, CrowdLink, CrowdParticipant, Study, StudyChange, StudyMember
+from annotation.services.assignments import assignments_release
+
+PARAMS = {  # provider -> (participant, session) query parameters
+    CrowdLink.Provider.PROLIFIC: ("PROLIFIC_PID", "SESSION_ID"),
+    CrowdLink.Provider.MTURK: ("workerId", "assignmentId"),
+    CrowdLink.Provider.GENERIC: ("participant", "session"),
+}
+PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
+ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_DAYS = 90
+
+
+class CrowdError(ValueError):
+    """`field` names what was wrong ('' when it is the link itself)."""
+
+    def __init__(self, field: str, message: str):
+        self.field, self.message = field, message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+def crowd_link_create(*, study: Study, user, provider: str, completion_code: str = "", completion_url: str = "",
+                      time_limit_minutes: int | None = None, items_per_participant: int | None = None,
+                      days: int = 30) -> CrowdLink:
+    if provider not in PARAMS:
+        raise CrowdError("provider", f"one of {', '.join(PARAMS)}")
+    if not 1 <= days <= MAX_DAYS:
+        raise CrowdError("days", f"between 1 and {MAX_DAYS} days")
+    if completion_code and not ID_RE.match(completion_code):
+        raise CrowdError("completion_code", "letters, digits, - and _ only, at most 64")
+    if provider == CrowdLink.Provider.PROLIFIC and not completion_code:
+        raise CrowdError("completion_code", "Prolific needs the study's completion code")
+    if completion_url and not completion_url.startswith("https://"):
+        raise CrowdError("completion_url", "an https:// address")
+    for name, value in (("time_limit_minutes", time_limit_minutes), ("items_per_participant", items_per_participant)):
+        if value is not None and value < 1:
+            raise CrowdError(name, "at least 1, or empty for no limit")
+    link = CrowdLink.objects.create(
+        study=study, token=secrets.token_urlsafe(32), provider=provider, completion_code=completion_code,
+        completion_url=completion_url, time_limit_minutes=time_limit_minutes,
+        items_per_participant=items_per_participant, expires_at=timezone.now() + timedelta(days=days),
+        created_by=user)
+    StudyChange.objects.create(study=study, user=user, field="crowd link", old="",
+                               new=f"{link.get_provider_display()} link created, expires {link.expires_at:%Y-%m-%d}")
+    return link
+
+
+def crowd_link_revoke(*, link: CrowdLink, user=None) -> CrowdLink:
+    if link.revoked_at is None:
+        link.revoked_at = timezone.now()
+        link.save(update_fields=["revoked_at"])
+        StudyChange.objects.create(study=link.study, user=user, field="crowd link", old="active", new="revoked")
+    return link
+
+
+def _active_link(token: str) -> CrowdLink:
+    link = CrowdLink.objects.select_related("study").filter(token=token).first()
+    if link is None:
+        raise CrowdError("", "This link is not valid.")
+    if link.revoked_at is not None:
+        raise CrowdError("", "This link was withdrawn by the researchers.")
+    if link.expires_at <= timezone.now():
+        raise CrowdError("", "This link has expired.")
+    if link.study.status != Study.Status.OPEN:
+        raise CrowdError("", "This study is not open at the moment.")
+    return link
+
+
+def crowd_enter(*, token: str, params) -> CrowdParticipant:
+    """The participant of these URL parameters, created on the first visit, resumed on the next."""
+    link = _active_link(token)
+    pid_param, session_param = PARAMS[link.provider]
+    pid = (params.get(pid_param) or "").strip()
+    if not ID_RE.match(pid):
+        raise CrowdError(pid_param, "missing or not a participant id (letters, digits, - and _)")
+    session_id = (params.get(session_param) or "").strip()[:64]
+    existing = CrowdParticipant.objects.select_related("user").filter(link=link, participant_id=pid).first()
+    if existing is not None:
+        if existing.returned_at is not None:
+            raise CrowdError("", "You returned this task; it cannot be taken up again.")
+        if existing.deadline is not None and existing.deadline <= timezone.now():
+            raise CrowdError("", "Your time for this task is up.")
+        return existing
+    username = f"{link.provider}-{pid}"[:150]
+    deadline = timezone.now() + timedelta(minutes=link.time_limit_minutes) if link.time_limit_minutes else None
+    try:
+        with transaction.atomic():
+            user = get_user_model().objects.filter(username=username).first()
+            if user is None:
+                user = get_user_model()(username=username)
+                user.set_unusable_password()  # the link and the participant id are the credentials
+                user.save()
+            elif user.has_usable_password():
+                raise CrowdError("", "An account of that name exists already; ask the researchers.")
+            StudyMember.objects.get_or_create(study=link.study, user=user,
+                                              defaults={"role": StudyMember.Role.ANNOTATOR})
+            return CrowdParticipant.objects.create(link=link, user=user, participant_id=pid, session_id=session_id,
+                                                   deadline=deadline)
+    except IntegrityError:  # the same participant's second tab, at the same moment
+        return CrowdParticipant.objects.select_related("user").get(link=link, participant_id=pid)
+
+
+def crowd_return(*, participant: CrowdParticipant) -> int:
+    """The participant gives the task back: their open assignments go back to the pool now."""
+    if participant.returned_at is None:
+        participant.returned_at = timezone.now()
+        participant.save(update_fields=["returned_at"])
+    return assignments_release(study=participant.link.study, rater=participant.user)
+
+
+@dataclass
+class CrowdState:
+    participant: CrowdParticipant
+    rated: int
+    quota_reached: bool
+    time_up: bool
+    seconds_left: int | None
+
+    @property
+    def completion_url(self) -> str:
+        link = self.participant.link
+        if link.completion_url:
+            return link.completion_url
+        if link.provider == CrowdLink.Provider.PROLIFIC and link.completion_code:
+            return f"{PROLIFIC_COMPLETE}?{urlencode({'cc': link.completion_code})}"
+        return ""
+
+
+def crowd_state(study: Study, user) -> CrowdState | None:
+    """None for a rater who did not come through a crowd link of this study."""
+    participant = (CrowdParticipant.objects.select_related("link").filter(link__study=study, user=user)
+                   .order_by("-started_at").first())
+    if participant is None:
+        return None
+    rated = Assignment.objects.filter(study=study, rater=user, status=Assignment.Status.SUBMITTED).count()
+    quota = participant.link.items_per_participant
+    now = timezone.now()
+    left = int((participant.deadline - now).total_seconds()) if participant.deadline else None
+    return CrowdState(participant=participant, rated=rated, quota_reached=bool(quota and rated >= quota),
+                      time_up=left is not None and left <= 0, seconds_left=max(left, 0) if left is not None else None)
+
+
+def crowd_finish(state: CrowdState) -> None:
+    if state.participant.finished_at is None:
+        state.participant.finished_at = timezone.now()
+        state.participant.save(update_fields=["finished_at"])
+    assignments_release(study=state.participant.link.study, rater=state.participant.user)
+
+
+def crowd_release_overdue(*, study: Study) -> int:
+    """Participants past their time limit who did not finish: their open assignments back to the pool."""
+    overdue = CrowdParticipant.objects.filter(
+        Q(link__study=study, deadline__lte=timezone.now(), finished_at__isnull=True, returned_at__isnull=True))
+    released = 0
+    for participant in overdue.select_related("user", "link__study"):
+        released += assignments_release(study=study, rater=participant.user)
+        participant.finished_at = timezone.now()
+        participant.save(update_fields=["finished_at"])
+    return released

@@ -1,0 +1,130 @@
+"""Simulated raters: answer an assignment as the workspace would submit it, from the latent truth.
+
+    rater_answers(rubric=..., preset=..., item=..., shown=[outputs in shown order], who="rater-1", ...) -> answers
+    simulate_ratings(study=..., raters=[users], preset=..., knobs=..., seed=...) -> number of submits (raters take turns)
+
+Every answer goes through the workspace's own services (assignment_next, assignment_submit), so
+the engine's order, counterbalancing and validation apply to simulated raters as to people.
+Each answer covers every control of the rubric: scales, accept/reject, labels, highlights,
+confidence, reasoning (always where required, at the scale's ends where optional), the item
+comment (now and then) and ignoring an item whose context is unsuitable (seed 001's NOTE).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from annotation.models import Item, Output, Study
+from annotation.services.assignments import assignment_next
+from annotation.services.ratings import assignment_submit, span_text
+from annotation.simulation.items import system_effect
+from annotation.simulation.latent import Knobs, normal, output_quality, perceived, to_label, to_scale, unit
+
+
+def value_for(criterion: dict, *, seed: int, preset: str, item_id: str, position: int, system: str, who: str,
+              knobs: Knobs, shown_first: bool) -> Any:
+    """One rater's (or judge's) value for one scored or labelled criterion of one output."""
+    kind = criterion["kind"]
+    whole = kind in ("binary", "choice") or criterion.get("overall")
+    z = output_quality(seed, system_effect(preset, system), item_id, position, None if whole else criterion["key"])
+    z = perceived(z, seed=seed, who=who, knobs=knobs, item_id=item_id, position=position,
+                  criterion=criterion["key"], shown_first=shown_first)
+    if kind in ("likert", "numeric"):
+        return to_scale(z, criterion["min"], criterion["max"], criterion.get("step", 1) if kind == "numeric" else 1)
+    values = [c["value"] for c in criterion["choices"]]  # best first (ACCEPT, TP, ...)
+    if kind == "binary":
+        return values[0] if z > 0 else values[-1]
+    return to_label(z, values)
+
+
+def _confidence(criterion: dict, *, seed: int, who: str, item_id: str, knobs: Knobs) -> int:
+    # Surer when the rater's own error on this item is small.
+    doubt = abs(knobs.noise * normal(seed, "confidence", who, item_id))
+    lo, hi = int(criterion.get("min", 1)), int(criterion.get("max", 5))
+    return max(lo, hi - int(doubt * 2))
+
+
+def _reasoning(criterion: dict, value: Any) -> str:
+    for level in criterion.get("levels") or []:
+        if str(level["value"]) == str(value):
+            label = level.get("label") or ""
+            text = (level.get("description") or "").strip().split("\n")[0]
+            return f"{criterion['name']}: {label}. {text}".strip()
+    return f"{criterion['name']}: {value}, judged against the rubric's description."
+
+
+def _highlight(content: str, label: str) -> list[dict]:
+    """The response's first sentence: the passage a rater marks as relevant."""
+    text = span_text(content)
+    m = re.search(r"[.!?](\s|$)", text)
+    end = m.end(0) if m else len(text)
+    end = len(text[:end].rstrip())
+    return [{"start": 0, "end": end, "label": label}] if end > 0 else []
+
+
+def rater_answers(*, rubric: dict, preset: str, item: Item, shown: Sequence[Output], who: str, knobs: Knobs,
+                  seed: int) -> dict:
+    options = rubric.get("item_options") or {}
+    ext = item.external_id
+    if options.get("allow_ignore") and (item.metadata or {}).get("note"):
+        reasons = options.get("ignore_reasons") or ["The context is unsuitable"]
+        return {"responses": {}, "item": {}, "ignored": True, "ignore_reason": reasons[0], "comment": ""}
+    responses: dict[str, dict] = {}
+    for n, out in enumerate(shown, start=1):
+        block: dict[str, Any] = {}
+        first = n == 1 and len(shown) > 1
+        for c in rubric["criteria"]:
+            if c.get("target", "output") != "output":
+                continue
+            kind = c["kind"]
+            if kind == "confidence":
+                block[c["key"]] = {"value": _confidence(c, seed=seed, who=who, item_id=ext, knobs=knobs),
+                                   "reasoning": ""}
+                continue
+            if kind == "spans":
+                z = perceived(output_quality(seed, system_effect(preset, out.system), ext, out.position), seed=seed,
+                              who=who, knobs=knobs, item_id=ext, position=out.position, criterion=c["key"])
+                if z > 0:
+                    block[c["key"]] = {"value": _highlight(out.content, (c.get("labels") or [""])[0]),
+                                       "reasoning": ""}
+                continue
+            if kind == "text":
+                block[c["key"]] = {"value": f"Notes on response {n}.", "reasoning": ""}
+                continue
+            value = value_for(c, seed=seed, preset=preset, item_id=ext, position=out.position, system=out.system,
+                              who=who, knobs=knobs, shown_first=first)
+            mode = c.get("reasoning", "none")
+            at_end = kind in ("likert", "numeric") and value in (c["min"], c["max"])
+            reasoning = _reasoning(c, value) if mode == "required" or (mode == "optional" and at_end) else ""
+            block[c["key"]] = {"value": value, "reasoning": reasoning}
+        responses[str(n)] = block
+    comment = ""
+    if options.get("comment") and unit(seed, "comment", who, ext) < 0.2:
+        comment = "Borderline between two levels; my reasoning says why I chose as I did."
+    return {"responses": responses, "item": {}, "ignored": False, "ignore_reason": "", "comment": comment}
+
+
+def simulate_ratings(*, study: Study, raters: Sequence, preset: str, knobs: Knobs, seed: int,
+                     who: Sequence[str] | None = None) -> int:
+    """Raters take turns, one item each, as people working side by side would, until the engine has
+    nothing left for any of them (so with fewer raters per item than raters, work is shared out)."""
+    rubric = study.rubric_version.definition
+    names = list(who) if who else [f"rater-{k + 1}" for k in range(len(raters))]
+    busy = dict(zip(names, raters))
+    submits = 0
+    while busy:
+        for name, rater in list(busy.items()):
+            a = assignment_next(study=study, rater=rater)
+            if a is None:
+                del busy[name]
+                continue
+            by_position = {o.position: o for o in a.item.outputs.all()}
+            shown = [by_position[p] for p in a.permutation]
+            answers = rater_answers(rubric=rubric, preset=preset, item=a.item, shown=shown, who=name,
+                                    knobs=knobs, seed=seed)
+            a.study = study
+            ms = int(20_000 + 100_000 * unit(seed, "time", name, a.item.external_id))
+            assignment_submit(assignment=a, answers=answers, time_on_task_ms=ms)
+            submits += 1
+    return submits

@@ -1,0 +1,58 @@
+"""Crowd entry links: a panel's participant arrives, rates, and goes back with a completion code."""
+
+from __future__ import annotations
+
+from django.contrib.auth import login, logout
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation.access import get_study_for_annotator
+from annotation.services.crowd import CrowdError, crowd_enter, crowd_return, crowd_state
+
+SESSION_KEY = "crowd_studies"  # study ids this browser session came to through a crowd link
+
+
+@require_GET
+def crowd_entry(request: HttpRequest, token: str) -> HttpResponse:
+    """Create or resume the participant of the URL's ids, sign them in, and open the workspace."""
+    try:
+        participant = crowd_enter(token=token, params=request.GET)
+    except CrowdError as exc:
+        return render(request, "annotation/crowd_message.html", {"title": "This link cannot be used",
+                                                                 "message": exc.message, "field": exc.field},
+                      status=404 if not exc.field else 400)
+    study = participant.link.study
+    if request.user.is_authenticated and request.user.pk != participant.user_id:
+        logout(request)
+    login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")
+    request.session[SESSION_KEY] = sorted(set(request.session.get(SESSION_KEY, [])) | {study.pk})
+    if participant.deadline is not None:
+        request.session.set_expiry(participant.deadline)  # the time limit ends the session too
+    return redirect("workspace", slug=study.slug)
+
+
+def crowd_context(request: HttpRequest, study) -> dict:
+    """The crowd part of a workspace screen: nothing (one query fewer) for raters who came otherwise."""
+    if study.pk not in request.session.get(SESSION_KEY, []):
+        return {}
+    state = crowd_state(study, request.user)
+    return {"crowd": state} if state else {}
+
+
+@login_required
+@require_POST
+def crowd_return_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """The participant gives the task back: their items go back to the pool now, and they are signed out."""
+    study = get_study_for_annotator(request.user, slug)
+    state = crowd_state(study, request.user)
+    if state is None:
+        return render(request, "annotation/crowd_message.html", {"title": "Nothing to return",
+                                                                 "message": "You did not come through a crowd link."},
+                      status=400)
+    crowd_return(participant=state.participant)
+    logout(request)
+    return render(request, "annotation/crowd_message.html", {
+        "title": "Task returned", "message": "Your items went back to the pool. You can close this page and "
+                                             "return the study on your panel's site too."})

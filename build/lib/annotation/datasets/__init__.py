@@ -1,0 +1,62 @@
+"""Dataset exports as a small pipeline: dataset (what is read, in chunks) -> formatter
+(bytes of one file format, yielded as they are made) -> writer (a file with its checksum,
+or an HTTP response). Memory stays flat as studies grow.
+
+    export_chunks(study, "parquet") -> Iterator[bytes]
+    export_to_file(study, "pairs", path, delta=0.5) -> Written(path, sha256, size)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from annotation.datasets import formatters
+from annotation.datasets.writers import Written, write_file
+from annotation.models import Study
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    key: str
+    label: str
+    description: str
+    extension: str
+    content_type: str
+    formatter: Callable[..., Iterator[bytes]]
+    unit: str  # what progress counts: "rows" or "chunks" (of items)
+
+
+FORMATS: dict[str, ExportFormat] = {f.key: f for f in (
+    ExportFormat("csv", "Ratings (CSV)", "Every rating in long format: item, output, system, rater, criterion, "
+                 "value, score, reasoning, spans, ignore flag and reason, comment, time on task, shown position.",
+                 ".csv", "text/csv; charset=utf-8", formatters.ratings_csv, "rows"),
+    ExportFormat("jsonl", "Ratings (JSONL)", "The same long format, one JSON object per line, values and spans "
+                 "as nested JSON.", ".jsonl", "application/x-ndjson", formatters.ratings_jsonl, "rows"),
+    ExportFormat("parquet", "Ratings (Parquet)", "The same long format, typed columns, zstd-compressed.",
+                 ".parquet", "application/vnd.apache.parquet", formatters.ratings_parquet, "rows"),
+    ExportFormat("pairs", "RLHF preference pairs (JSONL)", "Seed 002's schema: every pair of an item's "
+                 "outputs whose overall consensus differs by at least delta; ties and near-ties left out, and "
+                 "outputs rated by fewer than max(2, the study's consensus minimum) raters.",
+                 ".pairs.jsonl", "application/x-ndjson", formatters.preference_pairs_jsonl, "chunks"),
+    ExportFormat("consensus", "Consensus table (CSV)", "Per output: each criterion's consensus with its 95% CI "
+                 "(or majority label), group scores and the overall with its CI; an output rated by fewer raters than "
+                 "the study's consensus minimum has one left_out row with its rater count instead.",
+                 ".consensus.csv", "text/csv; charset=utf-8", formatters.consensus_csv, "chunks"),
+)}
+
+
+def export_chunks(study: Study, fmt: str, **options: Any) -> Iterator[bytes]:
+    """The export's bytes; options: delta and dataset_version (pairs), progress(n) callback."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return FORMATS[fmt].formatter(study, **options)
+
+
+def export_to_file(study: Study, fmt: str, path: str | Path, *, overwrite: bool = True, **options: Any) -> Written:
+    return write_file(export_chunks(study, fmt, **options), path, overwrite=overwrite)
+
+
+def export_filename(study: Study, fmt: str, version: str | None = None) -> str:
+    return f"{study.slug}{'-' + version if version else ''}{FORMATS[fmt].extension}"

@@ -1,0 +1,128 @@
+"""Formatters: a dataset turned into the bytes of one file format, as an iterator of chunks.
+
+Every formatter yields bytes as it goes (never the whole file), so the same iterator feeds
+a StreamingHttpResponse, a file on disk, or a checksum. Output is deterministic: the same
+ratings give byte-identical files (release checksums can be re-verified by re-exporting).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any, Callable, Iterator
+
+import pyarrow.parquet as pq
+
+from annotation.datasets.tables import (
+    CONSENSUS_COLUMNS, consensus_rows, item_chunks, output_score_rows, score_fields,
+)
+from annotation.datasets.spreadsheet import spreadsheet_safe_column
+from annotation.models import Assignment, Study
+from annotation.reports.ratings import LONG_SCHEMA, copy_ratings, rating_batches
+from annotation.stats.consensus import preference_pairs
+
+Progress = Callable[[int], None]
+SPREADSHEET_TEXT_COLUMNS = ("item", "system", "majority")
+DEFAULT_DELTA = 0.5  # seed 002: pairs need a consensus difference of at least 0.5 points
+UNRELEASED = "0.0.0-dev"
+
+
+def ratings_csv(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
+    for chunk in copy_ratings(study, fmt="csv"):
+        if progress:
+            progress(chunk.count(b"\n"))  # approximate: values may hold newlines
+        yield chunk
+
+
+def ratings_jsonl(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
+    for chunk in copy_ratings(study, fmt="jsonl"):
+        if progress:
+            progress(chunk.count(b"\n"))  # exact: JSON text has no raw newlines
+        yield chunk
+
+
+class _DrainSink:
+    """A write-only file whose bytes are taken out after each row group (parquet streaming)."""
+
+    def __init__(self):
+        self._buf = io.BytesIO()
+        self._written = 0
+        self.closed = False
+
+    def write(self, data) -> int:
+        n = self._buf.write(data)
+        self._written += n
+        return n
+
+    def tell(self) -> int:
+        return self._written
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def drain(self) -> bytes:
+        data = self._buf.getvalue()
+        self._buf = io.BytesIO()
+        return data
+
+
+def ratings_parquet(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
+    """The long format as Parquet (zstd), one row group per Arrow batch read from COPY."""
+    schema = LONG_SCHEMA.with_metadata({"concord.study": study.slug,
+                                        "concord.rubric": str(study.rubric_version)})
+    sink = _DrainSink()
+    with pq.ParquetWriter(sink, schema, compression="zstd", compression_level=1) as writer:
+        for batch in rating_batches(study):
+            writer.write_batch(batch)
+            if progress:
+                progress(batch.num_rows)
+            if data := sink.drain():
+                yield data
+    if data := sink.drain():
+        yield data
+
+
+def evaluation_date(study: Study) -> str | None:
+    last = (Assignment.objects.filter(study=study, status=Assignment.Status.SUBMITTED)
+            .order_by("-submitted_at").values_list("submitted_at", flat=True).first())
+    return last.date().isoformat() if last else None
+
+
+def preference_pairs_jsonl(study: Study, *, delta: float = DEFAULT_DELTA, dataset_version: str = UNRELEASED,
+                           progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
+    """RLHF preference pairs in seed 002's schema: every pair of outputs of an item whose
+    overall consensus differs by at least `delta` (ties and near-ties left out)."""
+    if not delta > 0:  # checked before any byte is made, so a bad request fails cleanly
+        raise ValueError("delta must be positive, so that ties are never pairs")
+    return _pairs(study, delta, dataset_version, progress)
+
+
+def _pairs(study: Study, delta: float, dataset_version: str, progress: Progress | None) -> Iterator[bytes]:
+    when = evaluation_date(study)
+    fields = score_fields(study)
+    for df, outputs in item_chunks(study, progress=progress):
+        rows = output_score_rows(study, df, outputs)
+        pairs = preference_pairs(rows, min_delta=delta, dataset_version=dataset_version,
+                                 evaluation_date=when, score_fields=fields)
+        if pairs:
+            yield "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs).encode()
+
+
+def consensus_csv(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
+    """Per output: each criterion's consensus with its CI (or the majority label), the group
+    scores and the overall with the CI of the raters' own overall scores."""
+    yield (",".join(CONSENSUS_COLUMNS) + "\n").encode()
+    for df, outputs in item_chunks(study, progress=progress):
+        table = consensus_rows(study, df, outputs)
+        if len(table):
+            for column in SPREADSHEET_TEXT_COLUMNS:  # item ids, system names and labels come from uploads
+                table[column] = spreadsheet_safe_column(table[column])
+            buf = io.StringIO()
+            table.to_csv(buf, header=False, index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+            yield buf.getvalue().encode()
+
+

@@ -1,0 +1,112 @@
+"""The datasets page: live exports in every format, and versioned releases.
+
+Readers only (admins and the study's researchers); anyone else gets 404.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import (
+    FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse,
+)
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation.access import get_study_for_reader
+from annotation.datasets import FORMATS, export_chunks, export_filename
+from annotation.datasets.formatters import DEFAULT_DELTA
+from annotation.models import DatasetRelease
+from annotation.datasets.releases import ReleaseError, next_version, release_path, releases_create, study_releases
+
+
+class ReleaseForm(forms.Form):
+    version = forms.CharField(max_length=64, help_text="Semantic version, e.g. 0.1.0")
+    formats = forms.MultipleChoiceField(choices=[(f.key, f.label) for f in FORMATS.values()],
+                                        widget=forms.CheckboxSelectMultiple)
+    delta = forms.FloatField(initial=DEFAULT_DELTA, min_value=0.01, required=False,
+                             help_text="Preference pairs: minimum overall difference")
+    changelog = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+
+
+def _delta(request: HttpRequest) -> float:
+    raw = request.GET.get("delta", "").strip()
+    if not raw:
+        return DEFAULT_DELTA
+    value = float(raw)  # ValueError handled by the caller
+    if not value > 0:
+        raise ValueError("delta must be positive")
+    return value
+
+
+def _page(request: HttpRequest, study, form: ReleaseForm | None = None, status: int = 200) -> HttpResponse:
+    releases = study_releases(study)
+    context = {
+        "study": study, "formats": FORMATS.values(), "delta": DEFAULT_DELTA, "releases": releases,
+        "building": any(r.status in {DatasetRelease.Status.PENDING, DatasetRelease.Status.BUILDING} for r in releases),
+        "form": form or ReleaseForm(initial={"version": next_version(study), "formats": ["jsonl", "parquet"],
+                                             "delta": DEFAULT_DELTA}),
+    }
+    if request.htmx and request.GET.get("fragment") == "releases":
+        return render(request, "annotation/datasets.html#releases", context)
+    return render(request, "annotation/datasets.html", context, status=status)
+
+
+@login_required
+@require_GET
+def study_datasets(request: HttpRequest, slug: str) -> HttpResponse:
+    return _page(request, get_study_for_reader(request.user, slug))
+
+
+@login_required
+@require_GET
+def study_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
+    """A live export, streamed as it is made (flat memory, first bytes at once)."""
+    study = get_study_for_reader(request.user, slug)
+    if fmt not in FORMATS:
+        raise Http404("No such format")
+    try:
+        delta = _delta(request)
+    except ValueError:
+        return HttpResponseBadRequest(f"delta: {request.GET.get('delta')!r} is not a positive number")
+    response = StreamingHttpResponse(export_chunks(study, fmt, delta=delta), content_type=FORMATS[fmt].content_type)
+    response["Content-Disposition"] = f'attachment; filename="{export_filename(study, fmt)}"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+def release_create(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_study_for_reader(request.user, slug)
+    form = ReleaseForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            made = releases_create(study=study, version=data["version"], formats=data["formats"],
+                                   changelog=data["changelog"], delta=data["delta"], user=request.user)
+        except ReleaseError as exc:
+            field, _, message = str(exc).partition(": ")
+            form.add_error(field if field in form.fields else None, message or str(exc))
+        else:
+            messages.success(request, f"Release {made[0].version} queued: {', '.join(r.format for r in made)}.")
+            return redirect("datasets", slug=study.slug)
+    return _page(request, study, form, status=400)
+
+
+@login_required
+@require_GET
+def release_download(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    study = get_study_for_reader(request.user, slug)
+    release = get_object_or_404(DatasetRelease, pk=pk, study=study, status=DatasetRelease.Status.READY)
+    path = release_path(release)
+    if not path.exists():
+        raise Http404("The release file is missing")
+    response = FileResponse(path.open("rb"), as_attachment=True, filename=path.name,
+                            content_type=FORMATS[release.format].content_type)
+    response["Digest"] = "sha-256=" + base64.b64encode(bytes.fromhex(release.sha256)).decode()
+    response["X-Checksum-SHA256"] = release.sha256
+    return response

@@ -1,0 +1,50 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.stats.comparison_files import comparisons_report, read_comparisons
+from annotation.stats.tables import TableError
+
+
+class Command(BaseCommand):
+    help = ("Bradley–Terry strengths (log, centred to mean 0, 95%% intervals; ties half a win), win rates, "
+            "and per kind: best–worst counts, Kendall's W with its chi-square test, or the share of pairs "
+            "the first-shown output won. Reads a long CSV recognised by its header: "
+            "pairwise item,rater,system_a,system_b,winner (winner a system or 'tie'); "
+            "ranking item,rater,system,rank (1 = best); "
+            "best-worst item,rater,shown,best,worst (shown joined by '|'). No database.")
+    requires_system_checks = []
+    requires_migrations_checks = False
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="CSV of pairwise, ranking or best-worst judgements")
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    def handle(self, *args, file: str, json: bool = False, **options):
+        try:
+            report = comparisons_report(read_comparisons(file))
+        except TableError as exc:
+            raise CommandError(f"{file}: {exc}") from exc
+        if json:
+            self.stdout.write(_dumps(report))
+            return
+        self.stdout.write(f"{report['kind']} judgements; Bradley–Terry log-strengths (mean 0):")
+        if report.get("bt_reason"):
+            self.stdout.write(f"  {report['bt_reason']}")
+        ranked = sorted(report["systems"].items(), key=lambda kv: -(kv[1]["bt"] if kv[1]["bt"] is not None else 0))
+        for name, s in ranked:
+            bt = f"{s['bt']:7.3f}  [{s['bt_ci'][0]:.3f}, {s['bt_ci'][1]:.3f}]" if s["bt"] is not None else "      -"
+            bws = f"  best-worst {report['bws_count'][name]:+.3f}" if "bws_count" in report else ""
+            self.stdout.write(f"  {name:<24}{bt}  {s['n']:g} comparisons{bws}")
+        if "kendall_w" in report:
+            w = report["kendall_w"]
+            self.stdout.write(f"Kendall's W {w['w']:.3f}, chi2 {w['chi2']:.2f}, df {w['df']}, p {w['p']:.4g}"
+                              if w["w"] is not None else f"Kendall's W: {w['reason']}")
+        if "position" in report:
+            p = report["position"]
+            self.stdout.write(f"first shown won {p['first_wins']:.3f} of {p['n']} decided pairs (p {p['p']:.4g})"
+                              if p["n"] else "no decided pairs")
+
+
+def _dumps(report) -> str:
+    return json.dumps(report, indent=2, allow_nan=False)

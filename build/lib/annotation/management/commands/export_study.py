@@ -1,0 +1,49 @@
+"""export_study SLUG --format csv|jsonl|parquet|pairs|consensus [--out PATH] [--delta 0.5]"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.datasets import FORMATS, export_chunks
+from annotation.datasets.formatters import DEFAULT_DELTA, UNRELEASED
+from annotation.datasets.writers import write_file, write_stream
+from annotation.models import Study
+
+
+class Command(BaseCommand):
+    help = ("Export a study's ratings: csv, jsonl or parquet (long format, one row per rating), pairs "
+            "(RLHF preference pairs, seed 002 schema) or consensus (per-output consensus table). "
+            "Writes to --out, or to standard output.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug", help="the study's slug")
+        parser.add_argument("--format", dest="fmt", choices=list(FORMATS), required=True)
+        parser.add_argument("--out", help="file to write (written whole or not at all); default: stdout")
+        parser.add_argument("--delta", type=float, default=DEFAULT_DELTA,
+                            help=f"pairs: minimum overall difference (default {DEFAULT_DELTA}); smaller "
+                                 "differences are ties or near-ties and give no pair")
+        parser.add_argument("--dataset-version", default=UNRELEASED,
+                            help=f"pairs: the metadata.dataset_version to write (default {UNRELEASED})")
+
+    def handle(self, *args, slug: str, fmt: str, out: str | None, delta: float, dataset_version: str, **opts):
+        study = Study.objects.select_related("rubric_version").filter(slug=slug).first()
+        if study is None:
+            raise CommandError(f"no study with slug {slug!r}")
+        if fmt == "pairs" and not delta > 0:
+            raise CommandError("--delta must be positive (ties are never pairs)")
+        chunks = export_chunks(study, fmt, delta=delta, dataset_version=dataset_version)
+        if out:
+            written = write_file(chunks, out)
+            self.stderr.write(f"wrote {written.path}: {written.size} bytes, sha256 {written.sha256}")
+            return
+        stream = self.stdout._out  # the real stream behind Django's OutputWrapper
+        binary = getattr(stream, "buffer", None)
+        if fmt == "parquet" and (binary is None or stream.isatty()):
+            raise CommandError("parquet is binary: give --out PATH or redirect standard output to a file")
+        if binary is None:  # a text stream (call_command(stdout=StringIO())): text formats only
+            stream.write(b"".join(chunks).decode())
+            return
+        stream.flush()
+        sha, size = write_stream(chunks, binary)
+        binary.flush()
+        self.stderr.write(f"{size} bytes, sha256 {sha}")

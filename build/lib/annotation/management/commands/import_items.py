@@ -1,0 +1,33 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.importers import ItemFileError
+from annotation.models import Study
+from annotation.services.items import items_import
+
+
+class Command(BaseCommand):
+    help = "Import items into a study from a JSONL or CSV file (docs/item-format.md). All or nothing."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="items file, .jsonl or .csv")
+        parser.add_argument("--study", required=True, help="study slug")
+        parser.add_argument("--format", choices=["jsonl", "csv"], help="override detection by file extension")
+
+    def handle(self, *args, file: str, study: str, **options):
+        path = Path(file)
+        if not path.is_file():
+            raise CommandError(f"{file}: no such file")
+        try:
+            target = Study.objects.select_related("rubric_version").get(slug=study)
+        except Study.DoesNotExist as exc:
+            raise CommandError(f"no study with slug {study!r}") from exc
+        try:
+            count = items_import(study=target, text=path.read_text(encoding="utf-8"), filename=path.name,
+                                 fmt=options.get("format"))
+        except ItemFileError as exc:
+            raise CommandError(f"{file}: refused, nothing was imported\n{exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise CommandError(f"{file}: not UTF-8 text (byte {exc.start})") from exc
+        self.stdout.write(f"{study}: imported {count} items")

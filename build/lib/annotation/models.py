@@ -1,0 +1,350 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Func, Q
+
+from rubrics.models import RubricVersion
+
+
+class Study(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        PAUSED = "paused", "Paused"
+        CLOSED = "closed", "Closed"
+
+    class Presentation(models.TextChoices):
+        SUCCESSION = "succession", "One response at a time"
+        SIDE_BY_SIDE = "side_by_side", "Side by side"
+
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="studies")
+    instructions = models.TextField(blank=True, help_text="Markdown, shown to raters beside the rubric's guide.")
+    raters_per_item = models.PositiveSmallIntegerField(default=3)
+    presentation = models.CharField(max_length=20, choices=Presentation.choices, default=Presentation.SIDE_BY_SIDE)
+    randomize_items = models.BooleanField(default=True)
+    randomize_outputs = models.BooleanField(
+        default=True, help_text="Show each rater the responses in a random order (with counterbalancing: random "
+                                "within each counterbalancing cell)."
+    )
+    counterbalance = models.BooleanField(
+        default=True, help_text="Across an item's raters, show each response in each position equally often "
+                                "(Williams design; exactly balanced per as many raters as responses)."
+    )
+    consensus_min_raters = models.PositiveSmallIntegerField(
+        default=2, help_text="Evaluators an output needs before it enters consensus or preference pairs (seed 002)."
+    )
+    attention_check_rate = models.FloatField(default=0.0, help_text="Share of a rater's items that are gold checks.")
+    attention_fail_pause = models.PositiveSmallIntegerField(
+        default=0, help_text="Pause a rater after this many failed checks (0: never)."
+    )
+    assignment_expiry_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Minutes a rater holds an item before it goes back to the pool "
+                                         "(empty: the site's ASSIGNMENT_TTL_SECONDS)."
+    )
+    deadline = models.DateTimeField(null=True, blank=True, help_text="Planned end, for the team; nothing closes by itself.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(condition=Q(raters_per_item__gte=1), name="study_raters_per_item_positive"),
+            models.CheckConstraint(
+                condition=Q(attention_check_rate__gte=0) & Q(attention_check_rate__lte=1),
+                name="study_attention_rate_fraction",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def rubric(self) -> dict:
+        return self.rubric_version.definition
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == self.Status.OPEN
+
+
+class StudyMember(models.Model):
+    """A user's role in one study. Site admins (is_staff) manage every study."""
+
+    class Role(models.TextChoices):
+        ANNOTATOR = "annotator", "Annotator"
+        RESEARCHER = "researcher", "Researcher"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="members")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_memberships")
+    role = models.CharField(max_length=12, choices=Role.choices)
+    paused = models.BooleanField(default=False, help_text="A paused (or removed) rater gets no new work.")
+    # Removal keeps the row, so that the rater's ratings stay attributable and can be told apart.
+    removed_at = models.DateTimeField(null=True, blank=True, help_text="Removed from the study; ratings kept.")
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "user"], name="study_member_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.study} as {self.role}"
+
+    @property
+    def status(self) -> str:
+        """'active', 'paused' or 'removed', as shown on the manage page."""
+        if self.removed_at is not None:
+            return "removed"
+        return "paused" if self.paused else "active"
+
+
+class StudyChange(models.Model):
+    """One entry of a study's change log: who changed which setting (or the status), when, from what to what."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="changes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    at = models.DateTimeField(auto_now_add=True)
+    field = models.CharField(max_length=80)
+    old = models.TextField(blank=True)
+    new = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.study}: {self.field} {self.old!r} -> {self.new!r}"
+
+
+class StudyInvitation(models.Model):
+    """A link that creates an annotator account on first visit and adds it to the study.
+
+    The token is unguessable (secrets.token_urlsafe); `max_uses` null means any number of uses."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    token = models.CharField(max_length=64, unique=True)
+    role = models.CharField(max_length=12, choices=StudyMember.Role.choices, default=StudyMember.Role.ANNOTATOR)
+    max_uses = models.PositiveIntegerField(null=True, blank=True)
+    uses = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(max_uses__isnull=True) | Q(uses__lte=F("max_uses")),
+                                   name="invitation_uses_within_max"),
+        ]
+
+    def __str__(self) -> str:
+        return f"invitation to {self.study}"
+
+
+class Item(models.Model):
+    """What is rated: a context (review, question, source sentence, challenge) and its outputs."""
+
+    class ContextKind(models.TextChoices):
+        TEXT = "text", "Text"
+        MARKDOWN = "markdown", "Markdown"
+        CODE = "code", "Code"
+        HTML = "html", "HTML"
+        CONVERSATION = "conversation", "Conversation"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200)
+    context = models.TextField(blank=True)
+    context_kind = models.CharField(max_length=20, choices=ContextKind.choices, default=ContextKind.TEXT)
+    metadata = models.JSONField(default=dict, blank=True)
+    gold = models.JSONField(default=dict, blank=True, help_text="Gold answers per criterion key.")
+    is_attention_check = models.BooleanField(default=False)
+    # Active + submitted assignments: a hint that lets the assignment engine skip full items through
+    # an index. The engine recounts under the item's row lock, so a stale hint never over-assigns.
+    # db_default because item import writes rows with COPY.
+    slots_taken = models.PositiveIntegerField(default=0, db_default=0)
+    # Routing (judges.services.routing): items judges or raters are unsure about are served first.
+    priority = models.SmallIntegerField(default=0, db_default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["study", "external_id"], name="item_external_id_unique")]
+        indexes = [
+            models.Index(fields=["study", "slots_taken"], condition=Q(is_attention_check=False),
+                         name="item_open_slots_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+    def load_outputs(self) -> "Item":
+        """Read the outputs once, into the cache `item.outputs.all()` reads (the screen and the submit
+        both use them)."""
+        models.prefetch_related_objects([self], "outputs")
+        return self
+
+
+class Output(models.Model):
+    """One response to an item, from one system. `system` must never reach an annotator."""
+
+    class Kind(models.TextChoices):
+        TEXT = "text", "Text"
+        MARKDOWN = "markdown", "Markdown"
+        CODE = "code", "Code"
+        HTML = "html", "HTML"
+        DIFF = "diff", "Diff"
+        CONVERSATION = "conversation", "Conversation"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="outputs")
+    position = models.PositiveSmallIntegerField(help_text="Order in the uploaded file, 0-based.")
+    system = models.CharField(max_length=200)
+    content = models.TextField()
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.TEXT)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["item_id", "position"]
+        constraints = [models.UniqueConstraint(fields=["item", "position"], name="output_position_unique")]
+        indexes = [models.Index(fields=["system"])]
+
+    def __str__(self) -> str:
+        return f"{self.item.external_id}#{self.position}"
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def with_item(self, **where) -> "Assignment | None":
+        """The one assignment matching `where` (columns of its table) with its item loaded, or None.
+
+        Two plain statements: the rating loop reads an assignment this way on every request, and
+        compiling the ORM's select_related join cost more CPU than both queries together."""
+        table = self.model._meta.db_table
+        clause = " AND ".join(f"{self.model._meta.get_field(k).column} = %s" for k in where)
+        found = next(iter(self.model.objects.raw(f"SELECT * FROM {table} WHERE {clause}", list(where.values()))), None)
+        if found is not None:
+            found.item = next(iter(Item.objects.raw(f"SELECT * FROM {Item._meta.db_table} WHERE id = %s",
+                                                    [found.item_id])))
+        return found
+
+
+class Assignment(models.Model):
+    """One rater's slot on one item. A rater never holds two slots of the same item."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "In progress"
+        SUBMITTED = "submitted", "Submitted"
+        EXPIRED = "expired", "Expired"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    # Addresses the assignment in annotator URLs; reveals nothing about the item's systems.
+    token = models.UUIDField(default=uuid.uuid4, db_default=Func(function="gen_random_uuid"), unique=True,
+                             editable=False)
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    permutation = models.JSONField(default=list, help_text="Output positions in the order shown (Response 1..K).")
+    # Which of the item's raters_per_item places this assignment holds (null for attention checks and
+    # expired rows); unique per item among live assignments, so the database refuses over-assignment.
+    slot = models.PositiveSmallIntegerField(null=True, blank=True)
+    is_attention_check = models.BooleanField(default=False)
+    attention_passed = models.BooleanField(null=True, blank=True, help_text="Gold check result, when one.")
+    draft = models.JSONField(default=dict, blank=True)
+    ignored = models.BooleanField(default=False)
+    ignore_reason = models.TextField(blank=True)
+    comment = models.TextField(blank=True)
+    time_on_task_ms = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AssignmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "rater"], name="assignment_item_rater_unique"),
+            models.UniqueConstraint(
+                fields=["item", "slot"], condition=Q(slot__isnull=False) & ~Q(status="expired"),
+                name="assignment_item_slot_unique",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["study", "rater", "status"]),
+            models.Index(fields=["item", "status"]),
+            models.Index(fields=["study", "expires_at"], condition=Q(status="active"), name="assignment_expiry_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rater} on {self.item}"
+
+
+class Rating(models.Model):
+    """One criterion's answer for one output (or for the whole item when output is null)."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="ratings")
+    output = models.ForeignKey(Output, null=True, blank=True, on_delete=models.CASCADE, related_name="ratings")
+    criterion = models.CharField(max_length=80)
+    value = models.JSONField(help_text="Number, label, text, or a list of spans {start, end, text, label}.")
+    score = models.FloatField(null=True, blank=True, help_text="Numeric value for statistics, when the kind has one.")
+    reasoning = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["assignment", "output", "criterion"], name="rating_unique", nulls_distinct=False
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.criterion}={self.value}"
+
+
+class DatasetRelease(models.Model):
+    """A frozen, versioned dataset file of a study (seed 002: semantic versions, a changelog,
+    older versions stay downloadable). Once ready it never changes: (study, version, format)
+    is unique, the file is written once under a name holding the version, and a database
+    trigger refuses any update of a ready release."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Queued"
+        BUILDING = "building", "Building"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="releases")
+    version = models.CharField(max_length=64, help_text="Semantic version, MAJOR.MINOR.PATCH.")
+    changelog = models.TextField(blank=True)
+    format = models.CharField(max_length=20)
+    delta = models.FloatField(null=True, blank=True, help_text="Preference pairs: minimum score difference.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    progress = models.FloatField(default=0.0)
+    error = models.TextField(blank=True)
+    file_path = models.CharField(max_length=500, blank=True, help_text="Relative to MEDIA_ROOT.")
+    sha256 = models.CharField(max_length=64, blank=True)
+    size = models.PositiveBigIntegerField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "format"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "version", "format"], name="dataset_release_unique"),
+            models.CheckConstraint(condition=Q(progress__gte=0) & Q(progress__lte=1),
+                                   name="dataset_release_progress_fraction"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} {self.version} ({self.format})"

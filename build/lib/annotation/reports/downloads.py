@@ -1,0 +1,83 @@
+"""The study report as a file: standalone HTML (plots inline as SVG, CSS embedded), CSV or
+JSON. One function makes the bytes, for the report page's downloads and for
+`manage.py study_report` alike, so a scripted report is the one a researcher downloads.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.template.loader import render_to_string
+
+from annotation.datasets.spreadsheet import spreadsheet_safe
+from annotation.models import Study
+from annotation.reports.page import report_view
+from annotation.reports.plots import report_plots
+from annotation.reports.study import (
+    DEFAULT_ICC_THRESHOLD, cached_study_report, extra_sections, report_csv_rows, with_threshold,
+)
+
+
+@dataclass(frozen=True)
+class Download:
+    content_type: str
+    extension: str
+
+
+DOWNLOADS: dict[str, Download] = {
+    "html": Download("text/html; charset=utf-8", ".html"),
+    "csv": Download("text/csv; charset=utf-8", ".csv"),
+    "json": Download("application/json", ".json"),
+}
+
+
+def report_with_sections(study: Study, threshold: float = DEFAULT_ICC_THRESHOLD
+                         ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The (cached) report with its acceptance flags for `threshold`, and the other apps' sections."""
+    report = with_threshold(cached_study_report(study), threshold)
+    return report, extra_sections(study, report)
+
+
+def page_context(study: Study, report: dict[str, Any], sections: list[dict[str, Any]],
+                 threshold: float) -> dict[str, Any]:
+    """What report.html and report_standalone.html render."""
+    return {"study": study, "report": report, "plots": report_plots(report), "view": report_view(report),
+            "threshold": threshold, "sections": sections}
+
+
+def _csv_cell(value: Any) -> Any:
+    """Booleans as true/false; text neutralised for spreadsheets (names and ids come from uploads)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return spreadsheet_safe(value)
+
+
+def report_filename(study: Study, fmt: str) -> str:
+    return f"{study.slug}-report{DOWNLOADS[fmt].extension}"
+
+
+def report_bytes(study: Study, fmt: str, *, threshold: float = DEFAULT_ICC_THRESHOLD,
+                 report: dict[str, Any] | None = None, sections: list[dict[str, Any]] | None = None) -> bytes:
+    """The report file in `fmt` (html, csv or json); pass report and sections when already made."""
+    if fmt not in DOWNLOADS:
+        raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(DOWNLOADS)}")
+    if report is None or sections is None:
+        report, sections = report_with_sections(study, threshold)
+    if fmt == "json":
+        data = {**report, "sections": {s["title"]: s.get("data") for s in sections if s.get("data") is not None}}
+        return json.dumps(data, indent=1).encode()
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\r\n")
+        for row in report_csv_rows(report):
+            writer.writerow([_csv_cell(v) for v in row])
+        return buf.getvalue().encode()
+    css = (Path(settings.BASE_DIR) / "static" / "css" / "concord.css").read_text()
+    context = {**page_context(study, report, sections, threshold), "css": css, "standalone": True}
+    return render_to_string("annotation/report_standalone.html", context).encode()

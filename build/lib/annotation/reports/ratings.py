@@ -1,0 +1,324 @@
+"""Reads of a study's ratings in bulk: one SQL query, streamed, never an ORM object per row.
+
+Three ways out of the same query, all with flat memory as studies grow:
+- `iter_rating_rows`: tuples in chunks from a server-side cursor (Python consumers);
+- `copy_ratings`: PostgreSQL COPY bytes (CSV, or one JSON object per line) for downloads;
+- `rating_batches`: Arrow record batches parsed from COPY CSV by pyarrow's streaming reader.
+
+The long format has one row per rating of a submitted assignment, in assignment order; a
+submitted assignment without ratings (an item the rater ignored) appears once with an empty
+criterion.
+`shown_position` is the 1-based place at which the rater saw the output (its index in the
+assignment's stored permutation), so position effects can be measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from django.db import connection
+
+from annotation.models import Assignment, Item, Output, Rating, Study
+
+CHUNK_ROWS = 20_000
+ARROW_BLOCK_BYTES = 4 << 20  # pyarrow parses COPY output in blocks of this size
+
+_A, _R, _I, _O = (m._meta.db_table for m in (Assignment, Rating, Item, Output))
+_U = Assignment._meta.get_field("rater").related_model._meta.db_table
+
+# The output's index in the permutation, 1-based; NULL for item-level ratings. The permutation
+# is unpacked once per assignment (PostgreSQL memoizes it per distinct permutation), not per rating.
+_PERM_JOIN = ("LEFT JOIN LATERAL (SELECT array_agg(v::int ORDER BY ord) AS perm"
+              " FROM jsonb_array_elements_text(a.permutation) WITH ORDINALITY AS t(v, ord)) p ON true")
+_SHOWN = "array_position(p.perm, o.position::int)"
+# Scalars as plain text (ACCEPT, not "ACCEPT"); lists and objects as JSON text.
+_VALUE_TEXT = "(r.value #>> '{}')"
+
+
+# CSV only: text that a spreadsheet would run as a formula (=, +, -, @ first) gets a leading
+# single quote (OWASP CSV injection; annotation.datasets.spreadsheet does the same in Python).
+# ascii() of the first character is the cheapest test PostgreSQL has (0 for '', NULL for NULL).
+_FORMULA_CODES = ", ".join(str(ord(c)) for c in "=+-@")
+
+
+def _spreadsheet_safe_sql(expr: str, guard: str | None = None) -> str:
+    cond = (f"{guard} AND " if guard else "") + f"ascii({expr}) IN ({_FORMULA_CODES})"
+    return f"CASE WHEN {cond} THEN '''' || {expr} ELSE {expr} END"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    sql: str          # expression for Parquet (parsed from COPY CSV), Python readers and CSV (text-friendly)
+    arrow: pa.DataType
+    json_sql: str | None = None  # expression inside the JSONL object, when it differs
+    csv_sql: str | None = None   # expression in the CSV download, when it differs (neutralised free text)
+
+
+def _text(name: str, sql: str) -> Column:
+    """A column of free text from raters, judges or uploads: neutralised in CSV, raw elsewhere."""
+    return Column(name, sql, pa.string(), csv_sql=_spreadsheet_safe_sql(sql))
+
+
+_VALUE_SQL = f"CASE WHEN k.kind = 'spans' THEN NULL ELSE {_VALUE_TEXT} END"
+_IS_JSON_STRING = "jsonb_typeof(r.value) = 'string'"
+
+LONG_COLUMNS: tuple[Column, ...] = (
+    _text("item", "i.external_id"),
+    Column("output", "o.position", pa.int16()),
+    _text("system", "o.system"),
+    _text("rater", "u.username"),
+    Column("criterion", "r.criterion", pa.string()),
+    Column("criterion_kind", "k.kind", pa.string()),
+    # A value is free text when it is a JSON string (text answers, labels); numbers stay numbers.
+    Column("value", _VALUE_SQL, pa.string(), "CASE WHEN k.kind = 'spans' THEN NULL ELSE r.value END",
+           f"CASE WHEN k.kind = 'spans' THEN NULL ELSE "
+           f"{_spreadsheet_safe_sql(_VALUE_TEXT, guard=_IS_JSON_STRING)} END"),
+    Column("score", "r.score", pa.float64()),
+    _text("reasoning", "r.reasoning"),
+    Column("spans", "CASE WHEN k.kind = 'spans' THEN r.value::text END", pa.string(),
+           "CASE WHEN k.kind = 'spans' THEN r.value END"),
+    # Booleans in the CSV as true/false (bool::text; COPY itself writes t/f).
+    Column("ignored", "a.ignored", pa.bool_(), csv_sql="a.ignored::text"),
+    _text("ignore_reason", "a.ignore_reason"),
+    _text("comment", "a.comment"),
+    Column("time_on_task_ms", "a.time_on_task_ms", pa.int64()),
+    Column("shown_position", f"{_SHOWN}::smallint", pa.int16()),
+    Column("is_attention_check", "a.is_attention_check", pa.bool_(), csv_sql="a.is_attention_check::text"),
+    Column("submitted_at", "a.submitted_at", pa.timestamp("us", tz="UTC")),
+)
+LONG_NAMES = [c.name for c in LONG_COLUMNS]
+LONG_SCHEMA = pa.schema([(c.name, c.arrow) for c in LONG_COLUMNS])
+
+
+def _kinds_join(study: Study) -> tuple[str, list]:
+    """A VALUES list criterion key -> kind from the study's pinned rubric."""
+    criteria = study.rubric_version.criteria
+    rows = ", ".join(["(%s, %s)"] * len(criteria)) or "(NULL, NULL)"
+    params: list = [v for c in criteria for v in (c["key"], c["kind"])]
+    return f"LEFT JOIN (VALUES {rows}) AS k(key, kind) ON k.key = r.criterion", params
+
+
+def _long_from(study: Study, *, item_range: tuple[int, int] | None = None) -> tuple[str, list]:
+    kinds, params = _kinds_join(study)
+    where = "a.study_id = %s AND a.status = %s"
+    params += [study.pk, Assignment.Status.SUBMITTED]
+    if item_range is not None:
+        where += " AND a.item_id >= %s AND a.item_id < %s"
+        params += list(item_range)
+    # Assignment order, then the rating_unique index's order: no full sort of the ratings.
+    sql = (f" FROM {_A} a JOIN {_I} i ON i.id = a.item_id JOIN {_U} u ON u.id = a.rater_id"
+           f" LEFT JOIN {_R} r ON r.assignment_id = a.id LEFT JOIN {_O} o ON o.id = r.output_id {kinds}"
+           f" {_PERM_JOIN} WHERE {where} ORDER BY a.id, r.output_id, r.criterion")
+    return sql, params
+
+
+def long_sql(study: Study, *, item_range: tuple[int, int] | None = None,
+             spreadsheet_safe: bool = False) -> tuple[str, list]:
+    """SELECT of the long format (LONG_COLUMNS) for a study's submitted ratings; with
+    spreadsheet_safe, free text that starts like a formula is neutralised (CSV downloads)."""
+    body, params = _long_from(study, item_range=item_range)
+    cols = ", ".join(f"{(c.csv_sql or c.sql) if spreadsheet_safe else c.sql} AS {c.name}" for c in LONG_COLUMNS)
+    return f"SELECT {cols}{body}", params
+
+
+def long_json_sql(study: Study) -> tuple[str, list]:
+    """SELECT of one JSON object per row (keys in LONG_COLUMNS order; value/spans nested JSON)."""
+    body, params = _long_from(study)
+    pairs = ", ".join(f"'{c.name}', {c.json_sql or c.sql}" for c in LONG_COLUMNS)
+    return f"SELECT json_build_object({pairs})::text{body}", params
+
+
+def count_rating_rows(study: Study) -> int:
+    """Rows of the long format (ratings, plus one per submitted assignment without ratings)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM {_A} a LEFT JOIN {_R} r ON r.assignment_id = a.id"
+            " WHERE a.study_id = %s AND a.status = %s", [study.pk, Assignment.Status.SUBMITTED])
+        return int(cursor.fetchone()[0])
+
+
+def iter_rating_rows(study: Study, *, chunk_size: int = CHUNK_ROWS) -> Iterator[list[tuple]]:
+    """The long format as lists of tuples (LONG_NAMES order), fetched from a server-side cursor."""
+    sql, params = long_sql(study)
+    # chunked_cursor() is Django's named (server-side) cursor, the one QuerySet.iterator() uses.
+    cursor = connection.chunked_cursor()
+    try:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(chunk_size):
+            yield rows
+    finally:
+        cursor.close()
+
+
+def copy_query(sql: str, params: Sequence, *, csv_header: Sequence[str] | None = None,
+               fmt: str = "csv") -> Iterator[bytes]:
+    """Stream `COPY (sql) TO STDOUT` as bytes. fmt "csv" (with an optional header line) or
+    "lines": a one-column query whose text values are written one per line, unescaped."""
+    with connection.cursor() as cursor, _no_jit(cursor):
+        if fmt == "csv":
+            if csv_header is not None:
+                yield (",".join(csv_header) + "\n").encode()
+            statement = f"COPY ({sql}) TO STDOUT (FORMAT csv)"
+        elif fmt == "lines":
+            statement = f"COPY ({sql}) TO STDOUT"
+        else:
+            raise ValueError(f"unknown COPY format {fmt!r}")
+        with cursor.cursor.copy(statement, params) as copy:
+            buf: list[bytes] = []
+            size = 0
+            for data in copy:  # one CopyData message per row
+                buf.append(bytes(data))
+                size += len(data)
+                if size >= 1 << 20:
+                    yield _join(buf, fmt)
+                    buf, size = [], 0
+            if buf:
+                yield _join(buf, fmt)
+
+
+@contextlib.contextmanager
+def _no_jit(cursor):
+    """JIT compilation costs a quarter second per bulk read and saves nothing on these plans."""
+    cursor.execute("SET jit = off")
+    try:
+        yield
+    finally:
+        cursor.execute("RESET jit")
+
+
+def _join(buf: list[bytes], fmt: str) -> bytes:
+    data = b"".join(buf)
+    # COPY's text format doubles every backslash; JSON text never holds raw tabs or newlines,
+    # so undoing that one escape gives the JSON back byte for byte.
+    return data.replace(b"\\\\", b"\\") if fmt == "lines" else data
+
+
+def copy_ratings(study: Study, *, fmt: str = "csv") -> Iterator[bytes]:
+    """The long format as CSV (with header; free text neutralised for spreadsheets) or JSON
+    lines (raw), straight from PostgreSQL."""
+    if fmt == "csv":
+        sql, params = long_sql(study, spreadsheet_safe=True)
+        return copy_query(sql, params, csv_header=LONG_NAMES)
+    if fmt == "jsonl":
+        sql, params = long_json_sql(study)
+        return copy_query(sql, params, fmt="lines")
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+class _ChunkStream(io.RawIOBase):
+    """A read-only file over an iterator of byte chunks, for pyarrow's streaming CSV reader."""
+
+    def __init__(self, chunks: Iterable[bytes]):
+        self._chunks = iter(chunks)
+        self._rest = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self._rest:
+            try:
+                self._rest = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._rest))
+        b[:n] = self._rest[:n]
+        self._rest = self._rest[n:]
+        return n
+
+
+def arrow_batches(sql: str, params: Sequence, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Record batches of a query's rows, typed by `schema` (column order = the SELECT's)."""
+    chunks = copy_query(sql, params)
+    # pyarrow reads on its own I/O thread, where Django would hand out another connection
+    # (one that cannot see this transaction): open the COPY here, on the caller's connection.
+    first = next(chunks, b"")
+    if not first:
+        return
+    stream = io.BufferedReader(_ChunkStream(itertools.chain([first], chunks)), buffer_size=1 << 20)
+    reader = pacsv.open_csv(
+        stream,
+        read_options=pacsv.ReadOptions(column_names=schema.names, block_size=ARROW_BLOCK_BYTES,
+                                       use_threads=False),
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(
+            column_types=schema, true_values=["t"], false_values=["f"], null_values=[""],
+            strings_can_be_null=True, quoted_strings_can_be_null=False),
+    )
+    for batch in reader:
+        yield batch
+
+
+def rating_batches(study: Study) -> Iterator[pa.RecordBatch]:
+    """The long format as Arrow record batches (LONG_SCHEMA)."""
+    sql, params = long_sql(study)
+    return arrow_batches(sql, params, LONG_SCHEMA)
+
+
+# Compact numeric view for statistics: ids instead of names, no free text.
+STATS_SCHEMA = pa.schema([
+    ("item_id", pa.int64()), ("item", pa.string()), ("output", pa.int16()), ("system", pa.string()),
+    ("rater_id", pa.int64()), ("criterion", pa.string()), ("score", pa.float64()), ("label", pa.string()),
+    ("seconds", pa.float64()), ("shown_position", pa.int16()), ("is_attention_check", pa.bool_()),
+    ("gold", pa.string()),
+])
+
+
+def stats_frame(study: Study, criteria: Sequence[str], *,
+                item_range: tuple[int, int] | None = None) -> pd.DataFrame:
+    """One row per rating of `criteria` in submitted, not ignored assignments (STATS_SCHEMA),
+    optionally only of items with ids in the half-open `item_range`.
+
+    `label` is the value as text (for choices); `gold` the item's gold answer for the
+    criterion as text; `seconds` the assignment's time on task.
+    """
+    body_sql = (
+        f"SELECT a.item_id, i.external_id, COALESCE(o.position, -1), o.system, a.rater_id, r.criterion,"
+        f" r.score, {_VALUE_TEXT}, a.time_on_task_ms / 1000.0, {_SHOWN}::smallint, a.is_attention_check,"
+        f" i.gold -> r.criterion #>> '{{}}'"
+        f" FROM {_A} a JOIN {_I} i ON i.id = a.item_id JOIN {_R} r ON r.assignment_id = a.id"
+        f" LEFT JOIN {_O} o ON o.id = r.output_id {_PERM_JOIN}"
+        f" WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND r.criterion = ANY(%s)"
+    )
+    params = [study.pk, Assignment.Status.SUBMITTED, list(criteria)]
+    if item_range is not None:
+        body_sql += " AND a.item_id >= %s AND a.item_id < %s"
+        params += list(item_range)
+    table = pa.Table.from_batches(list(arrow_batches(body_sql, params, STATS_SCHEMA)), schema=STATS_SCHEMA)
+    return table.to_pandas()
+
+
+def rater_names(study: Study) -> dict[int, str]:
+    """rater_id -> username for everyone with a submitted assignment in the study."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT DISTINCT u.id, u.username FROM {_A} a JOIN {_U} u ON u.id = a.rater_id"
+                       " WHERE a.study_id = %s AND a.status = %s", [study.pk, Assignment.Status.SUBMITTED])
+        return dict(cursor.fetchall())
+
+
+def item_id_ranges(study: Study, *, items_per_chunk: int) -> list[tuple[int, int]]:
+    """Half-open item id ranges of about `items_per_chunk` items each, for chunked processing."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {_I} WHERE study_id = %s ORDER BY id", [study.pk])
+        ids = [row[0] for row in cursor.fetchall()]
+    return [(ids[k], ids[k + items_per_chunk] if k + items_per_chunk < len(ids) else ids[-1] + 1)
+            for k in range(0, len(ids), items_per_chunk)]
+
+
+def ratings_fingerprint(study: Study) -> str:
+    """Changes whenever a rating of the study is added, changed or removed (cache keys)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(r.id), max(r.id), max(r.updated_at), count(DISTINCT a.id), max(a.submitted_at)"
+            f" FROM {_A} a LEFT JOIN {_R} r ON r.assignment_id = a.id"
+            " WHERE a.study_id = %s AND a.status = %s", [study.pk, Assignment.Status.SUBMITTED])
+        row = cursor.fetchone()
+    return f"{study.pk}:{study.created_at.timestamp()}:" + ":".join(str(v) for v in row)

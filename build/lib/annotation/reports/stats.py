@@ -1,0 +1,272 @@
+"""Vectorised pieces of the study report that annotation.stats does per group in Python.
+
+Pure numpy/pandas (no Django). Each function here computes what a stats function computes
+(tests check equality on the same data) but over whole columns, so that a report on 1M
+ratings stays within seconds:
+- `consensus_frame`: stats.consensus.consensus_table on the analysis column x;
+- `output_scores_frame` = stats.consensus.output_scores (group scores, overall, the overall's
+  CI from each rater's own overall, vote count);
+- `agreement_bootstrap`: cluster bootstrap (resampling items) of Krippendorff's alpha and the
+  one-way ICC1 of stats.krippendorff / stats.icc, from per-unit sufficient statistics, so
+  a resample is one sparse weighted sum instead of a recomputation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from annotation.stats.consensus import combine_parts, consensus_table
+
+NUMERIC_KINDS = {"likert", "numeric"}
+CATEGORICAL_KINDS = {"binary", "choice"}
+
+
+def criterion_measure(criterion: Mapping[str, Any]) -> str | None:
+    """'numeric' (scales), 'categorical' (choices) or None (confidence, text, spans: not analysed)."""
+    if criterion["kind"] in NUMERIC_KINDS:
+        return "numeric"
+    if criterion["kind"] in CATEGORICAL_KINDS:
+        return "categorical"
+    return None
+
+
+def add_analysis_value(df: pd.DataFrame, criteria: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Column `x`: the score of a numeric criterion (its value when no score was stored), or
+    the index of the chosen option of a categorical one (in the rubric's order)."""
+    x = pd.to_numeric(df["score"], errors="coerce").to_numpy(dtype=float, copy=True)
+    crit = df["criterion"].astype(str).to_numpy()
+    labels = df["label"].astype(object).to_numpy()
+    for c in criteria:
+        rows = crit == c["key"]
+        if not rows.any():
+            continue
+        if criterion_measure(c) == "numeric":
+            fallback = pd.to_numeric(pd.Series(labels[rows]), errors="coerce").to_numpy(dtype=float)
+            x[rows] = np.where(np.isnan(x[rows]), fallback, x[rows])
+        elif criterion_measure(c) == "categorical":
+            order = {str(ch["value"]): k for k, ch in enumerate(c.get("choices", []))}
+            x[rows] = [order.get(str(v), np.nan) for v in labels[rows]]
+    return df.assign(x=x)
+
+
+# ---------------------------------------------------------------- consensus
+
+def min_raters_for_pairs(consensus_min_raters: int) -> int:
+    """Evaluators an output needs before it enters a preference pair: the study's setting,
+    and never fewer than two (seed 002: a pair is never made from one vote)."""
+    return max(2, int(consensus_min_raters))
+
+
+def raters_per_output(df: pd.DataFrame) -> pd.Series:
+    """Distinct raters per (item_id, output) among rows with an analysis value `x`."""
+    rated = df[df["x"].notna()]
+    pairs = rated[["item_id", "output", "rater_id"]].drop_duplicates()
+    return pairs.groupby(["item_id", "output"], sort=True).size().rename("raters")
+
+
+def with_enough_raters(df: pd.DataFrame, min_raters: int) -> tuple[pd.DataFrame, pd.Series]:
+    """(rows with `x` of the outputs rated by at least `min_raters` distinct raters, the
+    outputs left out for having fewer: their rater count per (item_id, output))."""
+    rated = df[df["x"].notna()]
+    counts = raters_per_output(rated)
+    short = counts[counts < min_raters]
+    if short.empty:
+        return rated, short
+    key = rated["item_id"].to_numpy(np.int64) * 4096 + (rated["output"].to_numpy(np.int64) + 1)
+    short_keys = (short.index.get_level_values(0).to_numpy(np.int64) * 4096
+                  + short.index.get_level_values(1).to_numpy(np.int64) + 1)
+    return rated[~np.isin(key, short_keys)], short
+
+
+def consensus_frame(df: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
+    """stats.consensus.consensus_table of column x (uniform weights, the seed's normal CI)."""
+    rows = df[["item", "output", "criterion", "rater", "x"]].rename(columns={"x": "score"})
+    return consensus_table(rows, level=level)
+
+
+def majority_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (item, output, criterion) of categorical labels: the most chosen label (ties: the
+    first in sort order), its share and the number of ratings."""
+    counts = df.groupby(["item", "output", "criterion", "label"], sort=True, observed=True).size()
+    counts = counts.rename("votes").reset_index()
+    totals = counts.groupby(["item", "output", "criterion"], observed=True)["votes"].transform("sum")
+    counts["share"] = counts["votes"] / totals
+    counts["n"] = totals
+    top = counts.sort_values(["item", "output", "criterion", "votes", "label"],
+                             ascending=[True, True, True, False, True], kind="stable")
+    top = top.drop_duplicates(["item", "output", "criterion"])
+    return top.rename(columns={"label": "majority"})[["item", "output", "criterion", "majority", "share", "n"]]
+
+
+def criterion_column(key: str) -> str:
+    """output_scores_frame's column of a criterion's consensus."""
+    return f"criterion:{key}"
+
+
+def group_column(key: str) -> str:
+    """output_scores_frame's column of a group's score."""
+    return f"group:{key}"
+
+
+# output_scores_frame's computed columns; criterion and group columns carry a prefix, so no
+# rubric key (seed 000 rates a criterion keyed `overall`) can collide with one of these.
+SCORE_COLUMNS = ("overall", "ci_low", "ci_high", "vote_count")
+
+
+def output_scores_frame(df: pd.DataFrame, rubric: Mapping[str, Any], *, level: float = 0.95) -> pd.DataFrame:
+    """Per (item, output): each criterion's consensus (criterion_column), each group's score
+    (group_column), the computed overall, ci_low/ci_high of the overall (from each rater's own
+    overall) and vote_count (the number of raters)."""
+    means = df.groupby(["item", "output", "criterion"], sort=True, observed=True)["x"].mean()
+    wide = means.unstack("criterion")
+    wide.columns = [str(c) for c in wide.columns]
+    groups, overall = combine_parts(wide, rubric)
+    per_rater = df.groupby(["item", "output", "rater", "criterion"], sort=True, observed=True)["x"].mean()
+    per_rater_wide = per_rater.unstack("criterion")
+    per_rater_wide.columns = [str(c) for c in per_rater_wide.columns]
+    own = combine_parts(per_rater_wide, rubric)[1].dropna()
+    g = own.groupby(level=["item", "output"], sort=True)
+    stats = pd.DataFrame({"mean": g.mean(), "sd": g.std(), "n": g.count()})
+    z = float(norm.ppf((1 + level) / 2))
+    half = z * stats["sd"] / np.sqrt(stats["n"])
+    ok = stats["n"] >= 2
+    out = wide.rename(columns=criterion_column)
+    for key, series in groups.items():
+        out[group_column(key)] = series
+    out["overall"] = overall
+    out["ci_low"] = (stats["mean"] - half).where(ok)
+    out["ci_high"] = (stats["mean"] + half).where(ok)
+    out["vote_count"] = df.groupby(["item", "output"], sort=True, observed=True)["rater"].nunique()
+    return out.reset_index()
+
+
+# ---------------------------------------------------------------- agreement bootstrap
+
+def _unit_features(units: np.ndarray, x: np.ndarray, measure: str, n_units: int) -> tuple[np.ndarray, list[str]]:
+    """Per-unit sums from which alpha is a ratio of totals; units with one value get zeros."""
+    m = np.bincount(units, minlength=n_units).astype(float)
+    pair = m >= 2
+    if measure == "numeric":
+        s1 = np.bincount(units, weights=x, minlength=n_units)
+        s2 = np.bincount(units, weights=x * x, minlength=n_units)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            o = np.where(pair, 2.0 * (m * s2 - s1 * s1) / (m - 1.0), 0.0)
+        cols = [np.where(pair, m, 0.0), np.where(pair, s1, 0.0), np.where(pair, s2, 0.0), o]
+        return np.column_stack(cols), ["m", "s1", "s2", "o"]
+    codes = x.astype(np.int64)
+    n_cat = int(codes.max()) + 1 if codes.size else 1
+    nuc = np.zeros((n_units, n_cat))
+    np.add.at(nuc, (units, codes), 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        o = np.where(pair, (m * m - (nuc * nuc).sum(axis=1)) / (m - 1.0), 0.0)
+    nuc[~pair] = 0.0
+    return np.column_stack([np.where(pair, m, 0.0), o, nuc]), ["m", "o"] + [f"c{k}" for k in range(n_cat)]
+
+
+def _alpha_from_totals(t: np.ndarray, measure: str) -> np.ndarray:
+    """Alpha per row of totals (rows = resamples)."""
+    n, o = t[:, 0], (t[:, 3] if measure == "numeric" else t[:, 1])
+    if measure == "numeric":
+        s1, s2 = t[:, 1], t[:, 2]
+        expected = 2.0 * n * s2 - 2.0 * s1 * s1
+    else:
+        expected = n * n - (t[:, 2:] ** 2).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(expected > 1e-12 * np.maximum(n * n, 1), 1.0 - (n - 1.0) * o / expected, np.nan)
+
+
+def slot_matrix(units: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Units x k matrix of the first k ratings of each unit with at least k ratings, k being
+    the most common number of ratings per unit (>= 2). One-way ICC1 ignores which rater sat
+    in which column, so this is the matrix for crowd designs where raters differ per unit.
+    Returns (matrix, unit ids of its rows, k)."""
+    counts = np.bincount(units)
+    multi = counts[counts >= 2]
+    if multi.size == 0:
+        return np.empty((0, 0)), np.empty(0, dtype=np.int64), 0
+    k = int(np.bincount(multi).argmax())
+    order = np.argsort(units, kind="stable")
+    su, sx = units[order], x[order]
+    starts = np.searchsorted(su, su)  # first row of each unit
+    slot = np.arange(su.size) - starts
+    keep = (counts[su] >= k) & (slot < k)
+    rows_units = np.unique(su[keep])
+    row_of = np.full(counts.size, -1)
+    row_of[rows_units] = np.arange(rows_units.size)
+    mat = np.full((rows_units.size, k), np.nan)
+    mat[row_of[su[keep]], slot[keep]] = sx[keep]
+    return mat, rows_units, k
+
+
+def _icc1_from_totals(t: np.ndarray, k: int) -> np.ndarray:
+    """ICC1 per row of totals (n, sum m_i, sum m_i^2, sum ssw_i) of row means and within SS."""
+    n, sm, sm2, ssw = t[:, 0], t[:, 1], t[:, 2], t[:, 3]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        msb = k * (sm2 - sm * sm / n) / (n - 1.0)
+        msw = ssw / (n * (k - 1.0))
+        return np.where((n >= 2) & ((msb > 0) | (msw > 0)), (msb - msw) / (msb + (k - 1.0) * msw), np.nan)
+
+
+def agreement_bootstrap(units: np.ndarray, unit_item: np.ndarray, x: np.ndarray, *, measure: str,
+                        n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> dict[str, Any]:
+    """Point values and percentile bootstrap CIs (resampling items with their outputs) of
+    Krippendorff's alpha (interval for numeric, nominal for categorical) and, for numeric
+    criteria, the one-way ICC1 on the slot matrix.
+
+    units: unit code per rating (0..U-1); unit_item: item code per unit; x: analysis value.
+    """
+    keep = ~np.isnan(x)
+    units, x = units[keep], x[keep]
+    n_units = int(unit_item.size)
+    feats, _ = _unit_features(units, x, measure, n_units)
+    parts = [feats]
+    k = 0
+    n_icc = 0
+    if measure == "numeric":
+        mat, rows_units, k = slot_matrix(units, x)
+        icc_feats = np.zeros((n_units, 4))
+        if k >= 2:
+            mean = mat.mean(axis=1)
+            icc_feats[rows_units] = np.column_stack(
+                [np.ones(rows_units.size), mean, mean * mean, ((mat - mean[:, None]) ** 2).sum(axis=1)])
+            n_icc = int(rows_units.size)
+        parts.append(icc_feats)
+    all_feats = np.column_stack(parts)
+    a_cols = feats.shape[1]
+
+    def stats_of(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        alpha = _alpha_from_totals(totals[:, :a_cols], measure)
+        icc1 = _icc1_from_totals(totals[:, a_cols:], k) if k >= 2 else np.full(totals.shape[0], np.nan)
+        return alpha, icc1
+
+    point_alpha, point_icc = stats_of(all_feats.sum(axis=0, keepdims=True))
+    # Sum units into items once: a resample then weighs items, not units.
+    n_items = int(unit_item.max()) + 1 if unit_item.size else 0
+    item_feats = np.zeros((n_items, all_feats.shape[1]))
+    np.add.at(item_feats, unit_item, all_feats)
+    draws_alpha, draws_icc = [], []
+    if n_items >= 2 and n_boot > 0:
+        rng = np.random.default_rng(seed)
+        batch = int(min(max(4_000_000 // n_items, 1), 256))
+        for start in range(0, n_boot, batch):
+            b = min(batch, n_boot - start)
+            idx = rng.integers(0, n_items, size=(b, n_items))
+            w = np.bincount((idx + (np.arange(b) * n_items)[:, None]).ravel(),
+                            minlength=b * n_items).reshape(b, n_items).astype(float)
+            a, i = stats_of(w @ item_feats)
+            draws_alpha.append(a)
+            draws_icc.append(i)
+    tail = (1 - level) / 2 * 100
+
+    def summary(point: float, draws: list[np.ndarray]) -> dict[str, Any]:
+        d = np.concatenate(draws) if draws else np.empty(0)
+        d = d[np.isfinite(d)]
+        ci = [float(v) for v in np.percentile(d, [tail, 100 - tail])] if d.size else None
+        return {"value": float(point) if np.isfinite(point) else None, "bootstrap_ci": ci}
+
+    return {"alpha": summary(point_alpha[0], draws_alpha), "icc1": summary(point_icc[0], draws_icc),
+            "k": k, "n_units_icc": n_icc, "n_items": n_items}

@@ -1,0 +1,475 @@
+"""The study report: agreement, consensus, rater quality and system comparison, as one
+JSON-ready dict built by calling annotation.stats (and annotation.reports.stats, its
+vectorised twin for large studies) on the study's ratings.
+
+Scope of the statistics: submitted, not ignored assignments; attention-check items count
+only for gold accuracy. Output-level criteria are rated per (item, output) "unit".
+Every statistic is {"value", "reason", "ci", "bootstrap_ci"}: value None means undefined
+for these data, and `reason` says why; NaN never reaches the dict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import datetime, timezone
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+import pandas as pd
+from django.conf import settings
+from django.core.cache import cache
+from django.utils.module_loading import import_string
+
+from annotation.models import Assignment, Study
+from annotation.reports.stats import (
+    add_analysis_value, agreement_bootstrap, consensus_frame, criterion_measure, group_column, majority_frame,
+    output_scores_frame, slot_matrix, with_enough_raters,
+)
+from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
+from annotation.stats.consensus import acceptance
+from annotation.stats.icc import icc
+from annotation.stats.ranking import compare_systems
+from annotation.stats.rater_quality import position_effects, rater_quality
+from annotation.stats.report import agreement_report
+from annotation.stats.result import Stat, jsonable
+
+DEFAULT_ICC_THRESHOLD = 0.70  # Cicchetti (1994), seed 002
+ICC_FORM = "ICC1"  # seed 002's formula (MSB - MSW) / (MSB + (k-1) MSW): one-way, raters may differ per item
+CONSENSUS_ROWS = 500  # rows kept in the report; the full table is a dataset export
+HEATMAP_ITEMS = 60
+CACHE_SECONDS = 24 * 3600
+NO_RATINGS = "no submitted ratings yet"
+
+
+def stat(s: Stat | None = None, *, value: float | None = None, reason: str | None = None,
+         ci: Any = None, bootstrap_ci: Any = None) -> dict[str, Any]:
+    """The report's shape of one statistic."""
+    if s is not None:
+        value, reason, ci = s.value, s.reason, s.ci
+    if value is not None and not math.isfinite(value):
+        value, reason = None, reason or "undefined for these data"
+    if value is None and not reason:
+        reason = "undefined for these data"
+    return {"value": value, "reason": None if value is not None else reason,
+            "ci": list(ci) if ci else None, "bootstrap_ci": list(bootstrap_ci) if bootstrap_ci else None}
+
+
+def _clean(obj: Any) -> Any:
+    obj = jsonable(obj)
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def analysed_criteria(rubric: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in rubric["criteria"] if criterion_measure(c) is not None]
+
+
+def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
+    """The whole report (threshold-independent; see `with_threshold`)."""
+    rubric = study.rubric
+    criteria = analysed_criteria(rubric)
+    by_key = {c["key"]: c for c in criteria}
+    df = stats_frame(study, list(by_key))
+    names = rater_names(study)
+    report: dict[str, Any] = {
+        "study": {"slug": study.slug, "name": study.name, "status": study.status,
+                  "rubric": rubric.get("slug"), "rubric_version": study.rubric_version.version,
+                  "raters_per_item": study.raters_per_item,
+                  "consensus_min_raters": study.consensus_min_raters},
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "settings": {"icc_form": ICC_FORM, "ci_level": level, "n_boot": n_boot, "bootstrap_seed": seed,
+                     "bootstrap": "percentile, resampling items with all their outputs"},
+        "criteria": [{"key": c["key"], "name": c.get("name", c["key"]), "kind": c["kind"],
+                      "measure": criterion_measure(c), "target": c.get("target", "output"),
+                      "min": c.get("min"), "max": c.get("max"),
+                      "choices": [str(ch["value"]) for ch in c.get("choices", [])]} for c in criteria],
+        "counts": _counts(study, df),
+    }
+    df = add_analysis_value(df, criteria)
+    df["rater"] = df["rater_id"].map(names).astype(str)
+    gold_rows = df[df["gold"].notna()]
+    df = df[~df["is_attention_check"]]
+    numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
+    report["agreement"] = _agreement(df, by_key, n_boot=n_boot, seed=seed, level=level)
+    report["consensus"] = _consensus(df, rubric, by_key, level=level, min_raters=study.consensus_min_raters)
+    report["raters"] = _raters(df, gold_rows, numeric)
+    report["position_effects"] = _positions(df, numeric, level)
+    report["systems"] = _systems(df, rubric, by_key, level)
+    report["distributions"] = _distributions(df, by_key)
+    report["heatmap"] = _heatmap(df, numeric, by_key)
+    return _clean(report)
+
+
+def _counts(study: Study, df: pd.DataFrame) -> dict[str, int]:
+    submitted = Assignment.objects.filter(study=study, status=Assignment.Status.SUBMITTED)
+    return {
+        "items": study.items.filter(is_attention_check=False).count(),
+        "attention_items": study.items.filter(is_attention_check=True).count(),
+        "submitted_assignments": submitted.count(),
+        "ignored_assignments": submitted.filter(ignored=True).count(),
+        "raters": int(df["rater_id"].nunique()),
+        "ratings_analysed": int(len(df)),
+    }
+
+
+def _units(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Unit code per row ((item, output) pairs) and the item code of each unit."""
+    key = df["item_id"].to_numpy(np.int64) * 4096 + (df["output"].to_numpy(np.int64) + 1)
+    unit, uniq = pd.factorize(key)
+    item_codes, _ = pd.factorize(uniq // 4096)
+    return unit.astype(np.int64), item_codes.astype(np.int64)
+
+
+def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: int,
+               level: float) -> dict[str, Any]:
+    rated = df[df["x"].notna()]
+    if rated.empty:
+        return {}
+    unit, _ = _units(rated)
+    details = agreement_report(pd.DataFrame({
+        "item": unit, "rater": rated["rater_id"].to_numpy(), "criterion": rated["criterion"].astype(str).to_numpy(),
+        "score": rated["x"].to_numpy()}),
+        # choices are nominal codes: no ICC, Pearson or weighted kappa of them in the details
+        levels={k: "interval" if criterion_measure(c) == "numeric" else "nominal" for k, c in by_key.items()},
+    )["criteria"]
+    out: dict[str, Any] = {}
+    for key, c in by_key.items():
+        sub = rated[rated["criterion"] == key]
+        if sub.empty:
+            continue
+        measure = criterion_measure(c)
+        u, unit_item = _units(sub)
+        x = sub["x"].to_numpy(float)
+        boot = agreement_bootstrap(u, unit_item, x, measure=measure, n_boot=n_boot, seed=seed, level=level)
+        full = details[key]
+        level_name = "interval" if measure == "numeric" else "nominal"
+        alpha_value = full["krippendorff_alpha"][level_name]
+        entry: dict[str, Any] = {
+            "n_units": full["n_items"], "n_raters": full["n_raters"], "n_ratings": full["n_ratings"],
+            "alpha_level": level_name,
+            "alpha": stat(value=alpha_value, reason=full["reasons"].get(f"krippendorff_alpha.{level_name}"),
+                          bootstrap_ci=boot["alpha"]["bootstrap_ci"]),
+            "details": full,
+        }
+        if measure == "numeric":
+            mat, _, k = slot_matrix(u, x)
+            s = icc(mat)["ICC1"] if k >= 2 else Stat.undefined("no unit has two or more ratings")
+            entry["icc1"] = stat(s, bootstrap_ci=boot["icc1"]["bootstrap_ci"])
+            entry["icc1"].update({"k": k, "n_units": boot["n_units_icc"]})
+        else:
+            entry["icc1"] = stat(reason="ICC needs a numeric scale; see alpha (nominal) and kappa")
+            entry["icc1"].update({"k": 0, "n_units": 0})
+        out[key] = entry
+    return out
+
+
+def _consensus(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict],
+               *, level: float, min_raters: int) -> dict[str, Any]:
+    """Consensus of the outputs rated by at least `min_raters` evaluators (seed 002); the
+    others are counted in `left_out`, never shown with a consensus of one vote."""
+    df, short = with_enough_raters(df, min_raters)
+    left_out = int(short.size)
+    base = {"min_raters": min_raters, "left_out": left_out}
+    numeric = df[df["criterion"].isin([k for k, c in by_key.items() if criterion_measure(c) == "numeric"])]
+    categorical = df[df["criterion"].isin([k for k, c in by_key.items() if criterion_measure(c) == "categorical"])]
+    frames = []
+    if not numeric.empty:
+        keyed = numeric.assign(item=numeric["item_id"])
+        scores = output_scores_frame(keyed, rubric, level=level).set_index(["item", "output"])
+        cons = consensus_frame(keyed, level=level)
+        frames.append(("numeric", cons))
+    else:
+        scores = None
+    if not categorical.empty:
+        frames.append(("categorical", majority_frame(categorical.assign(item=categorical["item_id"]))))
+    if not frames:
+        reason = (f"no output has ratings from {min_raters} or more raters yet" if left_out else NO_RATINGS)
+        return {"rows": [], "n_outputs": 0, "truncated": False, "reason": reason, **base}
+    units = df[["item_id", "item", "output", "system"]].drop_duplicates(["item_id", "output"]).sort_values(
+        ["item_id", "output"])
+    n_outputs = len(units)
+    keep = units.head(CONSENSUS_ROWS)
+    rows: dict[tuple[int, int], dict[str, Any]] = {
+        (int(r.item_id), int(r.output)): {"item": r.item, "output": int(r.output),
+                                          "system": None if pd.isna(r.system) else r.system, "criteria": {}}
+        for r in keep.itertuples()}
+    for kind, frame in frames:
+        frame = frame[frame["item"].isin(keep["item_id"])]
+        for r in frame.itertuples(index=False):
+            row = rows.get((int(r.item), int(r.output)))
+            if row is None:
+                continue
+            if kind == "numeric":
+                row["criteria"][r.criterion] = {
+                    "consensus": r.consensus, "ci": None if pd.isna(r.ci_low) else [r.ci_low, r.ci_high],
+                    "sd": r.sd, "n": int(r.n)}
+            else:
+                row["criteria"][r.criterion] = {"majority": r.majority, "share": r.share, "n": int(r.n)}
+    groups = [g["key"] for g in rubric.get("groups") or []]
+    for (item_id, output), row in rows.items():
+        if scores is not None and (item_id, output) in scores.index:
+            s = scores.loc[(item_id, output)]
+            row["groups"] = {g: s.get(group_column(g)) for g in groups}
+            row["overall"] = s.get("overall")
+            row["overall_ci"] = None if pd.isna(s.get("ci_low")) else [s["ci_low"], s["ci_high"]]
+            row["vote_count"] = int(s["vote_count"])
+    return {"rows": list(rows.values()), "n_outputs": n_outputs, "truncated": n_outputs > CONSENSUS_ROWS,
+            "groups": groups, "ci": "consensus +- 1.96 sd / sqrt(n) (seed 002)", **base}
+
+
+def _raters(df: pd.DataFrame, gold_rows: pd.DataFrame, numeric: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    per_rater = df.groupby("rater")
+    items = per_rater["item_id"].nunique()
+    sub = df[df["criterion"].isin(numeric) & df["x"].notna()]
+    quality: dict[str, Any] = {}
+    if not sub.empty:
+        unit, _ = _units(sub)
+        crit_code, _ = pd.factorize(sub["criterion"])
+        rows = pd.DataFrame({"unit": unit * 64 + crit_code, "rater": sub["rater"].to_numpy(),
+                             "score": sub["x"].to_numpy(), "seconds": sub["seconds"].to_numpy()})
+        if sub["shown_position"].notna().all():
+            rows["position"] = sub["shown_position"].to_numpy()
+        quality = rater_quality(rows)
+    gold = _gold_accuracy(gold_rows)
+    for rater in sorted(set(df["rater"].unique()) | set(gold)):  # unique() first: 1M rows iterated cost ~1 s
+        info = dict(quality.get(rater, {}))
+        if not info:
+            info = {"bias": None, "pearson_vs_others": None, "mae_vs_others": None, "flags": [],
+                    "n_ratings": int((df["rater"] == rater).sum())}
+        reasons = {}
+        if info.get("bias") is None:
+            reasons["bias"] = ("no numeric criterion in this rubric" if not numeric
+                               else "no unit rated by this rater and another")
+        if info.get("pearson_vs_others") is None:
+            reasons["pearson_vs_others"] = reasons.get("bias") or "fewer than 3 shared units or constant scores"
+        info["gold_accuracy"] = gold.get(rater)
+        if info["gold_accuracy"] is None:
+            reasons["gold_accuracy"] = "no rated item with a gold answer"
+        info["n_items"] = int(items.get(rater, 0))
+        if "median_seconds" not in info:
+            sec = df.loc[df["rater"] == rater, "seconds"]
+            info["median_seconds"] = float(sec.median()) if len(sec) else None
+        info["reasons"] = reasons
+        out[rater] = info
+    return out
+
+
+def _gold_accuracy(rows: pd.DataFrame) -> dict[str, float]:
+    """Share of ratings equal to the item's gold answer (labels as text, scores as numbers)."""
+    if rows.empty:
+        return {}
+    gold_num = pd.to_numeric(rows["gold"], errors="coerce")
+    numeric_match = gold_num.notna() & (gold_num == rows["x"])
+    label_match = rows["label"].astype(str) == rows["gold"].astype(str)
+    match = (numeric_match | label_match).astype(float)
+    return {str(r): float(v) for r, v in match.groupby(rows["rater"]).mean().items()}
+
+
+def _positions(df: pd.DataFrame, numeric: list[str], level: float) -> dict[str, Any]:
+    from scipy.stats import t as t_dist
+
+    out: dict[str, Any] = {}
+    for key in numeric:
+        sub = df[(df["criterion"] == key) & df["shown_position"].notna() & df["x"].notna()]
+        if sub.empty or sub["shown_position"].nunique() < 2:
+            continue
+        rows = pd.DataFrame({"position": sub["shown_position"].astype(int), "score": sub["x"]})
+        effects = position_effects(rows)
+        sd = rows.groupby("position")["score"].std()
+        for pos, e in effects.items():
+            if e["n"] >= 2 and not pd.isna(sd[pos]):
+                half = float(t_dist.ppf((1 + level) / 2, e["n"] - 1) * sd[pos] / math.sqrt(e["n"]))
+                e["ci"] = [e["mean"] - half, e["mean"] + half]
+            else:
+                e["ci"] = None
+        out[key] = {str(p): e for p, e in sorted(effects.items())}
+    return out
+
+
+def _systems(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict],
+             level: float) -> dict[str, Any]:
+    out_level = df[df["system"].notna()]
+    numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
+    rows = out_level[out_level["criterion"].isin(numeric) & out_level["x"].notna()]
+    result: dict[str, Any] = {"criteria": {}, "accept_rate": {}, "labels": {}}
+    if not rows.empty:
+        frame = pd.DataFrame({"item": rows["item_id"], "system": rows["system"], "criterion": rows["criterion"],
+                              "score": rows["x"]})
+        if len(numeric) > 1:
+            scores = output_scores_frame(rows.assign(item=rows["item_id"]), rubric, level=level)
+            systems = out_level.drop_duplicates(["item_id", "output"]).set_index(["item_id", "output"])["system"]
+            scores = scores.dropna(subset=["overall"])
+            combined = pd.DataFrame({
+                "item": scores["item"], "criterion": "combined", "score": scores["overall"],
+                "system": systems.reindex(pd.MultiIndex.from_arrays([scores["item"], scores["output"]])).to_numpy()})
+            frame = pd.concat([frame, combined], ignore_index=True)
+        result["criteria"] = compare_systems(frame, level=level)["criteria"]
+    for key, c in by_key.items():
+        if criterion_measure(c) != "categorical":
+            continue
+        sub = out_level[out_level["criterion"] == key]
+        if sub.empty:
+            continue
+        if c["kind"] == "binary":
+            accept = str(c["choices"][0]["value"])
+            frame = pd.DataFrame({"item": sub["item_id"], "system": sub["system"], "criterion": key,
+                                  "score": sub["label"].astype(str)})
+            rates = compare_systems(frame, accept_criterion=key, accept_value=accept)["accept_rate"]
+            result["accept_rate"][key] = {"value": accept, "systems": rates}
+        shares = sub.groupby("system")["label"].value_counts(normalize=True)
+        result["labels"][key] = {str(s): {str(lab): float(v) for lab, v in g.droplevel(0).items()}
+                                 for s, g in shares.groupby(level=0)}
+    return result
+
+
+def _distributions(df: pd.DataFrame, by_key: dict[str, dict]) -> dict[str, Any]:
+    """Counts of each scale point (numeric) or option (categorical) per system."""
+    out: dict[str, Any] = {}
+    for key, c in by_key.items():
+        sub = df[(df["criterion"] == key) & df["x"].notna()]
+        if sub.empty:
+            continue
+        system = sub["system"].fillna("(item)")
+        if criterion_measure(c) == "numeric":
+            lo = int(c.get("min", math.floor(sub["x"].min())))
+            hi = int(c.get("max", math.ceil(sub["x"].max())))
+            values = list(range(lo, hi + 1))
+            point = np.clip(np.rint(sub["x"].to_numpy()), lo, hi).astype(int)
+        else:
+            values = [str(ch["value"]) for ch in c.get("choices", [])]
+            point = sub["label"].astype(str).to_numpy()
+        counts = pd.crosstab(system.to_numpy(), point)
+        out[key] = {"values": [str(v) for v in values],
+                    "systems": {str(s): [int(counts.loc[s].get(v, 0)) for v in values] for s in counts.index}}
+    return out
+
+
+def _heatmap(df: pd.DataFrame, numeric: list[str], by_key: dict[str, dict]) -> dict[str, Any]:
+    """Rater x item mean of the first numeric criterion over the item's outputs (first items)."""
+    if not numeric:
+        return {}
+    key = numeric[0]
+    sub = df[(df["criterion"] == key) & df["x"].notna()]
+    if sub.empty:
+        return {}
+    first = np.sort(sub["item_id"].unique())[:HEATMAP_ITEMS]
+    sub = sub[sub["item_id"].isin(first)]
+    wide = sub.groupby(["rater", "item_id"])["x"].mean().unstack("item_id").reindex(columns=first)
+    labels = sub.drop_duplicates("item_id").set_index("item_id")["item"].reindex(first)
+    return {"criterion": key, "min": by_key[key].get("min"), "max": by_key[key].get("max"),
+            "raters": [str(r) for r in wide.index], "items": [str(i) for i in labels],
+            "matrix": [[None if pd.isna(v) else float(v) for v in row] for row in wide.to_numpy()],
+            "truncated": bool(df.loc[df["criterion"] == key, "item_id"].nunique() > HEATMAP_ITEMS)}
+
+
+# ---------------------------------------------------------------- threshold, cache, CSV, sections
+
+def with_threshold(report: dict[str, Any], threshold: float = DEFAULT_ICC_THRESHOLD) -> dict[str, Any]:
+    """The report with the ICC acceptance flag per criterion for `threshold` (seed 002)."""
+    out = dict(report)
+    out["settings"] = {**report["settings"], "icc_threshold": threshold}
+    flags = acceptance({k: a["icc1"]["value"] for k, a in report.get("agreement", {}).items()}, threshold)
+    out["agreement"] = {k: {**a, "accepted": flags[k]} for k, a in report.get("agreement", {}).items()}
+    return out
+
+
+def cached_study_report(study: Study, **kwargs: Any) -> dict[str, Any]:
+    """study_report, recomputed only when the study's ratings change."""
+    # The setting shapes the consensus section: a change to it is a new report.
+    raw = f"{ratings_fingerprint(study)}:{study.consensus_min_raters}:{sorted(kwargs.items())}"
+    key = "concord:report:v1:" + hashlib.sha256(raw.encode()).hexdigest()
+    report = cache.get(key)
+    if report is None:
+        report = study_report(study, **kwargs)
+        cache.set(key, report, CACHE_SECONDS)
+    return report
+
+
+CSV_HEADER = ["section", "criterion", "subject", "statistic", "value", "ci_low", "ci_high", "reason"]
+
+
+def report_csv_rows(report: dict[str, Any]) -> Iterator[list[Any]]:
+    """The report as tidy rows (CSV_HEADER); undefined statistics keep an empty value and the reason."""
+    yield CSV_HEADER
+
+    def row(section, criterion, subject, name, s):
+        if isinstance(s, dict) and "value" in s:
+            ci = s.get("bootstrap_ci") or s.get("ci") or [None, None]
+            return [section, criterion, subject, name, s["value"], ci[0], ci[1], s.get("reason") or ""]
+        return [section, criterion, subject, name, s, None, None, ""]
+
+    for key, a in report.get("agreement", {}).items():
+        yield row("agreement", key, "", f"krippendorff_alpha_{a['alpha_level']}", a["alpha"])
+        yield row("agreement", key, "", "icc1", a["icc1"])
+        yield row("agreement", key, "", "icc1_accepted", a.get("accepted"))
+        for name, value in _flatten(a["details"], skip={"reasons", "icc_ci", "judges"}):
+            reason = a["details"]["reasons"].get(name, "") if value is None else ""
+            yield ["agreement", key, "", name, value, None, None, reason]
+    consensus = report.get("consensus", {})
+    if "left_out" in consensus:
+        yield ["consensus", "", "", "outputs_left_out", consensus["left_out"], None, None,
+               f"rated by fewer than {consensus['min_raters']} raters (the study's consensus minimum)"]
+    for r in consensus.get("rows", []):
+        subject = f"{r['item']}#{r['output']}" + (f" ({r['system']})" if r.get("system") else "")
+        for crit, c in r["criteria"].items():
+            if "consensus" in c:
+                ci = c["ci"] or [None, None]
+                yield ["consensus", crit, subject, "consensus", c["consensus"], ci[0], ci[1],
+                       "" if c["ci"] else "a CI needs at least two ratings"]
+            else:
+                yield ["consensus", crit, subject, f"majority={c['majority']}", c["share"], None, None, ""]
+        if "overall" in r:
+            ci = r.get("overall_ci") or [None, None]
+            yield ["consensus", "overall", subject, "overall", r["overall"], ci[0], ci[1], ""]
+    for rater, info in report.get("raters", {}).items():
+        for name in ("n_items", "n_ratings", "bias", "mae_vs_others", "pearson_vs_others", "gold_accuracy",
+                     "median_seconds"):
+            if name in info:
+                yield ["raters", "", rater, name, info[name], None, None, info["reasons"].get(name, "")]
+        yield ["raters", "", rater, "flags", " ".join(info.get("flags", [])), None, None, ""]
+    for key, positions in report.get("position_effects", {}).items():
+        for pos, e in positions.items():
+            ci = e.get("ci") or [None, None]
+            yield ["position_effects", key, f"position {pos}", "mean", e["mean"], ci[0], ci[1], ""]
+    for key, comp in report.get("systems", {}).get("criteria", {}).items():
+        for system, s in comp["systems"].items():
+            ci = s["ci"] or [None, None]
+            yield ["systems", key, system, "mean", s["mean"], ci[0], ci[1], ""]
+        for p in comp["pairs"]:
+            subject = f"{p['a']} vs {p['b']}"
+            yield ["systems", key, subject, "win_rate_a", p["win_a"], None, None, ""]
+            yield ["systems", key, subject, "p_holm", p["p_holm"], None, None,
+                   "" if p["p_holm"] is not None else "no paired difference (all ties or no shared items)"]
+        yield ["systems", key, "", "ranking", " > ".join(comp["ranking"]), None, None, ""]
+    for key, acc in report.get("systems", {}).get("accept_rate", {}).items():
+        for system, rate in acc["systems"].items():
+            yield ["systems", key, system, f"rate_{acc['value']}", rate, None, None, ""]
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "", skip: set[str] = frozenset()) -> Iterator[tuple[str, Any]]:
+    for k, v in tree.items():
+        if k in skip:
+            continue
+        if isinstance(v, Mapping):
+            yield from _flatten(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}", v
+
+
+def extra_sections(study: Study, report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Sections other apps add to the report (settings.REPORT_SECTIONS: callables or dotted
+    paths taking (study, report) and returning None or {"title", "template", "context"})."""
+    found = []
+    for entry in getattr(settings, "REPORT_SECTIONS", []):
+        fn = import_string(entry) if isinstance(entry, str) else entry
+        section = fn(study, report)
+        if section:
+            found.append(section)
+    return found

@@ -1,0 +1,85 @@
+"""Reads for studies: progress per study, per rater and per item, in a few aggregate queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, F, Q
+
+from annotation.models import Assignment, Item, Study, StudyMember
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    items: int
+    slots: int
+    submitted: int
+    active: int
+    items_complete: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.submitted / self.slots if self.slots else 0.0
+
+
+def study_progress(study: Study) -> StudyProgress:
+    items = study.items.filter(is_attention_check=False)
+    n_items = items.count()
+    counts = Assignment.objects.filter(study=study, item__is_attention_check=False).aggregate(
+        submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+        active=Count("id", filter=Q(status=Assignment.Status.ACTIVE)),
+    )
+    complete = (
+        items.annotate(done=Count("assignments", filter=Q(assignments__status=Assignment.Status.SUBMITTED)))
+        .filter(done__gte=study.raters_per_item)
+        .count()
+    )
+    return StudyProgress(n_items, n_items * study.raters_per_item, counts["submitted"], counts["active"], complete)
+
+
+def rater_progress(study: Study) -> list[dict]:
+    """One row per annotator: submitted and in-progress counts, attention checks passed/failed."""
+    members = StudyMember.objects.filter(study=study, role=StudyMember.Role.ANNOTATOR).select_related("user")
+    counts = {
+        row["rater"]: row
+        for row in Assignment.objects.filter(study=study).values("rater").annotate(
+            submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+            active=Count("id", filter=Q(status=Assignment.Status.ACTIVE)),
+            checks=Count("id", filter=Q(status=Assignment.Status.SUBMITTED, is_attention_check=True)),
+            checks_failed=Count("id", filter=Q(status=Assignment.Status.SUBMITTED, is_attention_check=True,
+                                               attention_passed=False)),
+        )
+    }
+    fields = ("submitted", "active", "checks", "checks_failed")
+    return [
+        {"user": m.user, "paused": m.paused, **{f: counts.get(m.user_id, {}).get(f, 0) for f in fields}}
+        for m in members
+    ]
+
+
+def item_progress(study: Study, limit: int = 200) -> list[dict]:
+    return list(
+        Item.objects.filter(study=study)
+        .annotate(submitted=Count("assignments", filter=Q(assignments__status=Assignment.Status.SUBMITTED),
+                                  distinct=True),
+                  n_outputs=Count("outputs", distinct=True))
+        .values("external_id", "submitted", "n_outputs", "is_attention_check")
+        .order_by("id")[:limit]
+    )
+
+
+def study_members(study: Study) -> list[StudyMember]:
+    """Every member (removed ones last), each with `submitted` and `active` assignment counts."""
+    counts = {
+        row["rater"]: row
+        for row in Assignment.objects.filter(study=study).values("rater").annotate(
+            submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+            active=Count("id", filter=Q(status=Assignment.Status.ACTIVE)),
+        )
+    }
+    members = list(StudyMember.objects.filter(study=study).select_related("user")
+                   .order_by(F("removed_at").asc(nulls_first=True), "role", "user__username"))
+    for m in members:
+        m.submitted = counts.get(m.user_id, {}).get("submitted", 0)
+        m.active = counts.get(m.user_id, {}).get("active", 0)
+    return members

@@ -1,0 +1,535 @@
+"""Writes for a rater's answers: drafts, submits (idempotent upserts), revisions, attention checks.
+
+    assignment_save_draft(assignment=a, answers=answers, time_on_task_ms=None) -> Assignment
+    assignment_submit(assignment=a, answers=answers, time_on_task_ms=0) -> Assignment   # AnswerError, SubmitError
+
+Answers address responses by their shown number (1..K), never by output id or system:
+
+    {"responses": {"1": {"fluency": {"value": 6, "reasoning": ""}, "decision": "ACCEPT",
+                         "highlights": [{"start": 0, "end": 9, "text": "Thank you", "label": "relevant"}]}},
+     "item": {"<item-level key>": {"value": ...}},
+     "ignored": false, "ignore_reason": "", "comment": ""}
+
+A criterion's answer is either its bare value or {"value": ..., "reasoning": ...}.
+A submit is strict: whatever the rubric does not ask for (an unknown criterion or field, reasoning
+where none is asked, a comment or ignore reason where the rubric has none) is refused by name, never
+dropped, and every message says what the rater should do ("Fluency: choose a whole number from 1 to 7").
+`answers_from_form` builds this from the workspace form (fields r<n>__<key>, r<n>__<key>__reasoning,
+item__<key>, ignored, ignore_reason, comment).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.models import Assignment, Output, Rating, Study, StudyMember
+from annotation.services.assignments import assignment_reclaim, lease_duration
+from annotation.services.routing_flag import routing_refresh_request
+
+MAX_TEXT = 20_000
+MAX_SPANS = 200
+MAX_DRAFT_BYTES = 512 * 1024
+MAX_TIME_ON_TASK_MS = 24 * 3600 * 1000  # a client clock gone wrong must not poison the statistics
+
+_TRUE_VALUES = {"ACCEPT", "YES", "TRUE", "1", "Y", "PASS"}
+_FALSE_VALUES = {"REJECT", "NO", "FALSE", "0", "N", "FAIL"}
+
+
+class AnswerError(ValueError):
+    """Answers that cannot be stored. `.errors` maps a form field name (r2__fluency, item__x,
+    ignore_reason, answers) to a message a rater can act on."""
+
+    def __init__(self, errors: Mapping[str, str]):
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{k}: {v}" for k, v in self.errors.items()))
+
+
+class SubmitError(ValueError):
+    """The assignment cannot take a submit now (study closed, slot given to someone else)."""
+
+
+@dataclass(frozen=True)
+class RatingRow:
+    response: int | None  # shown number 1..K, None for an item-level criterion
+    criterion: str
+    value: Any
+    score: float | None
+    reasoning: str
+
+
+# ---------------------------------------------------------------- parsing (pure)
+
+
+def field_name(response: int | None, key: str) -> str:
+    return f"r{response}__{key}" if response is not None else f"item__{key}"
+
+
+_FORM_FIELD = re.compile(r"^(?:r(\d+)|item)__(.+?)(__reasoning)?$")
+
+
+def answers_from_form(data: Mapping[str, Any], *, rubric: dict, n_responses: int) -> dict:
+    """The workspace form (a QueryDict or dict of strings) -> answers. Spans fields hold JSON.
+    Fields the rubric does not ask for (r<n>__<unknown key>, reasoning where none is asked, a
+    comment where comments are off) are carried into the answers, so that a submit refuses them
+    by name instead of dropping them."""
+    def entry(response: int | None, criterion: dict) -> dict | None:
+        name = field_name(response, criterion["key"])
+        raw = data.get(name, "")
+        if criterion["kind"] == "spans":
+            try:
+                raw = json.loads(raw) if raw else []
+            except json.JSONDecodeError:
+                raw = "invalid"
+        reasoning = str(data.get(f"{name}__reasoning", "") or "")
+        if raw in ("", [], None) and not reasoning:
+            return None
+        return {"value": raw, "reasoning": reasoning}
+
+    responses: dict[str, dict] = {}
+    item: dict[str, dict] = {}
+    known: set[str] = set()
+    for criterion in rubric["criteria"]:
+        if criterion["target"] == "item":
+            known.add(field_name(None, criterion["key"]))
+            if (e := entry(None, criterion)) is not None:
+                item[criterion["key"]] = e
+        else:
+            for n in range(1, n_responses + 1):
+                known.add(field_name(n, criterion["key"]))
+                if (e := entry(n, criterion)) is not None:
+                    responses.setdefault(str(n), {})[criterion["key"]] = e
+    for name in data:
+        match = _FORM_FIELD.match(name)
+        raw = str(data.get(name, "") or "")
+        base = name.removesuffix("__reasoning") if match and match.group(3) else name
+        if not match or base in known or not raw.strip():
+            continue
+        response, key = match.group(1), match.group(2)
+        block = item if response is None else responses.setdefault(response, {})
+        e = block.setdefault(key, {"value": None, "reasoning": ""})
+        e["reasoning" if match.group(3) else "value"] = raw
+    return {
+        "responses": responses, "item": item,
+        "ignored": str(data.get("ignored", "")).lower() in {"1", "on", "true", "yes"},
+        "ignore_reason": str(data.get("ignore_reason", "") or "").strip(),
+        "comment": str(data.get("comment", "") or "").strip(),
+    }
+
+
+_ANSWER_FIELDS = ("responses", "item", "ignored", "ignore_reason", "comment")
+_ENTRY_FIELDS = ("value", "reasoning")
+
+
+def answers_normalise(answers: Any) -> dict:
+    """Any JSON the API received -> the answers shape with every entry as {"value", "reasoning"}.
+    Refuses (AnswerError) fields the answers shape does not have, rather than dropping them."""
+    if not isinstance(answers, dict):
+        raise AnswerError({"answers": "must be an object"})
+    errors: dict[str, str] = {}
+    extra = sorted(str(k) for k in answers if k not in _ANSWER_FIELDS)
+    if extra:
+        errors["answers"] = (f"unknown field(s) {', '.join(map(repr, extra))}; answers have "
+                             + ", ".join(_ANSWER_FIELDS))
+
+    def entries(block: Any, where: str, response: str | None) -> dict:
+        if block in (None, ""):
+            return {}
+        if not isinstance(block, dict):
+            errors[where] = "must be an object keyed by criterion"
+            return {}
+        out = {}
+        for key, e in block.items():
+            name = f"r{response}__{key}" if response is not None else f"item__{key}"
+            if isinstance(e, dict):
+                unknown = sorted(str(k) for k in e if k not in _ENTRY_FIELDS)
+                if unknown or "value" not in e:
+                    errors[name] = (f"an answer is a value or {{\"value\": ..., \"reasoning\": ...}}; "
+                                    + (f"unknown field(s) {', '.join(map(repr, unknown))}" if unknown
+                                       else "the value is missing"))
+                    continue
+                reasoning = e.get("reasoning")
+                if reasoning is not None and not isinstance(reasoning, str):
+                    errors[f"{name}__reasoning"] = "reasoning must be text"
+                    continue
+                out[str(key)] = {"value": e["value"], "reasoning": reasoning or ""}
+            else:
+                out[str(key)] = {"value": e, "reasoning": ""}
+        return out
+
+    responses = answers.get("responses") or {}
+    if not isinstance(responses, dict):
+        raise AnswerError({"responses": "must be an object keyed by response number"})
+    normalised = {
+        "responses": {str(n): entries(block, f"responses.{n}", str(n)) for n, block in responses.items()},
+        "item": entries(answers.get("item"), "item", None),
+        "ignored": answers.get("ignored", False),
+        "ignore_reason": answers.get("ignore_reason"),
+        "comment": answers.get("comment"),
+    }
+    if normalised["ignored"] is None:
+        normalised["ignored"] = False
+    if not isinstance(normalised["ignored"], bool):
+        errors["ignored"] = "must be true or false"
+    for field in ("ignore_reason", "comment"):
+        value = normalised[field]
+        if value is not None and not isinstance(value, str):
+            errors[field] = "must be text"
+        normalised[field] = str(value or "").strip()
+    if errors:
+        raise AnswerError(errors)
+    return normalised
+
+
+# ---------------------------------------------------------------- validation (pure)
+
+
+def _is_blank(value: Any) -> bool:
+    return value is None or value == "" or value == []
+
+
+def _scale_hint(criterion: dict) -> str:
+    """What a rater must give for a scale, in their words."""
+    lo, hi = criterion["min"], criterion["max"]
+    step = criterion.get("step", 1) if criterion["kind"] == "numeric" else 1
+    if step == 1 and float(lo).is_integer():
+        return f"choose a whole number from {lo} to {hi}"
+    return f"choose a number from {lo} to {hi} in steps of {step}"
+
+
+def _scale_value(criterion: dict, value: Any) -> int | float:
+    hint = _scale_hint(criterion)
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(hint)
+    try:
+        number = float(value.strip()) if isinstance(value, str) else float(value)
+    except ValueError:
+        raise ValueError(hint) from None
+    if not math.isfinite(number):
+        raise ValueError(hint)
+    lo, hi = criterion["min"], criterion["max"]
+    step = criterion.get("step", 1) if criterion["kind"] == "numeric" else 1
+    steps = (number - lo) / step
+    if number < lo or number > hi or abs(steps - round(steps)) > 1e-9:
+        raise ValueError(hint)
+    return int(number) if number == int(number) else number
+
+
+def _choice_value(criterion: dict, value: Any) -> Any:
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        for choice in criterion["choices"]:
+            if str(choice["value"]) == str(value).strip():
+                return choice["value"]
+    raise ValueError("choose one of " + ", ".join(str(c["value"]) for c in criterion["choices"]))
+
+
+def binary_score(criterion: dict, value: Any) -> float:
+    """ACCEPT/yes = 1, REJECT/no = 0; other binary labels by order (the first choice is 1)."""
+    label = str(value).upper()
+    if label in _TRUE_VALUES:
+        return 1.0
+    if label in _FALSE_VALUES:
+        return 0.0
+    return 1.0 if str(criterion["choices"][0]["value"]) == str(value) else 0.0
+
+
+def span_text(content: str) -> str:
+    """The text span offsets index: the content with line breaks as browsers show them (\r\n -> \n)."""
+    return content.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _spans_value(criterion: dict, value: Any, content: str) -> list[dict]:
+    content = span_text(content)
+    if not isinstance(value, list):
+        raise ValueError("give a list of highlights")
+    if len(value) > MAX_SPANS:
+        raise ValueError(f"at most {MAX_SPANS} highlights")
+    labels = criterion.get("labels") or []
+    out = []
+    for span in value:
+        if not isinstance(span, dict):
+            raise ValueError("each highlight needs start and end")
+        start, end = span.get("start"), span.get("end")
+        if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
+            raise ValueError("each highlight needs integer start and end offsets")
+        if not 0 <= start < end <= len(content):
+            raise ValueError(f"highlight {start}-{end} lies outside the response (length {len(content)})")
+        text = content[start:end]
+        if "text" in span and span["text"] != text:
+            raise ValueError(f"highlight {start}-{end} does not match the response text")
+        label = str(span.get("label") or "")
+        if label and labels and label not in labels:
+            raise ValueError(f"label must be one of {', '.join(labels)}")
+        out.append({"start": start, "end": end, "text": text, "label": label})
+    unique = {(s["start"], s["end"], s["label"]): s for s in out}
+    return sorted(unique.values(), key=lambda s: (s["start"], s["end"], s["label"]))
+
+
+def _clean_value(criterion: dict, value: Any, content: str) -> tuple[Any, float | None]:
+    kind = criterion["kind"]
+    if kind in ("likert", "numeric", "confidence"):
+        v = _scale_value(criterion, value)
+        return v, float(v)
+    if kind == "binary":
+        v = _choice_value(criterion, value)
+        return v, binary_score(criterion, v)
+    if kind == "choice":
+        v = _choice_value(criterion, value)
+        return v, float(v) if isinstance(v, int) and not isinstance(v, bool) else None
+    if kind == "text":
+        if not isinstance(value, str):
+            raise ValueError("write it as text")
+        if len(value) > MAX_TEXT:
+            raise ValueError(f"at most {MAX_TEXT} characters")
+        return value.strip(), None
+    if kind == "spans":
+        return _spans_value(criterion, value, content), None
+    raise ValueError(f"unknown criterion kind {kind!r}")
+
+
+def answers_check(rubric: dict, answers: dict, contents: list[str], context: str = "") -> list[RatingRow]:
+    """Validate normalised answers for a final submit against the rubric and the shown responses
+    (contents[n-1] is Response n's raw text; item-level highlights index the context). Returns the rating rows; raises AnswerError naming
+    every problem. An ignored item stores no ratings."""
+    options = rubric["item_options"]
+    n = len(contents)
+    errors = _not_asked(rubric, answers, n)
+    if answers["ignored"]:
+        if not options.get("allow_ignore"):
+            errors["ignored"] = "this study does not allow ignoring an item"
+        elif not answers["ignore_reason"]:
+            errors["ignore_reason"] = "say why this example should be ignored"
+        elif options.get("ignore_reasons") and answers["ignore_reason"] not in options["ignore_reasons"]:
+            errors["ignore_reason"] = "choose one of the reasons: " + "; ".join(options["ignore_reasons"])
+        if errors:
+            raise AnswerError(errors)
+        return []
+    rows: list[RatingRow] = []
+    targets = [(None, answers["item"], context)]
+    per_response = [(i, answers["responses"].get(str(i), {}), contents[i - 1]) for i in range(1, n + 1)]
+    for criterion in rubric["criteria"]:
+        places = targets if criterion["target"] == "item" else per_response
+        for response, block, content in places:
+            name = field_name(response, criterion["key"])
+            where = f"Response {response}: " if response is not None else ""
+            entry = block.get(criterion["key"]) or {"value": None, "reasoning": ""}
+            value, reasoning = entry["value"], (entry.get("reasoning") or "").strip()
+            if _is_blank(value):
+                if criterion["required"]:
+                    errors[name] = f"{where}{criterion['name']} is required"
+                continue
+            try:
+                clean, score = _clean_value(criterion, value, content)
+            except (ValueError, TypeError) as exc:
+                errors[name] = f"{where}{criterion['name']}: {exc}"
+                continue
+            if criterion["reasoning"] == "required" and not reasoning:
+                errors[f"{name}__reasoning"] = f"{where}{criterion['name']}: write your reasoning"
+                continue
+            if len(reasoning) > MAX_TEXT:
+                errors[f"{name}__reasoning"] = f"{where}reasoning is limited to {MAX_TEXT} characters"
+                continue
+            rows.append(RatingRow(response, criterion["key"], clean, score, reasoning))
+    if errors:
+        raise AnswerError(errors)
+    return rows
+
+
+def _not_asked(rubric: dict, answers: dict, n_responses: int) -> dict[str, str]:
+    """Errors for whatever the answers carry that the rubric does not ask for: a response number
+    not shown, an unknown criterion (or one asked at the other level), reasoning where none is
+    asked, a comment where comments are off, an ignore reason where ignoring is off. Refused by
+    name rather than dropped: a client that sends them has misunderstood the rubric."""
+    errors: dict[str, str] = {}
+    options = rubric["item_options"]
+    by_key = {c["key"]: c for c in rubric["criteria"]}
+    unknown = [k for k in answers["responses"] if not (k.isdigit() and 1 <= int(k) <= n_responses)]
+    if unknown:
+        errors["answers"] = f"unknown response number(s): {', '.join(sorted(unknown))} (responses are 1 to {n_responses})"
+    places = [(None, answers["item"], "item")] + [(int(k), block, "output") for k, block in answers["responses"].items()
+                                                  if k not in unknown]
+    for response, block, target in places:
+        where = f"Response {response}: " if response is not None else ""
+        for key, entry in block.items():
+            name = field_name(response, key)
+            criterion = by_key.get(key)
+            if criterion is None:
+                errors[name] = f"{where}this rubric has no criterion {key!r}"
+            elif criterion["target"] != target:
+                errors[name] = (f"{criterion['name']} is asked once for the whole item, not per response"
+                                if criterion["target"] == "item"
+                                else f"{criterion['name']} is asked for each response, not for the whole item")
+            elif criterion["reasoning"] == "none" and (entry.get("reasoning") or "").strip():
+                errors[f"{name}__reasoning"] = f"{where}{criterion['name']} asks for no reasoning"
+    if answers["comment"] and not options.get("comment"):
+        errors["comment"] = "this study takes no comments"
+    if answers["ignore_reason"] and not options.get("allow_ignore"):
+        errors["ignore_reason"] = "this study does not allow ignoring an item"
+    return errors
+
+
+def attention_passed(rubric: dict, gold: dict, rows: list[RatingRow], permutation: list[int]) -> bool:
+    """Whether a rater's answers match an attention item's gold answers.
+
+    gold maps a criterion key to one value (every response must get it, or the item-level answer)
+    or to {"<output position>": value} for per-response gold (positions as uploaded, 0-based).
+    """
+    kinds = {c["key"]: c for c in rubric["criteria"]}
+    given = {(r.response, r.criterion): r.value for r in rows}
+    shown_number = {position: n for n, position in enumerate(permutation, start=1)}
+    for key, expected in gold.items():
+        criterion = kinds.get(key)
+        if criterion is None:
+            continue
+        if criterion["target"] == "item":
+            checks = [(None, expected)]
+        elif isinstance(expected, dict):
+            checks = [(shown_number.get(int(pos)), val) for pos, val in expected.items()]
+        else:
+            checks = [(n, expected) for n in range(1, len(permutation) + 1)]
+        for response, want in checks:
+            if str(given.get((response, key))) != str(want):
+                return False
+    return True
+
+
+# ---------------------------------------------------------------- services
+
+
+def _time_on_task(current: int, reported: int | None) -> int:
+    # The client reports the total it has counted (it starts from the stored value), so take the
+    # larger: a stale tab or a retried request cannot lower it.
+    if reported is None:
+        return current
+    return max(current, min(int(reported), MAX_TIME_ON_TASK_MS))
+
+
+def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task_ms: int | None = None) -> Assignment:
+    """Store the form as it is (no validation: a draft may be incomplete) and extend the lease.
+    Drafts of submitted assignments (a revision in progress) are kept too."""
+    answers = answers_normalise(answers)
+    if len(json.dumps(answers)) > MAX_DRAFT_BYTES:
+        raise AnswerError({"answers": "the draft is too large"})
+    with transaction.atomic():
+        a = _locked(assignment)
+        if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
+            raise SubmitError("This item was given to another rater after a long pause.")
+        a.draft = answers
+        a.time_on_task_ms = _time_on_task(a.time_on_task_ms, time_on_task_ms)
+        fields = ["draft", "time_on_task_ms"]
+        if a.status == Assignment.Status.ACTIVE:
+            a.expires_at = timezone.now() + lease_duration(assignment.study)
+            fields.append("expires_at")
+        a.save(update_fields=fields)
+    return a
+
+
+def _locked(assignment: Assignment) -> Assignment:
+    """Lock the assignment row and re-read what a concurrent submit or the expiry sweep may have
+    changed since the caller loaded it (the rest never changes after creation)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT status, slot, submitted_at, time_on_task_ms, expires_at FROM {Assignment._meta.db_table}"
+                       " WHERE id = %s FOR UPDATE", [assignment.pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise Assignment.DoesNotExist(assignment.pk)
+    a = assignment
+    a.status, a.slot, a.submitted_at, a.time_on_task_ms, a.expires_at = row
+    return a
+
+
+def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms: int | None = 0) -> Assignment:
+    """Validate and store the ratings of one assignment. Idempotent: a repeated submit (double
+    click, retry) stores the same single row per (response, criterion); a later submit while the
+    study is open replaces the values (a revision). Raises AnswerError or SubmitError.
+
+    The assignment's study (with its rubric version), item and outputs are used as loaded by the
+    caller when they are (the views load them once); the assignment row itself is re-read under a
+    row lock, so concurrent submits of one assignment apply one after the other.
+    The returned assignment carries `ratings_stored`, the number of rating rows it now has.
+    """
+    answers = answers_normalise(answers)
+    study, item = assignment.study, assignment.item
+    rubric = study.rubric_version.definition
+    outputs = {o.position: o for o in item.outputs.all()}
+    with transaction.atomic():
+        a = _locked(assignment)
+        if study.status != Study.Status.OPEN:
+            raise SubmitError("This study is closed; ratings can no longer change.")
+        was_submitted = a.status == Assignment.Status.SUBMITTED
+        if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
+            raise SubmitError("This item was given to another rater after a long pause.")
+        shown = [outputs[p] for p in a.permutation]
+        rows = answers_check(rubric, answers, [o.content for o in shown], item.context)
+        _write_ratings(a, rows, shown, replace=was_submitted)
+        a.status = Assignment.Status.SUBMITTED
+        a.submitted_at = a.submitted_at or timezone.now()
+        a.draft = answers  # the form as submitted, so a revision starts from it
+        a.ignored, a.ignore_reason = answers["ignored"], answers["ignore_reason"] if answers["ignored"] else ""
+        a.comment = answers["comment"] if rubric["item_options"].get("comment") else ""
+        a.time_on_task_ms = _time_on_task(a.time_on_task_ms, time_on_task_ms)
+        a.expires_at = None
+        fields = ["status", "submitted_at", "draft", "ignored", "ignore_reason", "comment", "time_on_task_ms",
+                  "expires_at"]
+        if a.is_attention_check:
+            a.attention_passed = (not answers["ignored"]) and attention_passed(rubric, item.gold, rows, a.permutation)
+            fields.append("attention_passed")
+        a.save(update_fields=fields)
+        if a.is_attention_check and a.attention_passed is False and study.attention_fail_pause:
+            _pause_if_failing(study, a.rater_id)
+    a.study, a.item = study, item
+    a.ratings_stored = len(rows)
+    routing_refresh_request(study.pk)
+    return a
+
+
+
+_UPSERT_SQL = f"""
+    INSERT INTO {Rating._meta.db_table} AS r (assignment_id, output_id, criterion, value, score, reasoning,
+                                              created_at, updated_at)
+    SELECT %(assignment)s, o, c, v, s, t, %(now)s, %(now)s
+    FROM unnest(%(outputs)s::bigint[], %(criteria)s::text[], %(values)s::jsonb[], %(scores)s::float8[],
+                %(reasonings)s::text[]) AS u(o, c, v, s, t)
+    ON CONFLICT (assignment_id, output_id, criterion)
+        DO UPDATE SET value = EXCLUDED.value, score = EXCLUDED.score, reasoning = EXCLUDED.reasoning,
+                      updated_at = EXCLUDED.updated_at
+"""
+
+
+def _write_ratings(a: Assignment, rows: list[RatingRow], shown: list[Output], *, replace: bool) -> None:
+    """Upsert the rows; when replacing an earlier submit, drop the answers it had and this one lacks.
+
+    One hand-written statement rather than bulk_create: this runs on every submit, and building the
+    ORM's upsert cost more CPU than the database spent on it.
+    """
+    output_ids = [shown[r.response - 1].pk if r.response is not None else None for r in rows]
+    if rows:
+        # ON CONFLICT DO UPDATE on (assignment, output, criterion), nulls not distinct: a retry or a
+        # revision never adds a second row.
+        with connection.cursor() as cursor:
+            cursor.execute(_UPSERT_SQL, {
+                "assignment": a.pk, "now": timezone.now(), "outputs": output_ids,
+                "criteria": [r.criterion for r in rows], "values": [json.dumps(r.value) for r in rows],
+                "scores": [r.score for r in rows], "reasonings": [r.reasoning for r in rows]})
+    if not replace:
+        return  # a first submit: nothing earlier to drop
+    keep = Q()
+    for output_id, r in zip(output_ids, rows):
+        keep |= Q(output_id=output_id, criterion=r.criterion)
+    stale = Rating.objects.filter(assignment=a)
+    if rows:
+        stale = stale.exclude(keep)
+    stale.delete()  # answers cleared in a revision (an optional highlight removed, an item ignored)
+
+
+def _pause_if_failing(study: Study, rater_id: int) -> None:
+    failed = Assignment.objects.filter(study=study, rater_id=rater_id, attention_passed=False).count()
+    if failed >= study.attention_fail_pause:
+        StudyMember.objects.filter(study=study, user_id=rater_id).update(paused=True)

@@ -1,0 +1,1 @@
+"""Pure statistics for Concord: numpy/scipy/pandas over plain data, no Django."""

@@ -1,0 +1,107 @@
+"""Reading a long CSV of comparative judgements, recognised by its header, validated whole.
+
+    pairwise:   item,rater,system_a,system_b,winner   (system_a shown first; winner a name or `tie`)
+    ranking:    item,rater,system,rank                (1 = best)
+    best-worst: item,rater,shown,best,worst           (shown = names joined by `|`)
+
+Errors name the line (the header is line 1) and the column, as annotation.stats.tables does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from annotation.stats import comparisons as cmp
+from annotation.stats.tables import TableError, _read
+
+KINDS = {
+    "pairwise": ("item", "rater", "system_a", "system_b", "winner"),
+    "ranking": ("item", "rater", "system", "rank"),
+    "best_worst": ("item", "rater", "shown", "best", "worst"),
+}
+
+
+@dataclass
+class Comparisons:
+    kind: str
+    wins: list[cmp.Win] = field(default_factory=list)
+    pairwise: list[tuple[str, str, str]] = field(default_factory=list)  # (shown first, second, winner)
+    rankings: list[dict[str, float]] = field(default_factory=list)
+    best_worst: list[tuple[list[str], str, str]] = field(default_factory=list)
+
+
+def _kind(columns: list[str]) -> str:
+    found = set(columns)
+    for kind, needed in KINDS.items():
+        if set(needed) <= found:
+            return kind
+    headers = "; ".join(f"{k}: {','.join(v)}" for k, v in KINDS.items())
+    raise TableError(f"header {','.join(columns)!r} is none of the known kinds ({headers})", row=1)
+
+
+def read_comparisons(path: str | Path) -> Comparisons:
+    head = _read(path, ())
+    kind = _kind(list(head.columns))
+    df = _read(path, KINDS[kind])
+    rows = df.apply(lambda c: c.str.strip())
+    out = Comparisons(kind)
+    if kind == "pairwise":
+        for i, r in enumerate(rows.itertuples(index=False), start=2):
+            if r.system_a == r.system_b:
+                raise TableError(f"a system compared with itself ({r.system_a!r})", row=i, column="system_b")
+            if r.winner not in (r.system_a, r.system_b, "tie"):
+                raise TableError(f"{r.winner!r} is neither {r.system_a!r}, {r.system_b!r} nor 'tie'", row=i,
+                                 column="winner")
+            out.pairwise.append((r.system_a, r.system_b, r.winner))
+            out.wins += cmp.pairs_from_pairwise(r.system_a, r.system_b, r.winner)
+    elif kind == "ranking":
+        ranks = pd.to_numeric(rows["rank"], errors="coerce")
+        for i, value in enumerate(ranks, start=2):
+            if pd.isna(value) or value < 1 or value != int(value):
+                raise TableError(f"not a rank (a whole number from 1): {rows['rank'].iloc[i - 2]!r}", row=i,
+                                 column="rank")
+        rows = rows.assign(rank=ranks)
+        seen: dict[tuple[str, str, str], int] = {}
+        for i, r in enumerate(rows.itertuples(index=False), start=2):
+            key = (r.item, r.rater, r.system)
+            if key in seen:
+                raise TableError(f"rater {r.rater!r} ranked {r.system!r} twice on item {r.item!r} (first on line "
+                                 f"{seen[key]})", row=i, column="system")
+            seen[key] = i
+        for _, group in rows.groupby(["item", "rater"], sort=True):
+            ranking = dict(zip(group["system"], group["rank"].astype(float)))
+            if len(ranking) >= 2:
+                out.rankings.append(ranking)
+                out.wins += cmp.pairs_from_ranking(ranking)
+    else:
+        for i, r in enumerate(rows.itertuples(index=False), start=2):
+            shown = [s.strip() for s in r.shown.split("|")]
+            if len(shown) < 2 or len(set(shown)) != len(shown) or "" in shown:
+                raise TableError("needs two or more different system names joined by '|'", row=i, column="shown")
+            for col in ("best", "worst"):
+                if getattr(r, col) not in shown:
+                    raise TableError(f"{getattr(r, col)!r} was not shown ({r.shown})", row=i, column=col)
+            if r.best == r.worst:
+                raise TableError("best and worst are the same system", row=i, column="worst")
+            out.best_worst.append((shown, r.best, r.worst))
+            out.wins += cmp.pairs_from_best_worst(shown, r.best, r.worst)
+    return out
+
+
+def comparisons_report(data: Comparisons) -> dict[str, Any]:
+    """The `comparisons` command's JSON (see its --help)."""
+    bt = cmp.bradley_terry(data.wins)
+    report: dict[str, Any] = {"kind": data.kind, "systems": bt["systems"], "win_rates": cmp.win_rates(data.wins)}
+    if bt["reason"]:
+        report["bt_reason"] = bt["reason"]
+    if data.kind == "best_worst":
+        report["bws_count"] = cmp.best_worst_counts(data.best_worst)
+    if data.kind == "ranking":
+        report["kendall_w"] = cmp.kendall_w(data.rankings)
+    if data.kind == "pairwise":
+        report["position"] = cmp.position_effect(data.pairwise)
+    return report

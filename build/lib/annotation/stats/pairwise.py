@@ -1,0 +1,54 @@
+"""Correlations: Pearson, Spearman, Kendall tau-b, and their pairwise means over raters."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+from scipy.stats import kendalltau, rankdata
+
+from .kappa import common_items, rater_columns
+from .result import Stat
+
+MIN_N = 3  # with two points any correlation is +-1: not information
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> Stat:
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < MIN_N:
+        return Stat.undefined(f"fewer than {MIN_N} paired values")
+    dx, dy = x - x.mean(), y - y.mean()
+    # einsum, not BLAS: on small vectors BLAS threads cost more than they save on a busy machine
+    sxx, syy = float(np.einsum("i,i", dx, dx)), float(np.einsum("i,i", dy, dy))
+    if sxx <= 0 or syy <= 0:
+        return Stat.undefined("constant scores (zero variance)")
+    r = float(np.einsum("i,i", dx, dy)) / np.sqrt(sxx * syy)
+    return Stat.of(max(-1.0, min(1.0, r)))
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> Stat:
+    if np.asarray(x).size < MIN_N:
+        return Stat.undefined(f"fewer than {MIN_N} paired values")
+    return pearson(rankdata(x), rankdata(y))
+
+
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> Stat:
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < MIN_N:
+        return Stat.undefined(f"fewer than {MIN_N} paired values")
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return Stat.undefined("constant scores (zero variance)")
+    return Stat.of(kendalltau(x, y, variant="b").statistic)
+
+
+def pairwise_correlations(matrix: np.ndarray) -> dict[str, dict[tuple[int, int], Stat]]:
+    """Pearson and Spearman of every pair of raters (columns) over the items both rated."""
+    x = np.asarray(matrix, dtype=float)
+    cols = rater_columns(x)
+    out: dict[str, dict[tuple[int, int], Stat]] = {"pearson": {}, "spearman": {}}
+    for i, j in combinations(range(x.shape[1]), 2):
+        rows = common_items(cols, i, j)
+        a, b = x[rows, i], x[rows, j]
+        out["pearson"][(i, j)] = pearson(a, b)
+        out["spearman"][(i, j)] = spearman(a, b)
+    return out

@@ -1,0 +1,77 @@
+"""System comparison: per system and criterion the mean with a t CI over items, accept rate,
+pairwise win rates, paired Wilcoxon signed-rank tests on per-item means (Holm-corrected),
+and a ranking by mean.
+
+Input: plain rows with columns item, system, criterion, score (one per rating); scores are
+first averaged per (item, system, criterion) so that every item counts once.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import t as t_dist
+from scipy.stats import wilcoxon
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm-Bonferroni adjusted p-values (None stays None)."""
+    idx = [i for i, p in enumerate(pvalues) if p is not None]
+    m = len(idx)
+    order = sorted(idx, key=lambda i: pvalues[i])  # type: ignore[arg-type, return-value]
+    adjusted: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * float(pvalues[i])))  # type: ignore[arg-type]
+        adjusted[i] = running
+    return adjusted
+
+
+def _mean_ci(x: np.ndarray, level: float) -> tuple[float, list[float] | None]:
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, None
+    half = float(t_dist.ppf((1 + level) / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    return mean, [mean - half, mean + half]
+
+
+def compare_systems(ratings: pd.DataFrame, *, accept_criterion: str | None = None,
+                    accept_value: object = "ACCEPT", level: float = 0.95) -> dict[str, Any]:
+    """{criterion: {"systems": {...}, "pairs": [...], "ranking": [...]}} for numeric criteria;
+    with `accept_criterion`, the share of its ratings equal to `accept_value` per system."""
+    out: dict[str, Any] = {}
+    if accept_criterion is not None:
+        acc = ratings[ratings["criterion"] == accept_criterion]
+        out["accept_rate"] = {str(s): float(np.mean(g["score"].astype(str) == str(accept_value)))
+                              for s, g in acc.groupby("system")}
+        ratings = ratings[ratings["criterion"] != accept_criterion]
+    numeric = ratings.assign(score=pd.to_numeric(ratings["score"], errors="coerce")).dropna(subset=["score"])
+    means = numeric.groupby(["criterion", "system", "item"], sort=True)["score"].mean()
+    criteria: dict[str, Any] = {}
+    for crit, per in means.groupby(level="criterion"):
+        wide = per.droplevel("criterion").unstack("system")  # items x systems
+        systems = {}
+        for s in wide.columns:
+            x = wide[s].dropna().to_numpy()
+            mean, ci = _mean_ci(x, level)
+            systems[str(s)] = {"mean": mean, "ci": ci, "n_items": int(x.size)}
+        pairs = []
+        for a, b in combinations(wide.columns, 2):
+            both = wide[[a, b]].dropna().to_numpy()
+            d = both[:, 0] - both[:, 1]
+            p = None
+            if d.size > 0 and np.any(d != 0):
+                p = float(wilcoxon(both[:, 0], both[:, 1]).pvalue)
+            n = max(d.size, 1)
+            pairs.append({"a": str(a), "b": str(b), "n_items": int(d.size),
+                          "win_a": float(np.sum(d > 0) / n), "win_b": float(np.sum(d < 0) / n),
+                          "tie": float(np.sum(d == 0) / n), "p_value": p})
+        for pair, adj in zip(pairs, holm([p["p_value"] for p in pairs])):
+            pair["p_holm"] = adj
+        ranking = sorted(systems, key=lambda s: -systems[s]["mean"])
+        criteria[str(crit)] = {"systems": systems, "pairs": pairs, "ranking": ranking}
+    out["criteria"] = criteria
+    return out

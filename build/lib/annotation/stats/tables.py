@@ -1,0 +1,154 @@
+"""Reading the CSV inputs of `agreement` and `gold_eval`, validated whole.
+
+Errors name the row as the file's line number (the header is line 1) and the column.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+class TableError(ValueError):
+    def __init__(self, message: str, row: int | None = None, column: str | None = None):
+        self.row, self.column = row, column
+        where = ", ".join(p for p in (f"row {row}" if row else "", f"column {column!r}" if column else "") if p)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+def _read(path: str | Path, required: tuple[str, ...], nonempty: tuple[str, ...] | None = None) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError as exc:
+        raise TableError(f"{path}: no such file") from exc
+    except UnicodeDecodeError as exc:
+        raise TableError(f"not UTF-8 text (byte {exc.start})") from exc
+    except (pd.errors.ParserError, csv.Error) as exc:
+        raise TableError(f"not a valid CSV: {exc}") from exc
+    except pd.errors.EmptyDataError as exc:
+        raise TableError("empty file") from exc
+    df.columns = [c.strip() for c in df.columns]
+    for col in required:
+        if col not in df.columns:
+            raise TableError(f"missing column (found: {', '.join(df.columns)})", row=1, column=col)
+    _nonempty(df, required if nonempty is None else nonempty)
+    return df
+
+
+def _nonempty(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
+    for col in columns:
+        empty = (df[col].str.strip() == "").to_numpy()
+        if empty.any():
+            raise TableError("empty value", row=int(df.index[np.flatnonzero(empty)[0]]) + 2, column=col)
+
+
+def _numeric(df: pd.DataFrame, col: str) -> np.ndarray:
+    values = pd.to_numeric(df[col].str.strip(), errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise TableError(f"not a number: {df[col].iloc[i]!r}", row=i + 2, column=col)
+    return values
+
+
+# Concord's own long export (export_study --format csv): kinds whose `score` is the rating, kinds
+# whose rating is the chosen label (in `value`), the rest (text, spans) carry no rating to agree on.
+_SCORE_KINDS = {"likert", "numeric", "confidence"}
+_LABEL_KINDS = {"binary", "choice"}
+_TRUE = {"true", "t", "1", "yes"}
+
+
+def read_ratings(path: str | Path) -> pd.DataFrame:
+    """Long ratings table: columns item, rater, score and optionally criterion and output.
+
+    A criterion's scores are all numbers or all text labels (Yes/No, TP/FP1, ACCEPT/REJECT, taken
+    as nominal codes); a mix is refused at the first odd one out. `score` is float when every
+    criterion has numbers, else text (the report codes the labels). With an `output` column the
+    rated unit is (item, output), as in Concord's own export, which is read as it is: ignored
+    items and attention checks are left out, choices are rated by their label (`value`), text
+    and highlights are not ratings. `attrs["levels"]` holds a default level for criteria whose
+    kind fixes it (choices are nominal even when their labels are digits).
+    """
+    df = _read(path, ("item", "rater", "score"), nonempty=())
+    levels: dict[str, str] = {}
+    if "criterion_kind" in df.columns:
+        df, levels = _from_export(df)
+    else:
+        _nonempty(df, ("item", "rater", "score") + (("criterion",) if "criterion" in df.columns else ()))
+    _nonempty(df, ("item", "rater"))
+    text = df["score"].str.strip()
+    numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
+    is_number = np.isfinite(numbers)
+    item = df["item"].str.strip()
+    if "output" in df.columns:
+        output = df["output"].str.strip()
+        item = item.where(output == "", item + " / output " + output)
+    out = pd.DataFrame({"item": item.to_numpy(), "rater": df["rater"].str.strip().to_numpy(),
+                        "score": numbers if is_number.all() else text.to_numpy()})
+    if "criterion" in df.columns:
+        out["criterion"] = df["criterion"].str.strip().to_numpy()
+        groups = out.groupby("criterion", sort=False).indices.items()
+    else:
+        groups = [("score", np.arange(len(out)))]
+    lines = df.index.to_numpy() + 2
+    for name, rows in groups:
+        if levels.get(str(name)) != "nominal":
+            _one_kind(text, is_number, np.asarray(rows), str(name), lines)
+    out.attrs["levels"] = levels
+    return out
+
+
+def _from_export(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Concord's export -> the rows that are ratings, with `score` holding the rating."""
+    for col in ("criterion", "value"):
+        if col not in df.columns:
+            raise TableError(f"missing column (found: {', '.join(df.columns)})", row=1, column=col)
+    kind = df["criterion_kind"].str.strip()
+    keep = (df["criterion"].str.strip() != "") & kind.isin(_SCORE_KINDS | _LABEL_KINDS)
+    for flag in ("ignored", "is_attention_check"):
+        if flag in df.columns:
+            keep &= ~df[flag].str.strip().str.lower().isin(_TRUE)
+    df = df[keep].copy()
+    labels = kind[keep].isin(_LABEL_KINDS)
+    df.loc[labels, "score"] = df.loc[labels, "value"]
+    _nonempty(df, ("score",))
+    levels = {str(c): "nominal" for c in df.loc[labels, "criterion"].str.strip().unique()}
+    return df, levels
+
+
+def _one_kind(text: pd.Series, is_number: np.ndarray, rows: np.ndarray, criterion: str, lines: np.ndarray) -> None:
+    """Refuse a criterion whose scores mix numbers and text labels, naming the first odd one out."""
+    numeric = is_number[rows]
+    if numeric.all() or not numeric.any():
+        return
+    if numeric.sum() >= (~numeric).sum():
+        i = int(rows[np.flatnonzero(~numeric)[0]])
+        raise TableError(f"not a number: {text.iloc[i]!r} (the other scores of criterion {criterion!r} "
+                         "are numbers)", row=int(lines[i]), column="score")
+    i = int(rows[np.flatnonzero(numeric)[0]])
+    raise TableError(f"a number among text labels: {text.iloc[i]!r} (criterion {criterion!r} has labels "
+                     "such as " + repr(text.iloc[int(rows[np.flatnonzero(~numeric)[0]])]) + ")",
+                     row=int(lines[i]), column="score")
+
+
+def read_labels(path: str | Path, *, cost: bool = False,
+                empty_labels: bool = False) -> tuple[dict[str, str], dict[str, float] | None]:
+    """id -> label, and id -> cost when `cost` and the file has a cost column. Ids must be unique.
+    `empty_labels`: an empty label is kept as "" (a prediction the judge failed to give)."""
+    df = _read(path, ("id",) if empty_labels else ("id", "label"))
+    if "label" not in df.columns:
+        raise TableError(f"missing column (found: {', '.join(df.columns)})", row=1, column="label")
+    ids = df["id"].str.strip()
+    dup = ids.duplicated().to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise TableError(f"duplicate id {ids.iloc[i]!r}", row=i + 2, column="id")
+    labels = dict(zip(ids, df["label"].str.strip()))
+    costs = None
+    if cost and "cost" in df.columns:
+        costs = dict(zip(ids, _numeric(df, "cost")))
+    return labels, costs
+

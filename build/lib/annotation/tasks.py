@@ -1,0 +1,36 @@
+"""Celery tasks of the annotation app: each takes ids, re-fetches, and calls a service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from annotation.datasets.releases import release_build as release_build_service, releases_requeue_lost
+
+
+@shared_task(name="annotation.tasks.release_build", acks_late=True, reject_on_worker_lost=True,
+             ignore_result=True)
+def release_build(release_id: int) -> str:
+    """Build one dataset release. Idempotent: a ready release is left as it is, so a
+    redelivered task (acks_late) costs one query."""
+    return release_build_service(release_id=release_id).status
+
+
+def broker_held_builds() -> set[int]:
+    """Release ids of the release_build messages the broker holds (queued, or delivered and unacked)."""
+    from celery import current_app as app
+
+    from config.broker import broker_task_args
+
+    held = set()
+    for args in broker_task_args(release_build.name, [app.conf.task_default_queue]):
+        try:
+            held.add(int(args[0]))
+        except (ValueError, TypeError, IndexError):
+            continue
+    return held
+
+
+@shared_task(name="annotation.tasks.requeue_lost_builds", ignore_result=True)
+def requeue_lost_builds(settle_s: float = 5.0) -> list[int]:
+    """Send again the builds whose messages the broker lost (config/celery.py RequeueLostWork)."""
+    return releases_requeue_lost(held=broker_held_builds, settle_s=settle_s)

@@ -1,0 +1,20 @@
+from django.urls import include, path
+
+from annotation.views import manage, studies
+
+urlpatterns = [
+    path("", studies.home, name="home"),
+    path("studies/new/", studies.study_create_view, name="study-create"),
+    path("studies/<slug:slug>/manage/", manage.study_manage, name="study-manage"),
+    path("studies/<slug:slug>/upload/", manage.study_upload_items, name="manage-upload"),
+    path("studies/<slug:slug>/members/", manage.study_add_members, name="manage-members"),
+    path("studies/<slug:slug>/members/status/", manage.study_member_status, name="manage-member-status"),
+    path("studies/<slug:slug>/status/", manage.study_status, name="manage-status"),
+    path("studies/<slug:slug>/settings/", manage.study_settings, name="manage-settings"),
+    path("studies/<slug:slug>/invitations/", manage.study_invitations, name="manage-invitations"),
+    path("studies/<slug:slug>/invitations/revoke/", manage.study_invitation_revoke, name="manage-invitation-revoke"),
+    path("invite/<str:token>/", manage.invitation_accept, name="invitation"),
+    path("", include("annotation.workspace_urls")),
+    path("", include("annotation.reports.urls")),
+    path("", include("annotation.datasets.urls")),
+]

@@ -1,0 +1,320 @@
+"""The annotator workspace: one item at a time, blinded, keyboard-first.
+
+    GET  /studies/<slug>/rate/                     the rater's current or next item (or a done screen)
+    GET  /studies/<slug>/rate/<token>/             one of the rater's own assignments (revise a submitted one)
+    POST /studies/<slug>/rate/<token>/draft/       autosave (no validation)
+    POST /studies/<slug>/rate/<token>/submit/      validate and store; then the next item
+    GET  /studies/<slug>/rate/guidelines/          the rubric's guidelines (htmx fragment or page)
+    GET  /studies/<slug>/rate/history/             the rater's submitted items, to revise
+
+Blinding: responses are addressed by their shown number (Response 1..K) and assignments by a random
+token. No output id, system name, item id or other rater's answer is ever put in the context.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Exists, OuterRef
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation.access import get_own_assignment, get_study_for_annotator
+from annotation.models import Assignment, Item, Output, Study
+from annotation.rendering import render_content, render_markdown
+from annotation.services.assignments import RaterPaused, assignment_next
+from annotation.services.ratings import (
+    AnswerError,
+    SubmitError,
+    answers_from_form,
+    assignment_save_draft,
+    assignment_submit,
+    field_name,
+)
+
+PAGE = "annotation/workspace.html"
+
+# ---------------------------------------------------------------- what the screen shows
+
+
+@dataclass
+class Control:
+    """One criterion's input for one response (or for the item)."""
+
+    name: str
+    criterion: dict
+    widget: str  # segmented | number | choice | binary | text | spans
+    value: str = ""
+    reasoning: str = ""
+    error: str = ""
+    reasoning_error: str = ""
+    options: list[dict] = field(default_factory=list)
+    spans_json: str = "[]"
+    show_hint: bool = True  # off when the criterion above already shows the same hint
+
+    @property
+    def dom_id(self) -> str:
+        return self.name.replace("__", "-")
+
+
+@dataclass
+class ResponseView:
+    number: int
+    kind: str
+    html: Any
+    controls: list[Control]
+    has_spans: bool
+
+
+def _entry(draft: dict, response: int | None, key: str) -> dict:
+    block = draft.get("item", {}) if response is None else draft.get("responses", {}).get(str(response), {})
+    entry = block.get(key)
+    if isinstance(entry, dict) and "value" in entry:
+        return entry
+    return {"value": entry, "reasoning": ""} if entry is not None else {"value": None, "reasoning": ""}
+
+
+def _scale_options(c: dict, value: str) -> list[dict]:
+    levels = {lv["value"]: lv for lv in c.get("levels", [])}
+    sparing = set(c.get("sparing_values", []))
+    out = []
+    for v in range(c["min"], c["max"] + 1):
+        lv = levels.get(v, {})
+        out.append({"value": str(v), "label": lv.get("label", ""), "description": lv.get("description", ""),
+                    "sparing": v in sparing, "checked": value == str(v)})
+    return out
+
+
+def _widget(c: dict) -> str:
+    kind = c["kind"]
+    if kind in ("likert", "confidence"):
+        return "segmented"
+    if kind == "numeric":
+        step = c.get("step", 1)
+        n_points = (c["max"] - c["min"]) / step + 1
+        return "segmented" if step == 1 and n_points <= 11 else "number"
+    return {"choice": "choice", "binary": "binary", "text": "text", "spans": "spans"}[kind]
+
+
+def build_control(c: dict, response: int | None, draft: dict, errors: dict) -> Control:
+    name = field_name(response, c["key"])
+    entry = _entry(draft, response, c["key"])
+    raw = entry["value"]
+    widget = _widget(c)
+    control = Control(name=name, criterion=c, widget=widget, reasoning=entry.get("reasoning") or "",
+                      error=errors.get(name, ""), reasoning_error=errors.get(f"{name}__reasoning", ""))
+    if widget == "spans":
+        spans = raw if isinstance(raw, list) else []
+        control.spans_json = json.dumps(spans)
+        return control
+    control.value = "" if raw is None else str(raw)
+    if widget == "segmented":
+        control.options = _scale_options(c, control.value)
+    elif widget in ("choice", "binary"):
+        keys = {0: "A", 1: "R"} if c["kind"] == "binary" else {}
+        control.options = [
+            {"value": str(ch["value"]), "label": ch.get("label") or str(ch["value"]),
+             "description": ch.get("description", ""), "checked": control.value == str(ch["value"]),
+             "key": keys.get(i, str(i + 1)) if c["kind"] == "binary" else str(i + 1)}
+            for i, ch in enumerate(c["choices"])
+        ]
+    return control
+
+
+def shown_outputs(assignment: Assignment) -> list[Output]:
+    by_position = {o.position: o for o in assignment.item.outputs.all()}
+    return [by_position[p] for p in assignment.permutation]
+
+
+def _controls(criteria: list[dict], response: int | None, draft: dict, errors: dict) -> list[Control]:
+    controls = [build_control(c, response, draft, errors) for c in criteria]
+    for above, control in zip(controls, controls[1:]):
+        control.show_hint = control.criterion.get("hint") != above.criterion.get("hint")
+    return controls
+
+
+def build_screen(study: Study, assignment: Assignment, *, draft: dict | None = None,
+                 errors: dict | None = None) -> dict:
+    rubric = study.rubric
+    draft = assignment.draft if draft is None else draft
+    errors = errors or {}
+    item = assignment.item
+    output_criteria = [c for c in rubric["criteria"] if c["target"] == "output"]
+    item_criteria = [c for c in rubric["criteria"] if c["target"] == "item"]
+    spans_on_outputs = any(c["kind"] == "spans" for c in output_criteria)
+    responses = []
+    for n, output in enumerate(shown_outputs(assignment), start=1):
+        responses.append(ResponseView(
+            number=n, kind=output.kind,
+            html=render_content(output.content, output.kind, span_root=spans_on_outputs, label=f"Response {n}"),
+            controls=_controls(output_criteria, n, draft, errors),
+            has_spans=spans_on_outputs,
+        ))
+    options = rubric["item_options"]
+    return {
+        "assignment": assignment,
+        "context_html": render_content(item.context, item.context_kind, label="Context",
+                                       span_root=any(c["kind"] == "spans" for c in item_criteria)),
+        "responses": responses,
+        "item_controls": _controls(item_criteria, None, draft, errors),
+        "allow_ignore": options.get("allow_ignore", False),
+        "ignore_reasons": options.get("ignore_reasons", []),
+        "ignored": bool(draft.get("ignored")),
+        "ignore_reason": draft.get("ignore_reason", ""),
+        "ignore_error": errors.get("ignore_reason", "") or errors.get("ignored", ""),
+        "allow_comment": options.get("comment", False),
+        "comment": draft.get("comment", ""),
+        "errors": errors,
+        "side_by_side": study.presentation == Study.Presentation.SIDE_BY_SIDE or len(responses) == 1,
+        "revising": assignment.status == Assignment.Status.SUBMITTED,
+        "n_responses": len(responses),
+        "has_binary": any(c["kind"] == "binary" for c in output_criteria),
+    }
+
+
+def rater_progress(study: Study, rater) -> dict:
+    """done: the rater's submitted items; left: items the rater could still get (an estimate,
+    since other raters fill slots too), counting the one on screen."""
+    done = Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.SUBMITTED).count()
+    mine = Assignment.objects.filter(item=OuterRef("pk"), rater=rater).exclude(status=Assignment.Status.EXPIRED)
+    left = (Item.objects.filter(study=study, is_attention_check=False, slots_taken__lt=study.raters_per_item)
+            .exclude(Exists(mine)).count())
+    left += Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.ACTIVE).count()
+    total = done + left
+    return {"done": done, "left": left, "total": total, "percent": round(100 * done / total) if total else 100}
+
+
+# ---------------------------------------------------------------- views
+
+
+
+def load_for_screen(study: Study, assignment: Assignment) -> Assignment:
+    """Attach what the screen needs to an assignment from the engine (which loads its item)."""
+    assignment.item.load_outputs()
+    assignment.study = study
+    return assignment
+
+
+def _render(request: HttpRequest, study: Study, context: dict, *, status: int = 200) -> HttpResponse:
+    context = {"study": study, "progress": rater_progress(study, request.user), **context}
+    template = f"{PAGE}#workspace" if request.htmx and not request.htmx.boosted else PAGE
+    response = render(request, template, context, status=status)
+    response["Cache-Control"] = "no-store"  # a shared machine's back button must not show a rating form
+    return response
+
+
+def _next_screen(request: HttpRequest, study: Study) -> HttpResponse:
+    try:
+        assignment = assignment_next(study=study, rater=request.user)
+    except RaterPaused:
+        return _render(request, study, {"state": "paused"})
+    if assignment is None:
+        return _render(request, study, {"state": "done" if study.is_open else "closed"})
+    return _render(request, study, {"state": "rate", **build_screen(study, load_for_screen(study, assignment))})
+
+
+@login_required
+@require_GET
+def workspace(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_study_for_annotator(request.user, slug)
+    return _next_screen(request, study)
+
+
+@login_required
+@require_GET
+def assignment_detail(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    study = get_study_for_annotator(request.user, slug)
+    assignment = get_own_assignment(request.user, study, token)
+    if assignment.status == Assignment.Status.EXPIRED:
+        messages.info(request, "That item was returned to the pool after a long pause.")
+        return redirect("workspace", slug=study.slug)
+    if assignment.status == Assignment.Status.SUBMITTED and not study.is_open:
+        messages.info(request, "The study is closed; submitted ratings can no longer change.")
+        return redirect("workspace-history", slug=study.slug)
+    return _render(request, study, {"state": "rate", **build_screen(study, assignment)})
+
+
+def _time_on_task(request: HttpRequest) -> int | None:
+    try:
+        return max(0, int(request.POST.get("time_on_task_ms", "")))
+    except ValueError:
+        return None
+
+
+@login_required
+@require_POST
+def assignment_draft(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    study = get_study_for_annotator(request.user, slug)
+    assignment = get_own_assignment(request.user, study, token)
+    answers = answers_from_form(request.POST, rubric=study.rubric, n_responses=len(assignment.permutation))
+    try:
+        assignment_save_draft(assignment=assignment, answers=answers, time_on_task_ms=_time_on_task(request))
+    except (AnswerError, SubmitError) as exc:
+        return HttpResponse(str(exc), status=409, content_type="text/plain")
+    return HttpResponse("Saved", content_type="text/plain")
+
+
+@login_required
+@require_POST
+def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    study = get_study_for_annotator(request.user, slug)
+    assignment = get_own_assignment(request.user, study, token)
+    was_revision = assignment.status == Assignment.Status.SUBMITTED
+    answers = answers_from_form(request.POST, rubric=study.rubric, n_responses=len(assignment.permutation))
+    try:
+        assignment_submit(assignment=assignment, answers=answers, time_on_task_ms=_time_on_task(request))
+    except AnswerError as exc:
+        if not was_revision:  # keep what was typed, even when it cannot be submitted yet
+            assignment_save_draft(assignment=assignment, answers=answers, time_on_task_ms=_time_on_task(request))
+        # 400: the form comes back with each refusal named beside its field (htmx swaps it, see workspace.js)
+        return _render(request, study, {"state": "rate", **build_screen(study, assignment, draft=answers,
+                                                                        errors=exc.errors)}, status=400)
+    except SubmitError as exc:
+        messages.error(request, str(exc))
+        return _redirect_to_next(request, study)
+    if was_revision:
+        messages.success(request, "Your changes are saved.")
+    return _redirect_to_next(request, study)
+
+
+def _redirect_to_next(request: HttpRequest, study: Study) -> HttpResponse:
+    url = reverse("workspace", kwargs={"slug": study.slug})
+    if request.htmx:
+        # Swap in the next item directly (one round trip) and put its address in the bar.
+        response = _next_screen(request, study)
+        response["HX-Push-Url"] = url
+        return response
+    return redirect(url)  # 302 after POST: a reload cannot submit twice
+
+
+@login_required
+@require_GET
+def guidelines(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_study_for_annotator(request.user, slug)
+    rubric = study.rubric
+    context = {
+        "study": study,
+        "instructions_html": render_markdown(rubric.get("instructions", "")),
+        "study_instructions_html": render_markdown(study.instructions) if study.instructions else "",
+        "criteria": rubric["criteria"],
+    }
+    template = "annotation/workspace_guidelines.html"
+    return render(request, f"{template}#guide" if request.htmx else template, context)
+
+
+@login_required
+@require_GET
+def history(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_study_for_annotator(request.user, slug)
+    rows = (Assignment.objects.filter(study=study, rater=request.user, status=Assignment.Status.SUBMITTED)
+            .select_related("item").order_by("-submitted_at")[:200])
+    items = [{"token": a.token, "submitted_at": a.submitted_at, "ignored": a.ignored,
+              "excerpt": (a.item.context[:140] + ("…" if len(a.item.context) > 140 else ""))} for a in rows]
+    return render(request, "annotation/workspace_history.html",
+                  {"study": study, "items": items, "progress": rater_progress(study, request.user)})

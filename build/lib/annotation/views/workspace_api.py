@@ -1,0 +1,128 @@
+"""Annotator API, blinded like the workspace pages: responses are numbered 1..K in the order shown,
+assignments are addressed by token, and no system name, output id or other rater's answer appears.
+
+    POST /api/studies/<slug>/rate/next/              -> {"state": "rate"|"done"|"closed"|"paused", "assignment": {...}|null}
+    GET  /api/studies/<slug>/rate/<token>/           -> {"state": "rate", "assignment": {...}}
+    POST /api/studies/<slug>/rate/<token>/draft/     {"answers": {...}, "time_on_task_ms": 1200} -> {"saved": true}
+    POST /api/studies/<slug>/rate/<token>/submit/    {"answers": {...}, "time_on_task_ms": 5400}
+         -> 200 {"status": "submitted", "ratings": 15} | 400 {"errors": {field: message}} | 409 {"detail": ...}
+    POST /api/studies/<slug>/rate/<token>/submit/?next=1
+         -> 200 {"status": "submitted", "ratings": 15, "next": <the body of rate/next/>}: submit and fetch the
+            next item in one round trip, as the browser workspace does
+
+`answers` has the shape documented in annotation/services/ratings.py. A repeated submit stores nothing
+twice; a later submit while the study is open replaces the answers (a revision).
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.access import get_own_assignment, get_study_for_annotator
+from annotation.models import Assignment, Study
+from annotation.services.assignments import RaterPaused, assignment_next
+from annotation.services.ratings import AnswerError, SubmitError, assignment_save_draft, assignment_submit
+from annotation.views.workspace import load_for_screen, shown_outputs
+
+_RUBRIC_KEYS = ("slug", "name", "description", "instructions", "scope_note", "criteria", "groups", "item_options")
+
+
+class AnswersSerializer(serializers.Serializer):
+    answers = serializers.JSONField()
+    time_on_task_ms = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+
+
+def assignment_payload(study: Study, assignment: Assignment) -> dict:
+    """Everything a client needs to show and rate one item, and nothing that unblinds it."""
+    rubric = study.rubric
+    item = assignment.item
+    return {
+        "token": str(assignment.token),
+        "status": assignment.status,
+        "presentation": study.presentation,
+        "context": {"content": item.context, "kind": item.context_kind},
+        "responses": [{"number": n, "kind": o.kind, "content": o.content}
+                      for n, o in enumerate(shown_outputs(assignment), start=1)],
+        "rubric": {k: rubric.get(k) for k in _RUBRIC_KEYS},
+        "answers": assignment.draft,
+        "time_on_task_ms": assignment.time_on_task_ms,
+    }
+
+
+
+def next_payload(study: Study, rater) -> dict:
+    """The body of rate/next/: the rater's current or next item, or why there is none."""
+    try:
+        assignment = assignment_next(study=study, rater=rater)
+    except RaterPaused:
+        return {"state": "paused", "assignment": None}
+    if assignment is None:
+        return {"state": "done" if study.is_open else "closed", "assignment": None}
+    return {"state": "rate", "assignment": assignment_payload(study, load_for_screen(study, assignment))}
+
+
+class NextView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT, summary="The rater's current or next item")
+    def post(self, request: Request, slug: str) -> Response:
+        study = get_study_for_annotator(request.user, slug)
+        return Response(next_payload(study, request.user))
+
+
+class AssignmentView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="One of the rater's own assignments")
+    def get(self, request: Request, slug: str, token) -> Response:
+        study = get_study_for_annotator(request.user, slug)
+        assignment = get_own_assignment(request.user, study, token)
+        return Response({"state": "rate", "assignment": assignment_payload(study, assignment)})
+
+
+class DraftView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=AnswersSerializer, responses=OpenApiTypes.OBJECT, summary="Autosave a draft")
+    def post(self, request: Request, slug: str, token) -> Response:
+        study = get_study_for_annotator(request.user, slug)
+        assignment = get_own_assignment(request.user, study, token)
+        body = AnswersSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            assignment_save_draft(assignment=assignment, answers=body.validated_data["answers"],
+                                  time_on_task_ms=body.validated_data.get("time_on_task_ms"))
+        except AnswerError as exc:
+            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        except SubmitError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response({"saved": True})
+
+
+class SubmitView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=AnswersSerializer, responses=OpenApiTypes.OBJECT, summary="Submit (or revise) ratings",
+                   parameters=[OpenApiParameter("next", OpenApiTypes.BOOL, description=(
+                       "Also return the next item (the body of rate/next/) under `next`: one round trip per item."))])
+    def post(self, request: Request, slug: str, token) -> Response:
+        study = get_study_for_annotator(request.user, slug)
+        assignment = get_own_assignment(request.user, study, token)
+        body = AnswersSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            done = assignment_submit(assignment=assignment, answers=body.validated_data["answers"],
+                                     time_on_task_ms=body.validated_data.get("time_on_task_ms") or 0)
+        except AnswerError as exc:
+            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        except SubmitError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        body = {"status": done.status, "ratings": done.ratings_stored}
+        if request.query_params.get("next", "").lower() in {"1", "true", "yes"}:
+            body["next"] = next_payload(study, request.user)
+        return Response(body)

@@ -1,0 +1,12 @@
+"""Annotator API endpoints (see annotation/views/workspace_api.py), mounted under /api/."""
+
+from django.urls import path
+
+from annotation.views import workspace_api as api
+
+urlpatterns = [
+    path("studies/<slug:slug>/rate/next/", api.NextView.as_view(), name="api-workspace-next"),
+    path("studies/<slug:slug>/rate/<uuid:token>/", api.AssignmentView.as_view(), name="api-workspace-assignment"),
+    path("studies/<slug:slug>/rate/<uuid:token>/draft/", api.DraftView.as_view(), name="api-workspace-draft"),
+    path("studies/<slug:slug>/rate/<uuid:token>/submit/", api.SubmitView.as_view(), name="api-workspace-submit"),
+]

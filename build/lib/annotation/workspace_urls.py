@@ -1,0 +1,15 @@
+"""The annotator workspace pages (see annotation/views/workspace.py)."""
+
+from django.urls import path
+
+from annotation.views import workspace
+
+urlpatterns = [
+    path("studies/<slug:slug>/rate/", workspace.workspace, name="workspace"),
+    path("studies/<slug:slug>/rate/guidelines/", workspace.guidelines, name="workspace-guidelines"),
+    path("studies/<slug:slug>/rate/history/", workspace.history, name="workspace-history"),
+    path("studies/<slug:slug>/rate/<uuid:token>/", workspace.assignment_detail, name="workspace-assignment"),
+    path("studies/<slug:slug>/rate/<uuid:token>/draft/", workspace.assignment_draft, name="workspace-draft"),
+    path("studies/<slug:slug>/rate/<uuid:token>/submit/", workspace.assignment_submit_view,
+         name="workspace-submit"),
+]

@@ -1,0 +1,66 @@
+import logging
+import os
+import threading
+
+from celery import Celery, bootsteps
+from celery.signals import worker_init
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("concord")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _refuse_without_secret_key(**kwargs):
+    from config.checks import require_secret_key
+
+    require_secret_key()
+
+
+log = logging.getLogger(__name__)
+SWEEP_LOCK = 0x53575045 << 32  # PostgreSQL advisory-lock key of the lost-work sweep ("SWPE" << 32)
+# By name, so that this module imports no app code (the apps' tasks import the broker helpers).
+LOST_WORK_SWEEPS = ("judges.tasks.requeue_lost_chunks", "annotation.tasks.requeue_lost_builds")
+
+
+def requeue_lost_work() -> None:
+    """Send again the judge chunks and release builds whose messages the broker lost. Never
+    raises: it runs inside the worker, which must keep consuming whatever happens here."""
+    from django.db import connection
+
+    try:
+        with connection.cursor() as cursor:  # one sweep at a time, whatever the number of workers
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [SWEEP_LOCK])
+            if not cursor.fetchone()[0]:
+                return
+        try:
+            for name in LOST_WORK_SWEEPS:
+                try:
+                    app.tasks[name]()  # run here, in this thread: a sweep must not wait in the queue
+                except Exception:
+                    log.exception("lost-work sweep %s failed", name)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [SWEEP_LOCK])
+    except Exception:
+        log.exception("could not look for lost work")
+    finally:
+        connection.close()  # this runs on a thread of its own: leave no connection behind
+
+
+class RequeueLostWork(bootsteps.StartStopStep):
+    """Each time the worker has (re)connected to the broker, look for judge chunks and release
+    builds whose messages were lost, and send them again. Celery's Redis transport pops a
+    message (BRPOP) before it records it as unacknowledged, so a Redis restart between the
+    two drops it, and its run or release would wait forever. On a thread: the sweep waits a
+    few seconds to tell a lost message from one in transit."""
+
+    requires = {"celery.worker.consumer.connection:Connection"}
+
+    def start(self, consumer):
+        threading.Thread(target=requeue_lost_work, name="requeue-lost-work", daemon=True).start()
+
+
+app.steps["consumer"].add(RequeueLostWork)

@@ -1,0 +1,80 @@
+"""`make run`, `make test` and `make bench`: start what is missing, then run the thing.
+
+    python -m config.launcher run|test|bench [args...]
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from config.embedded import services
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / ".data"
+PY = sys.executable
+
+
+def main(argv: list[str]) -> int:
+    command, args = (argv[0], argv[1:]) if argv else ("run", [])
+    handler = {"run": _run, "test": _test, "bench": _bench}.get(command)
+    if handler is None:
+        print(f"usage: python -m config.launcher run|test|bench [args]; got {command!r}", file=sys.stderr)
+        return 2
+    with services(DATA) as urls:
+        os.environ.update(urls)
+        return handler(args)
+
+
+def _manage(*args: str) -> None:
+    subprocess.run([PY, "manage.py", *args], cwd=ROOT, check=True)
+
+
+def _run(args: list[str]) -> int:
+    os.environ.setdefault("DEBUG", "1")
+    _manage("migrate", "--noinput", "-v", "0")
+    _manage("load_demo")
+    port = os.environ.get("PORT", "8000")
+    children = [
+        subprocess.Popen([PY, "-m", "celery", "-A", "config", "worker", "-Q", "default,judges", "-c", "2",
+                          "--loglevel", "INFO"], cwd=ROOT),
+        subprocess.Popen([PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"], cwd=ROOT),
+    ]
+    print(f"\nConcord is serving http://127.0.0.1:{port}/  (Ctrl-C stops the web server, worker and databases)\n",
+          flush=True)
+    stop = {"now": False}
+
+    def _stop(signum, frame):
+        stop["now"] = True
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    while not stop["now"] and all(child.poll() is None for child in children):
+        time.sleep(0.5)
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    for child in children:
+        try:
+            child.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            child.kill()
+    print("Concord stopped.")
+    return 0
+
+
+def _test(args: list[str]) -> int:
+    os.environ["CONCORD_TESTING"] = "1"
+    return subprocess.run([PY, "-m", "pytest", *args], cwd=ROOT).returncode
+
+
+def _bench(args: list[str]) -> int:
+    return subprocess.run([PY, "-m", "bench", *args], cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,246 @@
+"""Settings, read from the environment (django-environ).
+
+Required outside tests and `make run`: SECRET_KEY, DATABASE_URL, REDIS_URL. `make run`
+and `make test` fill DATABASE_URL/REDIS_URL with embedded servers when they are unset.
+"""
+
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+DEBUG = env.bool("DEBUG", default=False)
+TESTING = env.bool("CONCORD_TESTING", default=False)
+
+SECRET_KEY = env.str("SECRET_KEY", default="")
+SECRET_KEY_MISSING = not SECRET_KEY
+if SECRET_KEY_MISSING:
+    if DEBUG or TESTING:
+        # Only for a developer's machine and the test suite; production must set it.
+        SECRET_KEY = "insecure-dev-only-key-do-not-use-in-production"
+    else:
+        # Offline commands (agreement, gold_eval) need no key; serving does: config/wsgi.py and the
+        # Celery app refuse to start without one, so this throwaway key never signs anything served.
+        import secrets
+
+        SECRET_KEY = secrets.token_urlsafe(50)
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if DEBUG or TESTING else [])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_htmx",
+    "template_partials",
+    "rubrics",
+    "annotation",
+    "judges",
+    "axes",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a lockout raised during authentication into its response.
+    "axes.middleware.AxesMiddleware",
+    # Innermost, so it sees a view's database error before anything renders a 500.
+    "config.errors.DatabaseUnavailableMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# Management commands that need no database (agreement, gold_eval) still import settings,
+# so an unset DATABASE_URL is only an error when a connection is actually made.
+DATABASES = {
+    "default": env.db(
+        "DATABASE_URL", default="postgres://unset-DATABASE_URL-see-README@invalid:5432/concord"
+    )
+}
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+
+# Sessions read from Redis, written through to PostgreSQL: one query fewer on every request.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+if TESTING:
+    # Hashing is deliberately slow (~0.2 s a password); tests create and sign in hundreds of users.
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT failed logins for one username from one
+# IP address, that pair is refused (HTTP 429, even with the right password) for AXES_COOLOFF_TIME.
+# Keyed on username+IP, so an attacker elsewhere cannot lock a rater out. Behind a reverse proxy set
+# TRUSTED_PROXY_COUNT to the number of proxies, so the client address comes from X-Forwarded-For.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env.bool("AXES_ENABLED", default=True)
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# 15 minutes from the tenth failure, not from the latest refused try: a rater who keeps retrying is
+# not kept out for ever, and a guesser still gets at most ten tries per quarter hour.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_VERBOSE = False  # no banner on every manage.py command; lockouts are still logged (LOGGING)
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)  # reverse proxies in front of Concord
+
+
+def axes_client_ip(request) -> str | None:
+    """The client's address: REMOTE_ADDR, or behind TRUSTED_PROXY_COUNT proxies the X-Forwarded-For entry
+    the outermost proxy appended (entries further left are whatever the client sent)."""
+    from django.conf import settings
+
+    forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
+    if settings.TRUSTED_PROXY_COUNT and len(forwarded) >= settings.TRUSTED_PROXY_COUNT:
+        return forwarded[-settings.TRUSTED_PROXY_COUNT]
+    return request.META.get("REMOTE_ADDR")
+
+
+AXES_CLIENT_IP_CALLABLE = axes_client_ip
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / ".data" / "media")
+
+DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 100,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Concord API",
+    "DESCRIPTION": "Human evaluation of AI-generated text with LLM judges.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Two models have a `status` with different choices; name each enum after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "StudyStatusEnum": "annotation.models.Study.Status",
+        "JudgeRunStatusEnum": "judges.models.JudgeRun.Status",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "annotation.api.document_error_responses",
+    ],
+}
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {"judges.tasks.*": {"queue": "judges"}}
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing (a run's chunks, a release build, a task's own retry) waits out a Redis restart
+# of a few seconds (0.5 + 1 + 1.5 + 2 + 2 + 2 = 9 s) instead of Celery's default ~1 s, after
+# which the web request failed and left a run queued with no chunk anywhere (tests/faults).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 6, "interval_start": 0.5, "interval_step": 0.5,
+                                    "interval_max": 2.0}
+# On a broker connection loss, chunks already running finish and write their scores (writes are
+# idempotent); cancelling them (Celery 6's announced default) would leave them for the visibility
+# timeout, as their unacked messages cannot be restored while Redis is down.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# A task unacknowledged this long is redelivered (a killed worker's chunk comes back after it);
+# keep it above the longest judge chunk. Redelivery is harmless: every score is written once.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=900)}
+
+# Annotation
+ASSIGNMENT_TTL_SECONDS = env.int("ASSIGNMENT_TTL_SECONDS", default=30 * 60)
+REPORT_SECTIONS = ["judges.report_section.judges_vs_humans", "judges.report_trust.judge_trust"]  # sections other apps add to the study report
+
+# Security by default; relaxed only where DEBUG serves plain http on loopback.
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+if not DEBUG and not TESTING:
+    SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
+    CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+    # HSTS is a promise browsers keep for its whole max-age: opt in once HTTPS works (e.g. 31536000).
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},  # lockouts; not a line for every login
+    },
+}

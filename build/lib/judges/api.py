@@ -1,0 +1,148 @@
+"""REST API of the judges: configurations (admins), runs and their scores (admins; a study's
+researchers read). Annotators and outsiders see no run: 404, as on the pages."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, permissions, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from annotation.access import is_admin, study_role
+from annotation.models import Study
+from judges.config import JudgeConfigError, validate_judge
+from judges.models import JudgeConfig, JudgeRun, JudgeScore
+from judges.selectors import run_progress
+from judges.services.runs import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
+
+
+class IsSiteAdmin(permissions.BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return is_admin(request.user)
+
+
+class JudgeConfigSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JudgeConfig
+        exclude = ["id"]
+
+
+class JudgeRunSerializer(serializers.ModelSerializer):
+    study = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    # Null once the judge configuration is deleted; the run keeps its config snapshot.
+    judge = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = JudgeRun
+        fields = ["id", "study", "judge", "status", "criteria", "n_outputs", "n_expected", "n_scored", "n_unparsed",
+                  "n_refusal", "n_error", "tokens_in", "tokens_out", "cost_usd", "error", "created_at",
+                  "started_at", "finished_at", "config", "progress"]
+
+    def get_progress(self, run: JudgeRun) -> dict:
+        return run_progress(run).as_dict()
+
+
+class RunStartSerializer(serializers.Serializer):
+    study = serializers.SlugField()
+    judge = serializers.CharField()
+
+
+class JudgeScoreSerializer(serializers.ModelSerializer):
+    item = serializers.CharField(source="item.external_id")
+    output = serializers.IntegerField(source="output.position", allow_null=True, default=None)
+    system = serializers.CharField(source="output.system", allow_null=True, default=None)
+
+    class Meta:
+        model = JudgeScore
+        fields = ["item", "output", "system", "criterion", "value", "score", "status", "raw_text", "reasoning",
+                  "tokens_in", "tokens_out", "cost_usd", "doubt", "detail"]
+
+
+class JudgeConfigViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                         viewsets.GenericViewSet):
+    """Judge configurations. POST the same fields as a YAML file (validated whole); a name that exists is updated."""
+
+    serializer_class = JudgeConfigSerializer
+    permission_classes = [permissions.IsAuthenticated & IsSiteAdmin]
+    queryset = JudgeConfig.objects.all()
+    lookup_field = "name"
+
+    @extend_schema(request={"application/json": {"type": "object"}}, responses=JudgeConfigSerializer)
+    def create(self, request, *args, **kwargs):
+        if not isinstance(request.data, dict):
+            return Response({"detail": "send the judge as a JSON object"}, status=400)
+        try:
+            clean = validate_judge(dict(request.data))
+        except JudgeConfigError as exc:
+            return Response({"detail": "invalid judge", "errors": [{"field": p, "message": m} for p, m in exc.errors]},
+                            status=400)
+        name = clean.pop("name")
+        judge, created = JudgeConfig.objects.update_or_create(name=name, defaults=clean)
+        return Response(JudgeConfigSerializer(judge).data, status=201 if created else 200)
+
+
+class JudgeRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Judge runs with live progress. Filter by `?study=SLUG`. POST {study, judge} starts a run (admins)."""
+
+    serializer_class = JudgeRunSerializer
+    queryset = JudgeRun.objects.all()  # for the schema; get_queryset narrows it per user
+
+    def get_queryset(self):
+        qs = JudgeRun.objects.select_related("study", "judge").order_by("-created_at")
+        user = self.request.user
+        if not is_admin(user):
+            qs = qs.filter(study__members__user=user, study__members__role="researcher")
+        if self.request.query_params.get("study"):
+            qs = qs.filter(study__slug=self.request.query_params["study"])
+        return qs
+
+    def _writable(self, request, run: JudgeRun) -> None:
+        if study_role(request.user, run.study) != "admin":
+            raise Http404
+
+    @extend_schema(request=RunStartSerializer, responses={201: JudgeRunSerializer})
+    def create(self, request, *args, **kwargs):
+        if not is_admin(request.user):
+            return Response({"detail": "Not found."}, status=404)
+        ser = RunStartSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        study = Study.objects.select_related("rubric_version").filter(slug=ser.validated_data["study"]).first()
+        judge = JudgeConfig.objects.filter(name=ser.validated_data["judge"]).first()
+        if study is None or judge is None:
+            return Response({"detail": "no such study" if study is None else "no such judge"}, status=400)
+        try:
+            run = judge_run_start(study=study, judge=judge, user=request.user)
+        except JudgeRunError as exc:
+            return Response({"detail": str(exc)}, status=409)
+        return Response(JudgeRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=JudgeRunSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None, **kwargs):
+        run = self.get_object()
+        self._writable(request, run)
+        return Response(JudgeRunSerializer(judge_run_cancel(run=run)).data)
+
+    @extend_schema(request=None, responses=JudgeRunSerializer)
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None, **kwargs):
+        run = self.get_object()
+        self._writable(request, run)
+        try:
+            run = judge_run_resume(run=run)
+        except JudgeRunError as exc:
+            return Response({"detail": str(exc)}, status=409)
+        return Response(JudgeRunSerializer(run).data)
+
+    @extend_schema(responses=JudgeScoreSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def scores(self, request, pk=None, **kwargs):
+        run = self.get_object()
+        qs = (JudgeScore.objects.filter(run=run).select_related("item", "output")
+              .order_by("item_id", "output__position", "criterion"))
+        if request.query_params.get("status"):
+            qs = qs.filter(status=request.query_params["status"])
+        page = self.paginate_queryset(qs)
+        return self.get_paginated_response(JudgeScoreSerializer(page, many=True).data)

@@ -1,0 +1,260 @@
+"""Judge configuration from YAML/JSON: parse, validate whole, normalise. Pure (no Django).
+
+    name: aqua-mini                    # [a-z0-9_-]+, unique
+    backend: openai                    # openai | transformers
+    model: gpt-4o-mini
+    endpoint: https://api.openai.com/v1   # openai only
+    api_key_env: OPENAI_API_KEY        # the NAME of the variable holding the key, never the key
+    method: label                      # see METHODS (label = seed 003 baseline, legacy = baseline-v0)
+    mode: generate                     # generate | logprobs (logprobs = G-Eval)
+    criteria: [label]                  # optional; default every judgeable criterion
+    sampling: {temperature: 0, max_tokens: 256, seed: 7}
+    concurrency: 16
+    price_in_per_m: 0.15               # USD per 1M input tokens
+    price_out_per_m: 0.60
+    queue: judges                      # Celery queue (one per GPU node, say)
+    prompt_overrides: {}               # named template pieces of judges.prompts
+    backend_options: {timeout_s: 60, max_retries: 5}
+    method_options: {chunk_size: 16}
+    # seed 003: escalation takes router: deterministic|llm (router_two_calls: true forces the
+    # two-call fallback); label/legacy/modular take ensemble: weighted, members: [names of the
+    # voting judges], weights: [one per member] | gold
+
+A file holds one judge, or several under `judges:`. Errors are collected for the whole
+file and name the field, e.g. `judges[1].sampling.temperature: must be between 0 and 2`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+import yaml
+
+BACKENDS = ("openai", "transformers")
+MODES = ("generate", "logprobs")
+METHOD_NAMES = ("all_in_one", "per_criterion", "label", "legacy", "modular", "escalation", "pairwise", "geval",
+                "self_consistency")
+LABEL_METHODS = ("label", "legacy", "modular", "escalation")  # one label per output
+ENSEMBLE_METHODS = ("label", "legacy", "modular")  # may vote with other judges (ensemble: weighted)
+ENSEMBLES = ("weighted",)
+ROUTERS = ("deterministic", "llm")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
+ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+QUEUE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")
+
+# Backend settings a judge may pass through (the rest are set from the judge's own fields).
+OPENAI_OPTIONS = {"timeout_s": float, "connect_timeout_s": float, "max_retries": int, "backoff_base_s": float,
+                  "backoff_max_s": float, "retry_after_max_s": float, "supports_json_schema": bool,
+                  "supports_seed": bool, "extra_body": dict, "headers": dict}
+TRANSFORMERS_OPTIONS = {"batch_size": int, "max_batch_tokens": int, "dtype": str, "device": str,
+                        "trust_remote_code": bool, "max_input_tokens": int}
+SAMPLING = {"temperature": (float, 0.0, 2.0), "top_p": (float, 0.0, 1.0), "max_tokens": (int, 1, 32768),
+            "seed": (int, 0, 2**31 - 1)}
+# Options every method understands (platform side), then per method (the method's keyword arguments).
+COMMON_METHOD_OPTIONS = {"chunk_size": int, "task_max_retries": int, "task_retry_backoff_s": float,
+                         "use_cache": bool, "output_format": str, "use_json_schema": bool}
+ENSEMBLE_OPTIONS = {"ensemble": str, "members": list, "weights": object}
+METHOD_OPTIONS: dict[str, dict[str, type]] = {
+    "all_in_one": {},
+    "per_criterion": {},
+    "label": {"key": str},
+    "legacy": {"key": str},
+    "modular": {"key": str, "rules": list},
+    "escalation": {"key": str, "experts": list, "escalate_labels": list, "escalate_flags": list,
+                   "long_rewrite_tokens": int, "router": str, "router_two_calls": bool},
+    "pairwise": {"key": str},
+    "geval": {"top_logprobs": int},
+    "self_consistency": {"samples": int, "temperature": float, "separate_requests": bool},
+}
+FIELDS = ("name", "description", "backend", "model", "endpoint", "api_key_env", "method", "mode", "criteria",
+          "sampling", "concurrency", "price_in_per_m", "price_out_per_m", "queue", "prompt_overrides",
+          "backend_options", "method_options")
+DEFAULTS: dict[str, Any] = {"description": "", "endpoint": "", "api_key_env": "", "method": "per_criterion",
+                            "mode": "generate", "criteria": [], "sampling": {}, "concurrency": 8,
+                            "price_in_per_m": 0.0, "price_out_per_m": 0.0, "queue": "judges",
+                            "prompt_overrides": {}, "backend_options": {}, "method_options": {}}
+
+
+class JudgeConfigError(ValueError):
+    """All problems of one file: a list of (field path, message)."""
+
+    def __init__(self, errors: Iterable[tuple[str, str]]):
+        self.errors = list(errors)
+        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in self.errors))
+
+
+def _typed(value: Any, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _check_options(opts: Any, allowed: dict[str, type], path: str, errors: list[tuple[str, str]]) -> None:
+    if not isinstance(opts, dict):
+        errors.append((path, "must be a mapping"))
+        return
+    for key, value in opts.items():
+        if key not in allowed:
+            errors.append((f"{path}.{key}", f"unknown option (allowed: {', '.join(sorted(allowed)) or 'none'})"))
+        elif not _typed(value, allowed[key]):
+            errors.append((f"{path}.{key}", f"must be {allowed[key].__name__}"))
+
+
+def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
+    """A normalised judge dict with every field set; JudgeConfigError listing every problem."""
+    p = (lambda f: f"{path}.{f}" if path else f)
+    errors: list[tuple[str, str]] = []
+    if not isinstance(data, dict):
+        raise JudgeConfigError([(path, "a judge must be a mapping")])
+    if "api_key" in data:
+        errors.append((p("api_key"), "never put a key in the file: set api_key_env to the NAME of the environment variable that holds it"))
+    unknown = sorted(set(data) - set(FIELDS) - {"api_key"})
+    errors += [(p(k), "unknown field") for k in unknown]
+    out = {**DEFAULTS, **{k: v for k, v in data.items() if k in FIELDS}}
+    out["sampling"] = dict(out["sampling"] or {}) if isinstance(out["sampling"], dict) else out["sampling"]
+
+    name = out.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        errors.append((p("name"), "required: lowercase letters, digits, '-' or '_' (at most 100)"))
+    if out.get("backend") not in BACKENDS:
+        errors.append((p("backend"), f"must be one of {', '.join(BACKENDS)}"))
+    if not isinstance(out.get("model"), str) or not out.get("model", "").strip():
+        errors.append((p("model"), "required"))
+    if not isinstance(out["description"], str):
+        errors.append((p("description"), "must be text"))
+    if out.get("backend") == "openai":
+        ep = out["endpoint"]
+        if not isinstance(ep, str) or not re.match(r"^https?://[^\s/]+", ep or ""):
+            errors.append((p("endpoint"), "an http(s) URL is required for the openai backend"))
+    elif out["endpoint"]:
+        errors.append((p("endpoint"), "only the openai backend takes an endpoint"))
+    if out["api_key_env"] and (not isinstance(out["api_key_env"], str) or not ENV_RE.match(out["api_key_env"])):
+        errors.append((p("api_key_env"), "must be an environment variable NAME such as OPENAI_API_KEY"))
+    elif isinstance(out["api_key_env"], str) and out["api_key_env"].startswith(("sk-", "hf_")):
+        errors.append((p("api_key_env"), "looks like a key; give the NAME of the variable instead"))
+
+    # method and mode: logprobs scoring is the G-Eval method
+    if "method" not in data and data.get("mode") == "logprobs":
+        out["method"] = "geval"
+    if out["method"] == "geval" and "mode" not in data:
+        out["mode"] = "logprobs"
+    if out["method"] not in METHOD_NAMES:
+        errors.append((p("method"), f"must be one of {', '.join(METHOD_NAMES)}"))
+    if out["mode"] not in MODES:
+        errors.append((p("mode"), f"must be one of {', '.join(MODES)}"))
+    elif (out["mode"] == "logprobs") != (out["method"] == "geval"):
+        errors.append((p("mode"), "logprobs mode goes with method geval (and geval with logprobs)"))
+
+    crits = out["criteria"]
+    if not isinstance(crits, list) or not all(isinstance(c, str) and c for c in crits):
+        errors.append((p("criteria"), "must be a list of criterion keys"))
+
+    sampling = out["sampling"]
+    if not isinstance(sampling, dict):
+        errors.append((p("sampling"), "must be a mapping"))
+    else:
+        for key, value in sampling.items():
+            if key not in SAMPLING:
+                errors.append((p(f"sampling.{key}"), f"unknown (allowed: {', '.join(SAMPLING)})"))
+                continue
+            kind, lo, hi = SAMPLING[key]
+            if key == "seed" and value is None:
+                continue
+            if not _typed(value, kind) or not (lo <= value <= hi):
+                errors.append((p(f"sampling.{key}"), f"must be {kind.__name__} between {lo} and {hi}"))
+
+    conc = out["concurrency"]
+    if not _typed(conc, int) or not (1 <= conc <= 1024):
+        errors.append((p("concurrency"), "must be an integer from 1 to 1024"))
+    for f in ("price_in_per_m", "price_out_per_m"):
+        if not _typed(out[f], float) or out[f] < 0:
+            errors.append((p(f), "must be a number >= 0 (USD per 1M tokens)"))
+        else:
+            out[f] = float(out[f])
+    if not isinstance(out["queue"], str) or not QUEUE_RE.match(out["queue"]):
+        errors.append((p("queue"), "must be a queue name (letters, digits, '_', '-', '.')"))
+    po = out["prompt_overrides"]
+    if not isinstance(po, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in po.items()):
+        errors.append((p("prompt_overrides"), "must map template names to text"))
+
+    backend_allowed = OPENAI_OPTIONS if out.get("backend") == "openai" else TRANSFORMERS_OPTIONS
+    _check_options(out["backend_options"], backend_allowed, p("backend_options"), errors)
+    method_allowed = {**COMMON_METHOD_OPTIONS, **METHOD_OPTIONS.get(out["method"], {}),
+                      **(ENSEMBLE_OPTIONS if out["method"] in ENSEMBLE_METHODS else {})}
+    _check_options(out["method_options"], method_allowed, p("method_options"), errors)
+    mo = out["method_options"] if isinstance(out["method_options"], dict) else {}
+    if _typed(mo.get("chunk_size"), int) and not (1 <= mo["chunk_size"] <= 1000):
+        errors.append((p("method_options.chunk_size"), "must be from 1 to 1000"))
+    if mo.get("output_format") not in (None, "first_line", "json"):
+        errors.append((p("method_options.output_format"), "must be first_line or json"))
+    if out["method"] == "escalation":
+        experts = mo.get("experts")
+        if not isinstance(experts, list) or not experts or not all(isinstance(e, str) for e in experts):
+            errors.append((p("method_options.experts"), "escalation needs a list of expert judge names "
+                                                         "(the last one finalises when there are two or more)"))
+    if "router" in mo and mo["router"] not in ROUTERS:
+        errors.append((p("method_options.router"), f"must be one of {', '.join(ROUTERS)}"))
+    _check_ensemble(out["method"], mo, p, errors)
+    if errors:
+        raise JudgeConfigError(errors)
+    return {k: out[k] for k in FIELDS}
+
+
+def _check_ensemble(method: str, mo: dict[str, Any], p: Any, errors: list[tuple[str, str]]) -> None:
+    """`ensemble: weighted` with `members` (the voting judges' names) and `weights` (a number per
+    member, or "gold": each member's accuracy in its own latest run on the study). The judge
+    that carries these options coordinates the vote; its own model does not vote."""
+    keys = {"ensemble", "members", "weights"} & set(mo)
+    if not keys:
+        return
+    if method not in ENSEMBLE_METHODS:
+        errors.append((p("method_options.ensemble"), f"only {', '.join(ENSEMBLE_METHODS)} judges vote in an ensemble"))
+        return
+    if mo.get("ensemble") not in ENSEMBLES:
+        errors.append((p("method_options.ensemble"), f"must be one of {', '.join(ENSEMBLES)} (with members)"))
+    members = mo.get("members")
+    if not isinstance(members, list) or not members or not all(isinstance(m, str) and m for m in members):
+        errors.append((p("method_options.members"), "a weighted ensemble needs a list of the other judges' names"))
+        return
+    w = mo.get("weights")
+    if w is None or w == "gold":
+        return
+    if (not isinstance(w, list) or len(w) != len(members)
+            or not all(_typed(x, float) and x >= 0 for x in w) or not any(x > 0 for x in w)):
+        errors.append((p("method_options.weights"), f'must be "gold" or {len(members)} numbers >= 0 '
+                                                    "(one per member, in order), not all 0"))
+
+
+def parse_judges_text(text: str, *, filename: str = "") -> list[dict[str, Any]]:
+    """Validated judges from YAML or JSON text (JSON is YAML)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else filename or "file"
+        raise JudgeConfigError([(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from exc
+    if isinstance(data, dict) and "judges" in data:
+        entries = data["judges"]
+        if not isinstance(entries, list) or not entries:
+            raise JudgeConfigError([("judges", "must be a non-empty list")])
+        prefixes = [f"judges[{i}]" for i in range(len(entries))]
+    else:
+        entries, prefixes = [data], [""]
+    out, errors = [], []
+    for entry, prefix in zip(entries, prefixes):
+        try:
+            out.append(validate_judge(entry, prefix))
+        except JudgeConfigError as exc:
+            errors += exc.errors
+    names = [j["name"] for j in out]
+    errors += [("judges", f"name {n!r} appears twice") for n in sorted({n for n in names if names.count(n) > 1})]
+    if errors:
+        raise JudgeConfigError(errors)
+    return out
+
+
+def chunk_size(config: dict[str, Any], default: int = 16) -> int:
+    return int((config.get("method_options") or {}).get("chunk_size") or default)

@@ -1,0 +1,92 @@
+"""Direct scoring: all criteria in one call, one call per criterion, and label classification."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from judges.backends.base import Backend
+from judges.parsing import ParseResult, parse_criteria_block, parse_json_scores, parse_label, parse_score
+from judges.prompts import Prompt, build_all_criteria, build_criterion, build_label, criterion_by_key
+from judges.prompts.base import LABEL_KINDS, bounds, choice_values, judgeable
+from judges.prompts.feedback_000 import output_names
+from judges.prompts.generic import json_schema_for
+from judges.methods.base import (
+    CriterionResult, MethodSettings, Target, call, from_parse, parse_or_error, request_for,
+)
+
+
+def selected(rubric: Mapping[str, Any], s: MethodSettings) -> list[dict]:
+    crits = judgeable(rubric)
+    if s.criteria is not None:
+        crits = [c for c in crits if c["key"] in set(s.criteria)]
+    return crits
+
+
+def parse_for_prompt(prompt: Prompt, criterion: Mapping[str, Any], text: str) -> ParseResult:
+    """Parse a one-criterion answer in the format its prompt asked for."""
+    if criterion.get("kind") in LABEL_KINDS:
+        return parse_label(text, choice_values(criterion))
+    lo, hi = bounds(criterion)
+    return parse_score(text, lo, hi)
+
+
+def parse_all(rubric: Mapping[str, Any], prompt: Prompt, crits: Sequence[Mapping[str, Any]],
+              text: str) -> dict[str, ParseResult]:
+    if prompt.expects == "criteria_block":
+        names = output_names(rubric)
+        out = {}
+        for c in crits:
+            lo, hi = bounds(c)
+            out.update(parse_criteria_block(text, {c["key"]: names[c["key"]]}, lo, hi))
+        return out
+    specs = {c["key"]: ("label", choice_values(c)) if c.get("kind") in LABEL_KINDS else ("score", *bounds(c))
+             for c in crits}
+    return parse_json_scores(text, specs)
+
+
+async def all_in_one(backend: Backend, rubric: Mapping[str, Any], targets: Sequence[Target],
+                     s: MethodSettings) -> list[CriterionResult]:
+    """One call per output scoring every criterion; the call's usage is split over the criteria."""
+    crits = selected(rubric, s)
+    prompts = [build_all_criteria(rubric, t.item, t.output, s.overrides) for t in targets]
+    schema = json_schema_for(crits) if s.use_json_schema else None
+    results = await call(backend, [request_for(p, s, json_schema=schema) for p in prompts], s)
+    out = []
+    for t, p, r in zip(targets, prompts, results):
+        parsed = parse_or_error(r, lambda text: parse_all(rubric, p, crits, text))
+        for i, c in enumerate(crits):
+            pr = parsed[c["key"]] if isinstance(parsed, dict) else parsed
+            out.append(from_parse(t, c["key"], pr, r, s.pricing, share=(i, len(crits))))
+    return out
+
+
+async def per_criterion(backend: Backend, rubric: Mapping[str, Any], targets: Sequence[Target],
+                        s: MethodSettings) -> list[CriterionResult]:
+    """One call per (output, criterion). Requests are grouped by criterion so that
+    consecutive requests share the longest prompt prefix."""
+    crits = selected(rubric, s)
+    jobs = [(t, c, build_criterion(rubric, c["key"], t.item, t.output, s.overrides, s.output_format))
+            for c in crits for t in targets]
+    results = await call(backend, [request_for(p, s) for _, _, p in jobs], s)
+    return [from_parse(t, c["key"], parse_or_error(r, lambda text: parse_for_prompt(p, c, text)), r, s.pricing)
+            for (t, c, p), r in zip(jobs, results)]
+
+
+async def classify(backend: Backend, rubric: Mapping[str, Any], targets: Sequence[Target],
+                   s: MethodSettings, key: str | None = None) -> list[CriterionResult]:
+    """Label classification (seed 003 baseline): one call per output, strict JSON label."""
+    prompts = [build_label(rubric, t.item, t.output, key, s.overrides) for t in targets]
+    key = prompts[0].criterion if prompts else key
+    labels = label_set(rubric, key)
+    results = await call(backend, [request_for(p, s) for p in prompts], s)
+    return [from_parse(t, key or "label", parse_or_error(r, lambda text: parse_label(text, labels)), r, s.pricing)
+            for t, r in zip(targets, results)]
+
+
+def label_set(rubric: Mapping[str, Any], key: str | None) -> list[str]:
+    from judges.prompts.aqua_003 import DEFAULT_LABELS
+
+    if key:
+        vals = choice_values(criterion_by_key(rubric, key))
+        if vals:
+            return vals
+    return [str(c["value"]) for c in DEFAULT_LABELS]

@@ -1,0 +1,1 @@
+"""Writes of the judges app. Import from the submodules: configs, runs, gold, files, doubt."""

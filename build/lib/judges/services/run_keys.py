@@ -1,0 +1,78 @@
+"""A judge run's key: what made its scores. Model, backend, prompt (a hash of the rendered
+templates), sampling, method and rubric version. Two runs with one key would ask the model
+the same questions the same way, so the second reuses the first's scores; a run whose key
+differs is new, and the judges page says what differs.
+
+The judge's name, its queue, concurrency, prices, timeouts and chunk sizes are left out: they
+change where and how fast a run goes, not what the model answers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any, Mapping, Sequence
+
+from judges import prompts
+from judges.prompts import aqua_003
+
+TRANSPORT_OPTIONS = {"timeout_s", "connect_timeout_s", "max_retries", "backoff_base_s", "backoff_max_s",
+                     "retry_after_max_s", "headers", "batch_size", "device"}
+PLATFORM_METHOD_OPTIONS = {"chunk_size", "task_max_retries", "task_retry_backoff_s", "use_cache"}
+# A stand-in item whose text marks where each item's own text goes in the rendered templates.
+SENTINEL_ITEM = {"id": "{item.id}", "context": "{item.context}", "context_kind": "text", "metadata": {},
+                 "outputs": [{"content": "{output.0}", "kind": "text", "metadata": {}},
+                             {"content": "{output.1}", "kind": "text", "metadata": {}}]}
+LABELS = {"model": "model", "backend": "backend", "prompt": "prompt", "sampling": "sampling",
+          "method": "method", "rubric_version": "rubric version"}
+
+
+def _digest(value: Any) -> str:
+    blob = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _rendered_templates(config: Mapping[str, Any], rubric: Mapping[str, Any], criteria: Sequence[str]) -> list:
+    overrides = config.get("prompt_overrides") or {}
+    output_format = (config.get("method_options") or {}).get("output_format")
+    rendered: list[Any] = []
+    if config.get("method") == "pairwise":
+        key = (config.get("method_options") or {}).get("key")
+        rendered.append(prompts.build_pairwise(rubric, SENTINEL_ITEM, 0, 1, key, overrides).messages)
+    for key in criteria:
+        rendered.append(prompts.build_criterion(rubric, key, SENTINEL_ITEM, 0, overrides, output_format).messages)
+    if config.get("method") in ("modular", "escalation"):
+        for kind in sorted(aqua_003.SUBJUDGE_HEADERS):
+            rendered.append(prompts.build_subjudge(kind, SENTINEL_ITEM, 0, overrides).messages)
+    return [[dataclasses.asdict(m) if dataclasses.is_dataclass(m) else m for m in msgs] for msgs in rendered]
+
+
+def run_key_parts(config: Mapping[str, Any], rubric: Mapping[str, Any], criteria: Sequence[str],
+                  rubric_version_id: int) -> dict[str, Any]:
+    """The parts of the key, each small enough to show and compare."""
+    backend_options = {k: v for k, v in (config.get("backend_options") or {}).items() if k not in TRANSPORT_OPTIONS}
+    method_options = {k: v for k, v in (config.get("method_options") or {}).items()
+                      if k not in PLATFORM_METHOD_OPTIONS}
+    stages = [run_key_parts(stage, rubric, criteria, rubric_version_id) for stage in (config.get("stages") or [])[1:]]
+    return {
+        "model": config.get("model", ""),
+        "backend": {"name": config.get("backend"), "endpoint": config.get("endpoint", ""),
+                    "mode": config.get("mode", "generate"), "options": backend_options},
+        "prompt": _digest(_rendered_templates(config, rubric, criteria))[:16],
+        "sampling": dict(config.get("sampling") or {}),
+        "method": {"name": config.get("method"), "options": method_options, "criteria": list(criteria),
+                   "stages": [_digest(s)[:16] for s in stages]},
+        "rubric_version": rubric_version_id,
+    }
+
+
+def run_key(parts: Mapping[str, Any]) -> str:
+    return _digest(parts)
+
+
+def key_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[str]:
+    """What differs between two runs' key parts, in words ('model', 'prompt', ...)."""
+    if not a or not b:
+        return []
+    return [LABELS.get(k, k) for k in LABELS if a.get(k) != b.get(k)]

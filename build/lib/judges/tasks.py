@@ -1,0 +1,63 @@
+"""Celery tasks of the judges: each takes ids, re-fetches, and calls a service.
+
+`judge_chunk` is idempotent (scores are unique per run/output/criterion and inserted with
+ON CONFLICT DO NOTHING), so it may be acknowledged late and redelivered when a worker
+dies mid-chunk. It retries only when the backend failed with a retryable error (rate
+limit, 5xx, timeout), with exponential backoff and jitter; the last attempt stores the
+failure as an error score, so the run still ends.
+
+`requeue_lost_chunks` runs in the worker after each (re)connection to the broker
+(config/celery.py RequeueLostWork): a Redis restart can lose a message being handed out.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from typing import Iterable
+
+from celery import shared_task
+
+from judges.services.runs import judge_chunk_process, judge_runs_requeue_lost, retry_policy
+
+
+@shared_task(bind=True, name="judges.tasks.judge_chunk", acks_late=True, reject_on_worker_lost=True,
+             max_retries=None, ignore_result=True)
+def judge_chunk(self, run_id: int, item_ids: list[int]) -> dict:
+    retries = self.request.retries
+    policy = retry_policy(run_id)
+    outcome = judge_chunk_process(run_id=run_id, item_ids=item_ids, final_attempt=retries >= policy.max_retries)
+    if outcome.retry:
+        countdown = min(policy.backoff_s * 2 ** retries, 300.0) * random.uniform(0.5, 1.0)
+        raise self.retry(countdown=countdown, max_retries=policy.max_retries, queue=policy.queue)
+    return {"written": outcome.written, "skipped": outcome.skipped}
+
+
+def broker_held_chunks(queues: Iterable[str]) -> dict[int, set[int]]:
+    """Run id -> item ids of the judge_chunk messages the broker holds (queued, or delivered and unacked)."""
+    from config.broker import broker_task_args
+
+    held: dict[int, set[int]] = defaultdict(set)
+    for args in broker_task_args(judge_chunk.name, queues):
+        try:
+            held[int(args[0])].update(int(i) for i in args[1])
+        except (ValueError, TypeError, IndexError):
+            continue
+    return held
+
+
+@shared_task(name="judges.tasks.requeue_lost_chunks", ignore_result=True)
+def requeue_lost_chunks(settle_s: float = 5.0) -> dict[int, int]:
+    """Re-enqueue the chunks of active runs whose messages the broker lost (config/celery.py)."""
+    return judge_runs_requeue_lost(held=broker_held_chunks, settle_s=settle_s)
+
+
+@shared_task(name="judges.tasks.routing_refresh", ignore_result=True)
+def routing_refresh(study_id: int) -> None:
+    """Recompute a routing study's priorities, budget and comparisons (judges.services.routing)."""
+    from annotation.models import Study
+    from judges.services.routing import routing_refresh as refresh
+
+    study = Study.objects.filter(pk=study_id).select_related("rubric_version").first()
+    if study is not None:
+        refresh(study=study)

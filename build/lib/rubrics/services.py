@@ -1,0 +1,37 @@
+"""Writes for rubrics: add a rubric or its next version, install the seed presets."""
+
+from django.db import transaction
+
+from .loader import list_presets, load_preset, rubric_checksum, validate_rubric
+from .models import Rubric, RubricVersion
+
+
+@transaction.atomic
+def rubric_version_create(*, data: dict, user=None, is_preset: bool = False) -> tuple[RubricVersion, bool]:
+    """Validate `data` and store it as the rubric's next version.
+
+    Returns (version, created). An unchanged definition returns the existing version, so
+    loading the same file twice is a no-op. Raises rubrics.loader.RubricError on bad input,
+    before anything is written.
+    """
+    definition = validate_rubric(data)
+    checksum = rubric_checksum(definition)
+    rubric, _ = Rubric.objects.select_for_update().get_or_create(
+        slug=definition["slug"], defaults={"name": definition["name"], "is_preset": is_preset}
+    )
+    existing = rubric.versions.filter(checksum=checksum).first()
+    if existing is not None:
+        return existing, False
+    if rubric.name != definition["name"]:
+        rubric.name = definition["name"]
+        rubric.save(update_fields=["name"])
+    latest = rubric.versions.order_by("-version").values_list("version", flat=True).first() or 0
+    version = RubricVersion.objects.create(
+        rubric=rubric, version=latest + 1, definition=definition, checksum=checksum, created_by=user
+    )
+    return version, True
+
+
+def rubric_presets_install() -> list[RubricVersion]:
+    """Install (or version) every built-in preset; idempotent."""
+    return [rubric_version_create(data=load_preset(slug), is_preset=True)[0] for slug in list_presets()]

@@ -1,0 +1,21 @@
+from django.core.management.base import BaseCommand
+
+from annotation.demo import demo_install
+from annotation.models import Study
+from judges.simulation import demo_judges_and_release
+
+
+class Command(BaseCommand):
+    help = ("Create the demo accounts and one simulated demo study per seed preset, with ratings, judge runs "
+            "and a release (idempotent: existing demo studies are kept); print the accounts. Judge chunks and "
+            "release builds run in this process, so no worker is needed yet.")
+
+    def handle(self, *args, **options):
+        accounts = demo_install(judges_hook=demo_judges_and_release)
+        studies = Study.objects.filter(slug__startswith="demo-").order_by("slug")
+        self.stdout.write("\nDemo studies:")
+        for study in studies:
+            self.stdout.write(f"  {study.slug:<22} {study.items.count():>3} items  {study.get_status_display()}")
+        self.stdout.write("\nDemo accounts (local use only):")
+        for username, password, role in accounts:
+            self.stdout.write(f"  {role:<10} {username:<11} password: {password}")

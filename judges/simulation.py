@@ -1,0 +1,220 @@
+"""Simulated LLM judges: real judge runs (Celery chunks, backend, parsing) against the loopback
+OpenAI-compatible server (judges/fakeserver.py), which answers each prompt as a judge would.
+
+    simulated_judges_run(study=..., preset=..., n_judges=2, knobs=..., seed=0, worker="auto") -> [JudgeRun]
+
+`StudyResponder` rebuilds, with the same prompt builders the methods use, every prompt a run of
+the preset's method can send, so it knows for each prompt which output and criterion it is about
+and which output format it asks for. Judge k (model `sim-judge-k`) answers from the output's
+latent truth with its own bias and noise (annotation.simulation.latent), in that format; a share
+`knobs.malformed` of answers carries no verdict, which the parser must count as unparsed.
+
+Chunks run on a Celery worker when one consumes the `judges` queue (worker="yes", or "auto" and a
+worker answers a ping); otherwise (worker="no", or "auto" with none) the same task runs in this
+process through Celery's eager mode. Either way the fake server lives in this process, on
+127.0.0.1, for as long as the runs take.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from typing import Any, Iterator, Sequence
+
+from django.db import transaction
+
+from annotation.models import Item, Study
+from annotation.simulation.latent import Knobs, unit
+from annotation.simulation.raters import value_for
+from judges.fakeserver import running_fake_server
+from judges.models import JudgeRun
+from judges.prompts import Prompt, build_all_criteria, build_criterion, build_label
+from judges.prompts.base import LABEL_KINDS, judgeable
+from judges.prompts.feedback_000 import output_names
+from judges.services.configs import judge_config_save
+from judges.services.runs import item_payload, judge_run_start
+
+# The method each preset's judges use: the seed's own prompt shape (000: one block for every
+# criterion; 003: a label per edit; 004: one prompt per dimension; 001/002: one JSON per output).
+METHODS = {"feedback-000": "all_in_one", "rrgen-001": "all_in_one", "codegen-002": "all_in_one",
+           "aqua-003": "label", "fulltext-004": "per_criterion"}
+MALFORMED = ("I have read the response with care. It has clear strengths and some weaknesses, "
+             "and on balance it sits somewhere in the middle of the rubric.")
+
+
+def judge_model(k: int) -> str:
+    return f"sim-judge-{k}"
+
+
+def _key(prompt: Prompt) -> str:
+    return "\n\n".join(m.get("content", "") for m in prompt.messages)
+
+
+class StudyResponder:
+    """(prompt, model) -> the simulated judge's answer for the prompts of one study; None for others."""
+
+    def __init__(self, *, study: Study, preset: str, knobs: Knobs, seed: int):
+        self.preset, self.knobs, self.seed = preset, knobs, seed
+        self.rubric = study.rubric
+        self.criteria = {c["key"]: c for c in judgeable(self.rubric)}
+        self.prompts: dict[str, tuple[str, int, str, Prompt]] = {}
+        self.misses = 0  # prompts it did not know (answered by the fake server's default)
+        items = Item.objects.filter(study=study, is_attention_check=False).prefetch_related("outputs")
+        for item in items:
+            outputs = sorted(item.outputs.all(), key=lambda o: o.position)
+            payload = item_payload(item, outputs)
+            for idx, out in enumerate(outputs):
+                for prompt in self._candidates(payload, idx):
+                    self.prompts[_key(prompt)] = (item.external_id, out.position, out.system, prompt)
+
+    def _candidates(self, payload: dict, idx: int) -> Iterator[Prompt]:
+        yield build_all_criteria(self.rubric, payload, idx)
+        for key, c in self.criteria.items():
+            yield build_criterion(self.rubric, key, payload, idx)
+            if c["kind"] in LABEL_KINDS:
+                yield build_label(self.rubric, payload, idx, key)
+
+    def __call__(self, prompt_text: str, model: str) -> str | None:
+        found = self.prompts.get(prompt_text)
+        if found is None:
+            self.misses += 1
+            return None
+        item_id, position, system, prompt = found
+        digest = hashlib.sha256(prompt_text.encode()).hexdigest()[:16]
+        if unit(self.seed, "malformed", model, digest) < self.knobs.malformed:
+            return MALFORMED
+
+        def value(key: str) -> Any:
+            return value_for(self.criteria[key], seed=self.seed, preset=self.preset, item_id=item_id,
+                             position=position, system=system, who=model, knobs=self.knobs, shown_first=False)
+
+        return self._format(prompt, value)
+
+    def _format(self, prompt: Prompt, value) -> str | None:
+        reason = "The response is judged against the rubric's level descriptions for this criterion."
+        if prompt.expects == "criteria_block":  # seed 000's Output Format
+            names = output_names(self.rubric)
+            scores = [f"- **{names[k]}**: {value(k)}" for k in names]
+            reasons = [f"- **{names[k]}**: {reason}" for k in names if not self.criteria[k].get("overall")]
+            return "\n".join(scores) + "\n\n**Reasoning:**\n\n" + "\n".join(reasons)
+        if prompt.expects == "json_scores":
+            answer = {k: value(k) for k in self.criteria}
+            answer["reasoning"] = reason
+            return json.dumps(answer)
+        key = prompt.criterion or next((k for k, c in self.criteria.items() if c["kind"] in LABEL_KINDS), None)
+        if key is None or key not in self.criteria:
+            return None
+        if prompt.expects == "label":
+            return json.dumps({"label": value(key), "reason": reason})
+        if prompt.expects == "json_score":  # seed 004's template: {"score":"xx","reason":"xx"}
+            return json.dumps({"score": str(value(key)), "reason": reason})
+        if prompt.expects == "first_line":
+            return f"{value(key)}\n{reason}"
+        return None
+
+
+@contextlib.contextmanager
+def eager_celery() -> Iterator[None]:
+    """Run tasks sent from this process in it (the same task code a worker would run)."""
+    from config.celery import app
+
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager = before
+
+
+def worker_listening(queue: str = "judges", timeout_s: float = 1.0) -> bool:
+    """Whether some Celery worker consumes `queue` now."""
+    from config.celery import app
+
+    try:
+        replies = app.control.inspect(timeout=timeout_s).active_queues() or {}
+    except Exception:  # the broker is unreachable: no worker either
+        return False
+    return any(q.get("name") == queue for queues in replies.values() for q in queues or [])
+
+
+def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Knobs, seed: int,
+                         worker: str = "auto", timeout_s: float = 600.0,
+                         methods: Sequence[str] = ()) -> list[JudgeRun]:
+    """Start `n_judges` judge runs on the study and wait until they end; returns the runs. Judge k
+    uses methods[k-1] when given (e.g. "geval": the score-token distribution), else the preset's."""
+    if n_judges < 1:
+        return []
+    if worker not in ("auto", "yes", "no"):
+        raise ValueError("worker must be auto, yes or no")
+    if transaction.get_connection().in_atomic_block:
+        # Chunks are sent when the run's row commits; inside a caller's transaction that would be
+        # after the fake server has stopped.
+        raise RuntimeError("simulated_judges_run must not be called inside a transaction")
+    use_worker = worker == "yes" or (worker == "auto" and worker_listening())
+    responder = StudyResponder(study=study, preset=preset, knobs=knobs, seed=seed)
+    runs = []
+    with running_fake_server(responder=responder) as server:
+        judges = []
+        for k in range(1, n_judges + 1):
+            method = methods[k - 1] if k <= len(methods) else METHODS[preset]
+            judge, _ = judge_config_save(data={
+                "name": f"{study.slug}-judge-{k}"[:100], "backend": "openai", "model": judge_model(k),
+                "endpoint": server.base_url, "method": method, "concurrency": 16,
+                "description": f"Simulated judge {k} (loopback server; answers from the simulation's truth).",
+                "price_in_per_m": 0.15 * k, "price_out_per_m": 0.60 * k,
+                "backend_options": {"max_retries": 2, "timeout_s": 30},
+                "method_options": {"use_cache": False, "chunk_size": 32},
+            })
+            judges.append(judge)
+        context = contextlib.nullcontext() if use_worker else eager_celery()
+        with context:
+            for judge in judges:
+                runs.append(judge_run_start(study=study, judge=judge))
+        deadline = time.monotonic() + timeout_s
+        while use_worker and time.monotonic() < deadline:
+            if not JudgeRun.objects.filter(pk__in=[r.pk for r in runs], status__in=JudgeRun.ACTIVE).exists():
+                break
+            time.sleep(0.2)
+    for run in runs:
+        run.refresh_from_db()
+    return runs
+
+
+def demo_judge_endpoint() -> str:
+    """Where `make run` serves a fake judge (config/launcher.py), so runs started from the demo's
+    pages work too; they get the fake server's default answers, in the prompt's format."""
+    return f"http://127.0.0.1:{os.environ.get('CONCORD_DEMO_JUDGE_PORT', '8011')}/v1"
+
+
+def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
+    """For `make run`'s demo, built here: two simulated judges in the preset's own method, a G-Eval
+    judge where the rubric has scales (calibration), a pairwise judge for RRGen's three responses
+    (position bias, Bradley–Terry), a jury of the first two, routing with a comparison to decide,
+    and release 1.0.0 in every format."""
+    from annotation.datasets import FORMATS
+    from annotation.datasets.releases import releases_create
+    from annotation.demo import JUDGE_KNOBS
+    from judges.models import JudgeConfig
+    from judges.services.juries import jury_create
+    from judges.services.routing import routing_configure, routing_refresh, study_systems
+
+    methods = [METHODS[preset]] * 2 + (["geval"] if preset != "aqua-003" else []) + (
+        ["pairwise"] if preset == "rrgen-001" else [])
+    runs = simulated_judges_run(study=study, preset=preset, n_judges=len(methods), methods=methods,
+                                knobs=JUDGE_KNOBS, seed=seed, worker="no")
+    # The simulation's server is gone now; point the judges at the one `make run` keeps.
+    JudgeConfig.objects.filter(pk__in=[r.judge_id for r in runs]).update(endpoint=demo_judge_endpoint())
+    done = [r for r in runs[:2] if r.status == JudgeRun.Status.DONE]
+    if len(done) == 2:
+        jury_create(study=study, runs=done, combine="mean", quorum=2, name=f"{preset}-jury")
+    systems = study_systems(study)
+    if len(systems) >= 2:
+        # The demo keeps its studies open for the demo annotators: routing says when it would stop.
+        routing_configure(study=study, enabled=True, human_budget=None, comparisons=[systems[:2]], auto_pause=False)
+        routing_refresh(study=study)
+    with eager_celery():
+        releases_create(study=study, version="1.0.0", formats=list(FORMATS),
+                        changelog="First release of the simulated demo ratings.")

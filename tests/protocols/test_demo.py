@@ -1,0 +1,62 @@
+"""load_demo: a simulated study per preset with ratings, judge runs and a release, room left for
+the demo annotators, and nothing new on a second run."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from annotation.models import DatasetRelease, Rating, Study
+from annotation.services.assignments import assignment_next
+from annotation.simulation.items import PRESETS
+from judges.models import JudgeRun
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_load_demo_builds_full_studies_once():
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    studies = {s.slug: s for s in Study.objects.filter(slug__startswith="demo-")}
+    assert set(studies) == {f"demo-{p}" for p in PRESETS}
+    annotator = get_user_model().objects.get(username="annotator")
+    for study in studies.values():
+        assert Rating.objects.filter(assignment__study=study).count() > 0
+        runs = JudgeRun.objects.filter(study=study)
+        methods = sorted(r.config.get("method") for r in runs)
+        assert all(r.status == "done" for r in runs), [(r.name, r.status, r.error) for r in runs]
+        assert methods.count("jury") == 1  # the jury of the first two judges
+        if study.slug != "demo-aqua-003":
+            assert "geval" in methods  # a judge that states a distribution: calibration
+        if study.slug == "demo-rrgen-001":
+            assert "pairwise" in methods
+        if study.slug == "demo-rrgen-001":
+            assert study.routing.state["comparisons"] and study.status == "open"  # routing on, study kept open
+        assert DatasetRelease.objects.filter(study=study, status="ready").count() == 5
+        assert assignment_next(study=study, rater=annotator) is not None, f"{study.slug}: nothing left to rate"
+    counts = (Study.objects.count(), Rating.objects.count(), JudgeRun.objects.count())
+    call_command("load_demo", stdout=io.StringIO())
+    assert (Study.objects.count(), Rating.objects.count(), JudgeRun.objects.count()) == counts
+    assert "researcher" in out.getvalue() and "demo-rrgen-001" in out.getvalue()
+
+
+def test_the_demo_report_shows_every_trust_section(client):
+    """A fresh demo's report: calibration, bias-corrected scores with items only judges scored, the jury,
+    pairwise position bias and strengths."""
+    from django.urls import reverse
+
+    call_command("load_demo", stdout=io.StringIO())
+    client.force_login(get_user_model().objects.get(username="researcher"))
+    data = client.get(reverse("report", args=["demo-rrgen-001"]), {"download": "json"}).json()
+    trust = data["sections"]["Trusting the judges"]
+    fluency = trust["criteria"]["fluency"]
+    geval = next(r for r in fluency["runs"] if r.get("calibration"))
+    assert geval["calibration"]["n"] > 0 and geval["calibration"]["ece"] is not None
+    estimates = next(r["systems"] for r in fluency["runs"] if r.get("systems"))
+    assert all(e["ppi_plus"]["mean"] is not None for e in estimates.values())  # items only judges scored
+    assert trust["pairwise"] and trust["pairwise"][0]["position"]["n"] > 0
+    judges = data["sections"]["Judges vs humans"]["criteria"]["fluency"]["judges"]
+    assert any(name.startswith("rrgen-001-jury") for name in judges)
