@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from annotation.views import crowd, manage, studies
+from annotation.views import crowd, items, manage, progress, studies
 
 urlpatterns = [
     path("", studies.home, name="home"),
@@ -18,6 +18,11 @@ urlpatterns = [
     path("studies/<slug:slug>/crowd-links/revoke/", manage.study_crowd_link_revoke, name="manage-crowd-revoke"),
     path("crowd/<str:token>/", crowd.crowd_entry, name="crowd-entry"),
     path("studies/<slug:slug>/crowd/return/", crowd.crowd_return_view, name="crowd-return"),
+    path("studies/<slug:slug>/items/", items.study_items, name="items-page"),
+    path("studies/<slug:slug>/items/<int:pk>/preview/", items.item_preview, name="item-preview"),
+    path("studies/<slug:slug>/items/<int:pk>/delete/", items.item_delete_view, name="item-delete"),
+    path("studies/<slug:slug>/items/<int:pk>/replace/", items.item_replace_view, name="item-replace"),
+    path("studies/<slug:slug>/progress/", progress.study_progress_view, name="progress-page"),
     path("", include("annotation.workspace_urls")),
     path("", include("annotation.reports.urls")),
     path("", include("annotation.datasets.urls")),

@@ -8,7 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotation.access import is_admin, studies_for
+from annotation.access import is_admin
+from annotation.home import home_cards
 from annotation.forms import StudyCreateForm
 from annotation.services.studies import StudyError, study_create
 from rubrics.loader import RubricError, parse_rubric_text
@@ -23,8 +24,8 @@ def _admin_only(request: HttpRequest) -> HttpResponse | None:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    studies = studies_for(request.user)
-    return render(request, "annotation/home.html", {"studies": studies, "is_admin": is_admin(request.user)})
+    context = {"cards": home_cards(request.user), "is_admin": is_admin(request.user)}
+    return render(request, "annotation/home.html", context)
 
 
 @login_required

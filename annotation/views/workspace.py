@@ -64,6 +64,19 @@ class Control:
     def dom_id(self) -> str:
         return self.name.replace("__", "-")
 
+    @property
+    def has_labels(self) -> bool:
+        return any(o.get("label") for o in self.options)
+
+    @property
+    def has_descriptions(self) -> bool:
+        return any(o.get("description") for o in self.options)
+
+    @property
+    def sparse_anchors(self) -> bool:
+        """Only some levels are described (e.g. 0, 4, 6, 8, 10): those anchors are listed in full."""
+        return self.has_descriptions and not all(o.get("description") for o in self.options)
+
 
 @dataclass
 class ResponseView:
@@ -179,6 +192,7 @@ def build_screen(study: Study, assignment: Assignment, *, draft: dict | None = N
         "revising": assignment.status == Assignment.Status.SUBMITTED,
         "n_responses": len(responses),
         "has_binary": any(c["kind"] == "binary" for c in output_criteria),
+        "has_reasoning": any(c.get("reasoning", "none") != "none" for c in rubric["criteria"]),
     }
 
 

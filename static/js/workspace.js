@@ -38,6 +38,7 @@
     form.addEventListener("focusin", (e) => {
       const fs = e.target.closest(".criterion");
       if (fs) setCurrentCriterion(fs, false);
+      if (e.target.matches("input, textarea, select")) keepVisible(e.target.matches("textarea") ? e.target : fs || e.target);
       const resp = e.target.closest("[data-response]");
       if (resp) setCurrentResponse(parseInt(resp.dataset.response, 10), false);
     });
@@ -47,6 +48,18 @@
       const resp = e.target.closest("[data-response]");
       if (resp && !go) setCurrentResponse(parseInt(resp.dataset.response, 10), false);
     });
+    form.addEventListener("change", (e) => {
+      if (e.target.matches(".sr-radio")) showAnchor(e.target.closest(".criterion"), null);
+    });
+    form.addEventListener("mouseover", (e) => {
+      const seg = e.target.closest(".seg[data-value]");
+      if (seg) showAnchor(seg.closest(".criterion"), seg.dataset.value);
+    });
+    form.addEventListener("mouseout", (e) => {
+      const seg = e.target.closest(".seg[data-value]");
+      if (seg && !seg.contains(e.relatedTarget)) showAnchor(seg.closest(".criterion"), null);
+    });
+    setupContextToggle(form);
     const ignore = $("[data-ignore]", form);
     if (ignore) ignore.addEventListener("change", syncIgnore);
     syncIgnore();
@@ -78,6 +91,47 @@
   }
 
   function anyDialogOpen() { return $$("dialog[open]").length > 0; }
+
+  // ------------------------------------------------------------ anchors, context, visibility
+
+  // Show the anchor text of `value` (hovered) or, when null, of the chosen level under a scale.
+  function showAnchor(fs, value) {
+    const box = fs && $("[data-anchors]", fs);
+    if (!box) return;
+    const checked = $("input[type=radio]:checked", fs);
+    const want = value !== null ? value : (checked ? checked.value : "");
+    const hasIt = $$("[data-anchor]", box).some((p) => p.dataset.anchor === want);
+    $$("[data-anchor]", box).forEach((p) => { p.hidden = p.dataset.anchor !== (hasIt ? want : ""); });
+  }
+
+  function setupContextToggle(form) {
+    const btn = $("[data-ctx-toggle]", form);
+    const body = $("#context-body", form);
+    if (!btn || !body) return;
+    // Only offered when the context is actually cut off by its height cap.
+    btn.hidden = body.scrollHeight <= body.clientHeight + 2;
+    btn.addEventListener("click", toggleContext);
+  }
+
+  function toggleContext() {
+    const btn = $("[data-ctx-toggle]", ws.form);
+    if (!btn || btn.hidden) return false;
+    const section = btn.closest(".ws-context");
+    const open = section.classList.toggle("expanded");
+    btn.setAttribute("aria-expanded", open ? "true" : "false");
+    btn.firstChild.textContent = open ? "Show less " : "Show all ";
+    return true;
+  }
+
+  // The submit bar is sticky at the bottom: scroll so that `el` ends above it (and below the top).
+  function keepVisible(el) {
+    if (!el) return;
+    const bar = $(".ws-actions", ws && ws.form);
+    const limit = bar ? bar.getBoundingClientRect().top - 8 : window.innerHeight - 8;
+    const r = el.getBoundingClientRect();
+    if (r.bottom > limit && r.height < limit - 16) window.scrollBy(0, r.bottom - limit);
+    else if (r.top < 8 || r.bottom > limit) window.scrollBy(0, r.top - 16);
+  }
 
   // ------------------------------------------------------------ time on task
 
@@ -215,8 +269,8 @@
 
   function focusCriterion(fs) {
     const target = $("input:checked", fs) || $("input:not([type=hidden]), textarea, select", fs);
-    if (target) target.focus({ preventScroll: false });
-    fs.scrollIntoView({ block: "nearest" });
+    if (target) target.focus({ preventScroll: true });
+    keepVisible(fs);
   }
 
   function answered(fs) {
@@ -274,28 +328,41 @@
     setCurrentCriterion(list[i], true);
   }
 
-  function advanceAfterAnswer(fs) {
+  // Keyboard path after a level is chosen: stay for the reasoning box when the criterion asks for one
+  // (Tab reaches it), otherwise on to the next open criterion, then to the item's own criteria.
+  function advanceAfterAnswer(fs, byKey) {
+    const reasoning = $("textarea.reasoning", fs);
+    if (reasoning && !reasoning.value.trim()) {
+      if (byKey) { const r = $("input:checked", fs); if (r) r.focus({ preventScroll: true }); keepVisible(fs); }
+      status(fs.dataset.reasoning === "required" ? "Tab to write your reasoning" : "Tab for reasoning (optional), or ↓ for the next criterion");
+      return;
+    }
+    moveOn(fs, byKey);
+  }
+
+  function moveOn(fs, focus) {
     const el = fs.closest("[data-response]");
-    const next = el ? firstOpen(el) : null;
-    if (next) setCurrentCriterion(next, false);
+    let next = el ? firstOpen(el) : null;
+    if (!next && !responses().some((r) => firstOpen(r))) next = itemCriteria().find((f) => missing(f)) || null;
+    if (next && next !== fs) setCurrentCriterion(next, focus);
   }
 
   // ------------------------------------------------------------ choosing values by key
 
-  function choose(fs, value) {
+  function choose(fs, value, byKey) {
     const radio = $$("input[type=radio]", fs).find((r) => r.value === value);
     if (!radio) return false;
     radio.checked = true;
     radio.dispatchEvent(new Event("change", { bubbles: true }));
     fs.classList.remove("has-error");
-    advanceAfterAnswer(fs);
+    advanceAfterAnswer(fs, byKey !== false);
     return true;
   }
 
   function digitTarget() {
     const usable = (fs) => fs && ["segmented", "choice", "number"].includes(fs.dataset.widget);
     if (usable(ws.crit)) return ws.crit;
-    return criteriaOf(responseEl(ws.current)).find((fs) => usable(fs) && !answered(fs)) || null;
+    return criteriaOf(responseEl(ws.current)).concat(itemCriteria()).find((fs) => usable(fs) && !answered(fs)) || null;
   }
 
   function onDigit(d) {
@@ -404,8 +471,16 @@
   }
 
   document.addEventListener("keydown", (e) => {
-    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
-    if (e.key === "Escape" && typing(e.target)) { e.target.blur(); return; }
+    if (e.isComposing) return;
+    if (ws && e.key === "Enter" && (e.ctrlKey || e.metaKey) && !anyDialogOpen()) { e.preventDefault(); onEnter(); return; }
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "Escape" && typing(e.target)) {
+      // Leave the box; from a reasoning box go on to the next open criterion.
+      const fs = ws && e.target.classList.contains("reasoning") ? e.target.closest(".criterion") : null;
+      e.target.blur();
+      if (fs) { setCurrentCriterion(fs, false); moveOn(fs, true); }
+      return;
+    }
     if (typing(e.target) || anyDialogOpen()) return;
     if (e.key === "?") { e.preventDefault(); openDialog("help-dialog"); return; }
     if (e.key === "g" || e.key === "G") {
@@ -420,6 +495,7 @@
     else if (k === "a" || k === "A") handled = onAcceptReject("A");
     else if (k === "r" || k === "R") handled = onAcceptReject("R");
     else if (k === "h" || k === "H") handled = highlightSelection();
+    else if (k === "e" || k === "E") handled = toggleContext();
     else if (k === "ArrowRight") { goTo(ws.current + 1, false); handled = true; }
     else if (k === "ArrowLeft") { goTo(ws.current - 1, false); handled = true; }
     else if (k === "ArrowDown") { nextCriterion(1); handled = true; }

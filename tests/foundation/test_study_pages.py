@@ -25,7 +25,7 @@ def test_home_requires_login(client):
 def test_home_lists_only_my_studies_with_my_role(client_for, study, annotator, outsider, make_study):
     other = make_study("aqua-003")
     page = client_for(annotator).get("/").content.decode()
-    assert study.name in page and other.name not in page and "Rate items" in page
+    assert study.name in page and other.name not in page and "Start rating" in page
     assert "No studies yet" in client_for(outsider).get("/").content.decode()
 
 

@@ -80,7 +80,7 @@ def test_an_exception_in_a_view_shows_our_500_page(client, monkeypatch, annotato
     def explode(**kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(studies, "studies_for", lambda user: explode())
+    monkeypatch.setattr(studies, "home_cards", lambda user: explode())
     client.raise_request_exception = False
     client.force_login(annotator)
     response = client.get("/")

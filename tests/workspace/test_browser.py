@@ -40,7 +40,8 @@ def checked(page, scope: str) -> dict[str, str]:
 def drag_select(page, selector: str, n_chars: int) -> None:
     """Select the first n characters of an element's text with a real mouse drag."""
     x0, y0, x1, y1 = page.evaluate(
-        """([sel, n]) => { const root = document.querySelector(sel); const t = root.firstChild;
+        """([sel, n]) => { const root = document.querySelector(sel); root.scrollIntoView({block: 'center'});
+             const t = root.firstChild;
              const r = document.createRange(); r.setStart(t, 0); r.setEnd(t, 1); const a = r.getBoundingClientRect();
              r.setStart(t, n - 1); r.setEnd(t, n); const b = r.getBoundingClientRect();
              return [a.left + 1, a.top + a.height / 2, b.right - 1, b.top + b.height / 2]; }""",

@@ -1,0 +1,122 @@
+"""The items page's query: search and filters with keyset pagination on the item id, so a page
+costs the same at item 100 and at item 100,000 (no OFFSET, no COUNT over the whole study)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from annotation.models import Assignment, Item, Output, Study
+
+PAGE_SIZE = 50
+STATUSES = {
+    "unrated": "No ratings yet",
+    "in_progress": "Some ratings",
+    "complete": "Complete",
+    "open_now": "Open on a rater's screen",
+}
+FLAGGED = {"yes": "Flagged as unsuitable", "no": "Not flagged"}
+
+
+@dataclass
+class ItemFilters:
+    q: str = ""
+    status: str = ""
+    ratings: int | None = None
+    system: str = ""
+    flagged: str = ""
+    after: int | None = None
+    before: int | None = None
+    errors: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_query(cls, params) -> "ItemFilters":
+        f = cls(q=params.get("q", "").strip()[:200], system=params.get("system", "").strip())
+        f.status = params.get("status", "") if params.get("status", "") in STATUSES else ""
+        f.flagged = params.get("flagged", "") if params.get("flagged", "") in FLAGGED else ""
+        for name in ("ratings", "after", "before"):
+            raw = params.get(name, "").strip()
+            if raw:
+                try:
+                    value = int(raw)
+                    if value < 0:
+                        raise ValueError
+                except ValueError:
+                    f.errors[name] = f"{name}: give a whole number ≥ 0, not {raw!r}."
+                else:
+                    setattr(f, name, value)
+        return f
+
+    def query(self, **override) -> dict:
+        """The filter part of the URL (for the pager), without positions."""
+        out = {"q": self.q, "status": self.status, "system": self.system, "flagged": self.flagged,
+               "ratings": "" if self.ratings is None else self.ratings}
+        out.update(override)
+        return {k: v for k, v in out.items() if v not in ("", None)}
+
+
+@dataclass
+class ItemPage:
+    rows: list[dict]
+    has_next: bool
+    has_prev: bool
+
+
+def _ratings_subquery():
+    return Coalesce(Subquery(
+        Assignment.objects.filter(item=OuterRef("pk"), status=Assignment.Status.SUBMITTED)
+        .order_by().values("item").annotate(n=Count("id")).values("n"),
+        output_field=IntegerField()), Value(0))
+
+
+def items_page(study: Study, f: ItemFilters, *, size: int = PAGE_SIZE) -> ItemPage:
+    qs = Item.objects.filter(study=study).annotate(
+        n_ratings=_ratings_subquery(),
+        open_now=Exists(Assignment.objects.filter(item=OuterRef("pk"), status=Assignment.Status.ACTIVE)),
+        flagged=Exists(Assignment.objects.filter(item=OuterRef("pk"), status=Assignment.Status.SUBMITTED,
+                                                 ignored=True)),
+    )
+    if f.q:
+        qs = qs.filter(Q(external_id__istartswith=f.q) | Q(context__icontains=f.q)
+                       | Exists(Output.objects.filter(item=OuterRef("pk"), content__icontains=f.q)))
+    if f.system:
+        qs = qs.filter(Exists(Output.objects.filter(item=OuterRef("pk"), system=f.system)))
+    if f.status == "unrated":
+        qs = qs.filter(n_ratings=0)
+    elif f.status == "in_progress":
+        qs = qs.filter(n_ratings__gt=0, n_ratings__lt=study.raters_per_item)
+    elif f.status == "complete":
+        qs = qs.filter(n_ratings__gte=study.raters_per_item)
+    elif f.status == "open_now":
+        qs = qs.filter(open_now=True)
+    if f.ratings is not None:
+        qs = qs.filter(n_ratings=f.ratings)
+    if f.flagged:
+        qs = qs.filter(flagged=f.flagged == "yes")
+    fields = ("pk", "external_id", "context", "is_attention_check", "n_ratings", "open_now", "flagged")
+    if f.before is not None:  # the page before: walk backwards from `before`, then show in id order
+        rows = list(qs.filter(pk__lt=f.before).order_by("-pk").values(*fields)[:size + 1])
+        has_prev = len(rows) > size
+        rows = rows[:size][::-1]
+        has_next = True
+    else:
+        if f.after is not None:
+            qs = qs.filter(pk__gt=f.after)
+        rows = list(qs.order_by("pk").values(*fields)[:size + 1])
+        has_next = len(rows) > size
+        rows = rows[:size]
+        has_prev = f.after is not None
+    counts = dict(Output.objects.filter(item_id__in=[r["pk"] for r in rows]).values("item_id")
+                  .annotate(n=Count("id")).values_list("item_id", "n"))
+    for r in rows:
+        r["n_outputs"] = counts.get(r["pk"], 0)
+        r["context_short"] = r["context"][:140] + ("…" if len(r["context"]) > 140 else "")
+        r["locked"] = r["n_ratings"] > 0 or r["open_now"]
+    return ItemPage(rows=rows, has_next=has_next and bool(rows), has_prev=has_prev and bool(rows))
+
+
+def study_systems(study: Study, limit: int = 200) -> list[str]:
+    return list(Output.objects.filter(item__study=study).order_by("system").values_list("system", flat=True)
+                .distinct()[:limit])

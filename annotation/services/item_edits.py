@@ -1,0 +1,49 @@
+"""Delete or replace one item, allowed only while no rater has touched it (no assignment at all):
+once someone has rated or opened it, changing it would silently change what they judged."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from annotation.models import Assignment, Item, Output
+
+
+class ItemLocked(ValueError):
+    """The item has assignments; the message says why it cannot change."""
+
+
+def _lock(item: Item) -> Item:
+    item = Item.objects.select_for_update().get(pk=item.pk)
+    submitted = Assignment.objects.filter(item=item, status=Assignment.Status.SUBMITTED).count()
+    if submitted:
+        raise ItemLocked(f"Item {item.external_id} already has {submitted} rating(s); it can no longer be "
+                         "changed or deleted.")
+    if Assignment.objects.filter(item=item).exists():
+        raise ItemLocked(f"Item {item.external_id} has been given to a rater; it can no longer be changed or "
+                         "deleted.")
+    return item
+
+
+@transaction.atomic
+def item_delete(*, item: Item) -> str:
+    item = _lock(item)
+    external_id = item.external_id
+    item.delete()
+    return external_id
+
+
+@transaction.atomic
+def item_replace(*, item: Item, context: str, outputs: dict[int, str]) -> Item:
+    """New context and output texts (by output position); systems and ids stay."""
+    item = _lock(item)  # first: a locked item is refused whatever the new text
+    if not context.strip() and item.context.strip():
+        raise ValueError("context: give the new context text (it may not be emptied).")
+    empty = sorted(pos + 1 for pos, text in outputs.items() if not text.strip())
+    if empty:
+        raise ValueError(f"output {empty[0]}: the response text may not be empty.")
+    item.context = context
+    item.save(update_fields=["context"])
+    for output in Output.objects.filter(item=item, position__in=list(outputs)):
+        output.content = outputs[output.position]
+        output.save(update_fields=["content"])
+    return item

@@ -1,0 +1,47 @@
+"""Helpers for the layout tests: a page at a given width that records requests to other hosts,
+an overflow check, and screenshots under test-artifacts/ui/ (look at them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
+WIDTHS = (390, 1400)
+
+
+@pytest.fixture
+def page_at(browser, live_server):
+    """page_at(width) -> a fresh page; page.foreign lists every request made to another host."""
+    contexts = []
+    own_host = urlsplit(live_server.url).netloc
+
+    def _page(width: int):
+        context = browser.new_context(viewport={"width": width, "height": 860 if width > 600 else 780})
+        contexts.append(context)
+        page = context.new_page()
+        page.foreign = []
+
+        def _track(request):
+            parts = urlsplit(request.url)
+            if parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != own_host:
+                page.foreign.append(request.url)
+
+        page.on("request", _track)
+        return page
+
+    yield _page
+    for c in contexts:
+        c.close()
+
+
+def horizontal_overflow(page) -> int:
+    """Pixels by which the document is wider than the window (0 when it fits)."""
+    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+
+
+def shot(page, name: str, *, full_page: bool = False) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
