@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from annotation.models import Rating
 from tests.conftest import log_in, make_user
@@ -138,7 +139,10 @@ def _rate_by_keyboard(page) -> int:
         kind = where["kind"]
         if kind == "submit":
             return reasonings
-        assert page.evaluate(CLEAR_OF_BAR), f"focused field hidden under the submit bar ({where})"
+        try:  # the workspace scrolls the focused field clear of the bar; give the scroll a moment to end
+            page.wait_for_function(CLEAR_OF_BAR, timeout=3000)
+        except PlaywrightTimeout:
+            raise AssertionError(f"focused field hidden under the submit bar ({where})") from None
         if kind == "reasoning":
             page.keyboard.type("Because of the evidence.")
             reasonings += 1
