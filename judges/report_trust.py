@@ -263,8 +263,14 @@ def _win_rates(judged: Mapping[Unit, tuple], humans: Mapping[Unit, Any],
                     slot["yhat"].append(_win(ja, jb))
                 else:
                     slot["unlabelled"].append(_win(ja, jb))
-    return {f"{a} vs {b}": estimate_system(np.array(v["y"]), np.array(v["yhat"]), np.array(v["unlabelled"]))
-            for (a, b), v in sorted(pairs.items())}
+    out = {}
+    for (a, b), v in sorted(pairs.items()):
+        e = estimate_system(np.array(v["y"]), np.array(v["yhat"]), np.array(v["unlabelled"]))
+        for block in (e["human_only"], e["ppi"], e["ppi_plus"]):
+            if block.get("ci"):  # a rate: the normal interval is cut to [0, 1]
+                block["ci"] = [max(0.0, block["ci"][0]), min(1.0, block["ci"][1])]
+        out[f"{a} vs {b}"] = e
+    return out
 
 
 def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[str, Any] | None:

@@ -41,7 +41,7 @@ def test_run_a_judge_and_watch_it_finish(page, live_server, celery_worker_sessio
         card.locator("text=labeled.csv").click()
     assert dl.value.suggested_filename == f"run{run.pk}-labeled.csv"
 
-    page.click("text=Gold evaluation")
+    page.click("nav.subnav a:has-text(\"Gold\")")
     page.click("button:has-text('Evaluate')")
     row = page.locator("#gold-table tbody tr").first
     assert "aqua-slow" in row.inner_text() and "label" in row.inner_text()
