@@ -77,6 +77,11 @@ RULES = {
     "page:manage-crowd-revoke": site_admin,
     "page:crowd-entry": anyone,  # the link and the participant id are the key; here the token is no link
     "page:crowd-return": study_rater,
+    "page:items-page": site_admin,
+    "page:item-preview": site_admin,
+    "page:item-delete": site_admin,
+    "page:item-replace": site_admin,
+    "page:progress-page": study_reader,
     "page:workspace": study_rater,
     "page:workspace-guidelines": study_rater,
     "page:workspace-history": study_rater,
@@ -153,6 +158,9 @@ GET_OK = {
     "page:manage-crowd-revoke": {405},
     "page:crowd-entry": {404},
     "page:crowd-return": {405},
+    "page:item-delete": {405},
+    "page:item-preview": {200, 404},  # item 1 belongs to the member study, not always to this one
+    "page:item-replace": {200, 404},
     "page:judges:jury": {405},
     "page:judges:routing": {405},
     "page:judges:run-file": {404},  # the run has written no files yet; found-but-missing, for readers only
