@@ -139,6 +139,9 @@ def _rate_by_keyboard(page) -> int:
         kind = where["kind"]
         if kind == "submit":
             return reasonings
+        if kind == "other":  # between criteria (a response's rendered page, its code toggle): Tab on
+            page.keyboard.press("Tab")
+            continue
         try:  # the workspace scrolls the focused field clear of the bar; give the scroll a moment to end
             page.wait_for_function(CLEAR_OF_BAR, timeout=3000)
         except PlaywrightTimeout:
