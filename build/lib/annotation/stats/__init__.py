@@ -1,1 +1,0 @@
-"""Pure statistics for Concord: numpy/scipy/pandas over plain data, no Django."""
