@@ -121,16 +121,11 @@ class StudyChange(models.Model):
         return f"{self.study}: {self.field} {self.old!r} -> {self.new!r}"
 
 
-class StudyInvitation(models.Model):
-    """A link that creates an annotator account on first visit and adds it to the study.
+class StudyLink(models.Model):
+    """What every way into a study by link has: an unguessable token (secrets.token_urlsafe), an
+    expiry, a revocation, who made it and when."""
 
-    The token is unguessable (secrets.token_urlsafe); `max_uses` null means any number of uses."""
-
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
     token = models.CharField(max_length=64, unique=True)
-    role = models.CharField(max_length=12, choices=StudyMember.Role.choices, default=StudyMember.Role.ANNOTATOR)
-    max_uses = models.PositiveIntegerField(null=True, blank=True)
-    uses = models.PositiveIntegerField(default=0)
     expires_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
@@ -138,7 +133,20 @@ class StudyInvitation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        abstract = True
         ordering = ["-created_at"]
+
+
+class StudyInvitation(StudyLink):
+    """A link that creates an annotator account on first visit and adds it to the study;
+    `max_uses` null means any number of uses."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=12, choices=StudyMember.Role.choices, default=StudyMember.Role.ANNOTATOR)
+    max_uses = models.PositiveIntegerField(null=True, blank=True)
+    uses = models.PositiveIntegerField(default=0)
+
+    class Meta(StudyLink.Meta):
         constraints = [
             models.CheckConstraint(condition=Q(max_uses__isnull=True) | Q(uses__lte=F("max_uses")),
                                    name="invitation_uses_within_max"),
@@ -350,7 +358,7 @@ class DatasetRelease(models.Model):
         return f"{self.study.slug} {self.version} ({self.format})"
 
 
-class CrowdLink(models.Model):
+class CrowdLink(StudyLink):
     """An entry link for a paid crowd (Prolific, MTurk or any panel that appends participant ids to a
     URL): the first visit creates or resumes a rater without a password (annotation.services.crowd)."""
 
@@ -360,20 +368,11 @@ class CrowdLink(models.Model):
         GENERIC = "generic", "Other (participant and session in the URL)"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="crowd_links")
-    token = models.CharField(max_length=64, unique=True)
     provider = models.CharField(max_length=10, choices=Provider.choices, default=Provider.PROLIFIC)
     completion_code = models.CharField(max_length=64, blank=True)
     completion_url = models.URLField(max_length=500, blank=True, help_text="Where a participant goes when done.")
     time_limit_minutes = models.PositiveIntegerField(null=True, blank=True)
     items_per_participant = models.PositiveIntegerField(null=True, blank=True)
-    expires_at = models.DateTimeField()
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
 
 class CrowdParticipant(models.Model):
