@@ -24,11 +24,12 @@ from collections import Counter, defaultdict
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 from django.db import connection, transaction
 from django.utils import timezone
 from scipy.stats import t as t_dist
 
-from annotation.models import Assignment, Item, Study, StudyChange
+from annotation.models import Assignment, Item, Rating, Study, StudyChange
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import criterion_measure
 from annotation.services.routing_flag import routing_flag_set
@@ -120,6 +121,30 @@ def _comparison(df, a: str, b: str, level: float = 0.95) -> dict[str, Any]:
     return {"a": a, "b": b, "n": int(d.size), "diff": diff, "ci": ci, "decided": bool(ci[0] > 0 or ci[1] < 0)}
 
 
+def _backfill(study: Study, comparisons: list[list[str]], key: str, points: int = 12) -> list[dict[str, Any]]:
+    """The comparisons' intervals as they stood after the first n human-rated items, at up to
+    `points` n so far: a study that starts routing mid-way shows how its intervals narrowed."""
+    rows = list(Rating.objects.filter(
+        assignment__study=study, assignment__status=Assignment.Status.SUBMITTED,
+        assignment__is_attention_check=False, assignment__ignored=False, criterion=key, output__isnull=False,
+        score__isnull=False).values_list("assignment_id", "assignment__submitted_at", "assignment__item_id",
+                                         "output__system", "score"))
+    if not rows:
+        return []
+    df = pd.DataFrame(rows, columns=["assignment", "at", "item_id", "system", "score"])
+    order = df.groupby("assignment")["at"].min().sort_values()
+    total = len(order)
+    cuts = sorted({c for c in (round(total * k / points) for k in range(1, points + 1)) if 2 <= c < total})
+    history = []
+    for n in cuts:
+        kept = set(order.index[:n])
+        part = df[df["assignment"].isin(kept)]
+        found = [_comparison(part, a, b) for a, b in comparisons]
+        history.append({"at": order.iloc[n - 1].isoformat(timespec="seconds"), "n_rated": n,
+                        "comparisons": {f"{c['a']} vs {c['b']}": c["ci"] for c in found}})
+    return history
+
+
 def _criterion(study: Study, routing: StudyRouting) -> str | None:
     if routing.criterion:
         return routing.criterion
@@ -176,6 +201,8 @@ def routing_refresh(*, study: Study) -> dict[str, Any]:
     elif comparisons and all(c["decided"] for c in comparisons):
         stopped = "every named comparison is decided (its interval excludes 0)"
     history = list((routing.state or {}).get("history", []))
+    if not history and comparisons:
+        history = _backfill(study, routing.comparisons, key)
     history.append({"at": timezone.now().isoformat(timespec="seconds"), "n_rated": n_rated,
                     "comparisons": {f"{c['a']} vs {c['b']}": c["ci"] for c in comparisons}})
     state = {"refreshed_at": timezone.now().isoformat(timespec="seconds"), "n_rated": n_rated,

@@ -140,3 +140,20 @@ def test_routing_form(make_study, client_for, admin_user, researcher):
     assert "Routing on: 0 items served first" in ok and "0 / 10 human-rated items" in ok
     assert "sys-a vs sys-b" in ok
     assert client_for(researcher).post(url, {"enabled": "on"}).status_code == 404
+
+
+def test_switched_on_mid_study_the_intervals_are_traced_back(make_study, annotator):
+    """Routing turned on after 20 items were rated shows how the comparison's interval narrowed."""
+    study = make_study("rrgen-001", annotators=[annotator], items_text=items_jsonl(24), raters_per_item=1)
+    for _ in range(20):
+        rate(study, annotator, lambda s, item: {"sys-a": 5, "sys-b": 4, "sys-c": 3}[s] + (item.pk % 3) - 1
+             + (s == "sys-a") * (item.pk % 2))
+    routing_configure(study=study, enabled=True, human_budget=None, comparisons=[["sys-a", "sys-b"]],
+                      auto_pause=False)
+    state = routing_refresh(study=study)
+    history = state["history"]
+    assert [h["n_rated"] for h in history] == sorted({h["n_rated"] for h in history}) and history[-1]["n_rated"] == 20
+    assert len(history) >= 8
+    widths = [ci[1] - ci[0] for h in history if (ci := h["comparisons"]["sys-a vs sys-b"])]
+    assert widths[-1] < widths[0]  # more items, a narrower interval
+    assert state["comparisons"][0]["ci"] == history[-1]["comparisons"]["sys-a vs sys-b"]
