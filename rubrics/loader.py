@@ -19,7 +19,7 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from rubrics.schema import RUBRIC_SCHEMA, SCALE_KINDS, semantic_errors
+from rubrics.schema import COMPARATIVE_KINDS, DEFAULT_TUPLE_SIZE, RUBRIC_SCHEMA, SCALE_KINDS, semantic_errors
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 
@@ -179,7 +179,7 @@ def _normalise(data: dict) -> dict:
     judge.setdefault("few_shot", {})
     for c in out["criteria"]:
         c.setdefault("description", "")
-        c.setdefault("target", "output")
+        c.setdefault("target", "item" if c["kind"] in COMPARATIVE_KINDS else "output")
         c.setdefault("required", True)
         c.setdefault("weight", 1.0)
         c.setdefault("overall", False)
@@ -209,6 +209,12 @@ def _normalise(data: dict) -> dict:
             ch.setdefault("description", "")
         if c["kind"] == "spans":
             c.setdefault("labels", [])
+        if c["kind"] in ("pairwise", "ranking"):
+            c.setdefault("ties", c["kind"] == "pairwise")
+        if c["kind"] == "pairwise":
+            c.setdefault("strength", False)
+        if c["kind"] == "best_worst":
+            c.setdefault("tuple_size", DEFAULT_TUPLE_SIZE)
     return out
 
 

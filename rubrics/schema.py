@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-KINDS = ("likert", "numeric", "choice", "binary", "confidence", "text", "spans")
+KINDS = ("likert", "numeric", "choice", "binary", "confidence", "text", "spans", "pairwise", "ranking", "best_worst")
+# Comparative kinds ask one question about the outputs shown together (always target: item):
+# pairwise shows two, best_worst a tuple of `tuple_size`, ranking whatever the item shows.
+COMPARATIVE_KINDS = ("pairwise", "ranking", "best_worst")
+SUBSET_KINDS = ("pairwise", "best_worst")  # decide how many outputs an assignment shows
+DEFAULT_TUPLE_SIZE = 4
 SCALE_KINDS = ("likert", "numeric", "confidence")  # have integer min/max and levels
 MAX_SCALE_POINTS = 101  # likert/confidence points are drawn one button each; 0..100 is the widest sane scale
 CHOICE_KINDS = ("choice", "binary")  # have ordered choices
@@ -72,6 +77,9 @@ _CRITERION = {
         "aspects": {"type": "array", "items": _ASPECT},
         "reasoning": {"enum": list(REASONING)},
         "labels": {"type": "array", "items": _NONEMPTY},
+        "ties": {"type": "boolean"},
+        "strength": {"type": "boolean"},
+        "tuple_size": {"type": "integer", "minimum": 3, "maximum": 12},
     },
 }
 
@@ -218,6 +226,22 @@ def _criterion_errors(i: int, c: dict, group_keys: set[str]) -> list[tuple[str, 
 
     for v in _duplicates([a["name"] for a in c.get("aspects", [])]):
         errors.append((f"{p}.aspects", f"aspect {v!r} appears more than once"))
+
+    errors.extend(_comparative_errors(p, c))
+    return errors
+
+
+def _comparative_errors(p: str, c: dict) -> list[tuple[str, str]]:
+    kind = c["kind"]
+    allowed = {"ties": ("pairwise", "ranking"), "strength": ("pairwise",), "tuple_size": ("best_worst",)}
+    errors = [(f"{p}.{name}", f"is allowed only for a {' or '.join(kinds)} criterion")
+              for name, kinds in allowed.items() if name in c and kind not in kinds]
+    if kind in COMPARATIVE_KINDS:
+        if c.get("target", "item") != "item":
+            errors.append((f"{p}.target", f"must be item for a {kind} criterion (it compares the outputs shown)"))
+        for name in ("aspects", "sparing_values"):
+            if c.get(name):
+                errors.append((f"{p}.{name}", f"is not allowed for a {kind} criterion"))
     return errors
 
 
@@ -239,6 +263,14 @@ def semantic_errors(data: dict) -> list[tuple[str, str]]:
     overall = [i for i, c in enumerate(criteria) if c.get("overall")]
     if len(overall) > 1:
         errors.append((f"criteria[{overall[1]}].overall", "only one criterion may be overall"))
+
+    subset = {c["kind"] for c in criteria if c["kind"] in SUBSET_KINDS}
+    if len(subset) > 1:
+        errors.append(("criteria", "a rubric may ask pairwise or best_worst questions, not both: "
+                                   "each decides how many outputs an assignment shows"))
+    sizes = {c.get("tuple_size", DEFAULT_TUPLE_SIZE) for c in criteria if c["kind"] == "best_worst"}
+    if len(sizes) > 1:
+        errors.append(("criteria", f"best_worst questions must share one tuple_size (got {sorted(sizes)})"))
 
     options = data.get("item_options", {})
     if options.get("ignore_reasons") and not options.get("allow_ignore"):
