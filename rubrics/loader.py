@@ -88,7 +88,11 @@ def _schema_error(err: ValidationError) -> tuple[str, str]:
         return _join(path, missing), "is required"
     if v == "additionalProperties":
         extra = sorted(map(str, set(err.instance) - set(err.schema.get("properties", {}))))
-        return _join(path, extra[0] if len(extra) == 1 else "{" + ", ".join(extra) + "}"), "unknown field"
+        if len(extra) == 1 and extra[0].strip():
+            return _join(path, extra[0]), "unknown field"
+        # several, or one with a blank name: a set, so that a blank name still shows as ""
+        return _join(path, "{" + ", ".join(e if e.strip() else repr(e).replace("'", '"') for e in extra) + "}"), \
+            "unknown field"
     if v == "enum":
         return path, f"must be one of: {', '.join(map(str, arg))} (got {err.instance!r})"
     if v == "type":

@@ -36,6 +36,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Output, Study, StudyMember
+from annotation.services import comparative
 
 ACTIVE = Assignment.Status.ACTIVE
 SUBMITTED = Assignment.Status.SUBMITTED
@@ -121,7 +122,13 @@ def _item_seed(study: Study, item_id: int) -> int:
 def study_response_order(study: Study, *, item_id: int, slot: int, n_outputs: int) -> list[int]:
     """The shown order (indexes into the item's outputs by position) for one slot, by the study's
     settings: counterbalanced with random order within each cell (both on by default), counterbalanced
-    in the fixed Williams order, shuffled, or as uploaded."""
+    in the fixed Williams order, shuffled, or as uploaded. A rubric with a pairwise or best_worst
+    question shows a pair or a tuple from its balanced design instead (annotation.services.comparative)."""
+    kind, size = comparative.shown_design(study.rubric)
+    if kind == "pairwise":
+        return comparative.pair_order(n_outputs, slot=slot, seed=_item_seed(study, item_id))
+    if kind == "best_worst":
+        return comparative.tuple_order(n_outputs, size, slot=slot, seed=_item_seed(study, item_id))
     if study.counterbalance and study.randomize_outputs:
         return counterbalanced_order(n_outputs=n_outputs, slot=slot, item_seed=_item_seed(study, item_id))
     # Without randomisation the fixed rotation continues across items, so positions balance over the study.

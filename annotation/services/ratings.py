@@ -31,6 +31,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import Assignment, Output, Rating, Study, StudyMember
+from annotation.services import comparative
 from annotation.services.assignments import assignment_reclaim, lease_duration
 from annotation.services.routing_flag import routing_refresh_request
 
@@ -97,7 +98,14 @@ def answers_from_form(data: Mapping[str, Any], *, rubric: dict, n_responses: int
     item: dict[str, dict] = {}
     known: set[str] = set()
     for criterion in rubric["criteria"]:
-        if criterion["target"] == "item":
+        if comparative.is_comparative(criterion):
+            name = field_name(None, criterion["key"])
+            known.update(comparative.form_fields(criterion, name, n_responses))
+            value = comparative.form_value(criterion, data, name, n_responses)
+            reasoning = str(data.get(f"{name}__reasoning", "") or "")
+            if value is not None or reasoning:
+                item[criterion["key"]] = {"value": value, "reasoning": reasoning}
+        elif criterion["target"] == "item":
             known.add(field_name(None, criterion["key"]))
             if (e := entry(None, criterion)) is not None:
                 item[criterion["key"]] = e
@@ -295,10 +303,12 @@ def _clean_value(criterion: dict, value: Any, content: str) -> tuple[Any, float 
     raise ValueError(f"unknown criterion kind {kind!r}")
 
 
-def answers_check(rubric: dict, answers: dict, contents: list[str], context: str = "") -> list[RatingRow]:
+def answers_check(rubric: dict, answers: dict, contents: list[str], context: str = "",
+                  shown_ids: list[int] | None = None) -> list[RatingRow]:
     """Validate normalised answers for a final submit against the rubric and the shown responses
-    (contents[n-1] is Response n's raw text; item-level highlights index the context). Returns the rating rows; raises AnswerError naming
-    every problem. An ignored item stores no ratings."""
+    (contents[n-1] is Response n's raw text, shown_ids[n-1] its output id, which comparative answers
+    are stored by; item-level highlights index the context). Returns the rating rows; raises
+    AnswerError naming every problem. An ignored item stores no ratings."""
     options = rubric["item_options"]
     n = len(contents)
     errors = _not_asked(rubric, answers, n)
@@ -327,7 +337,10 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
                     errors[name] = f"{where}{criterion['name']} is required"
                 continue
             try:
-                clean, score = _clean_value(criterion, value, content)
+                if comparative.is_comparative(criterion):
+                    clean, score = comparative.clean_comparative(criterion, value, shown_ids or []), None
+                else:
+                    clean, score = _clean_value(criterion, value, content)
             except (ValueError, TypeError) as exc:
                 errors[name] = f"{where}{criterion['name']}: {exc}"
                 continue
@@ -376,11 +389,13 @@ def _not_asked(rubric: dict, answers: dict, n_responses: int) -> dict[str, str]:
     return errors
 
 
-def attention_passed(rubric: dict, gold: dict, rows: list[RatingRow], permutation: list[int]) -> bool:
+def attention_passed(rubric: dict, gold: dict, rows: list[RatingRow], permutation: list[int],
+                     system_of: dict[int, str] | None = None) -> bool:
     """Whether a rater's answers match an attention item's gold answers.
 
     gold maps a criterion key to one value (every response must get it, or the item-level answer)
-    or to {"<output position>": value} for per-response gold (positions as uploaded, 0-based).
+    or to {"<output position>": value} for per-response gold (positions as uploaded, 0-based);
+    for a comparative question, to system names best first (system_of: output id -> system).
     """
     kinds = {c["key"]: c for c in rubric["criteria"]}
     given = {(r.response, r.criterion): r.value for r in rows}
@@ -388,6 +403,11 @@ def attention_passed(rubric: dict, gold: dict, rows: list[RatingRow], permutatio
     for key, expected in gold.items():
         criterion = kinds.get(key)
         if criterion is None:
+            continue
+        if comparative.is_comparative(criterion):
+            stored = given.get((None, key))
+            if stored is None or not comparative.gold_agrees(criterion, stored, expected, system_of or {}):
+                return False
             continue
         if criterion["target"] == "item":
             checks = [(None, expected)]
@@ -468,7 +488,7 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
         if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
             raise SubmitError("This item was given to another rater after a long pause.")
         shown = [outputs[p] for p in a.permutation]
-        rows = answers_check(rubric, answers, [o.content for o in shown], item.context)
+        rows = answers_check(rubric, answers, [o.content for o in shown], item.context, [o.pk for o in shown])
         _write_ratings(a, rows, shown, replace=was_submitted)
         a.status = Assignment.Status.SUBMITTED
         a.submitted_at = a.submitted_at or timezone.now()
@@ -480,7 +500,9 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
         fields = ["status", "submitted_at", "draft", "ignored", "ignore_reason", "comment", "time_on_task_ms",
                   "expires_at"]
         if a.is_attention_check:
-            a.attention_passed = (not answers["ignored"]) and attention_passed(rubric, item.gold, rows, a.permutation)
+            systems = {o.pk: o.system for o in shown}
+            a.attention_passed = (not answers["ignored"]) and attention_passed(rubric, item.gold, rows, a.permutation,
+                                                                                 systems)
             fields.append("attention_passed")
         a.save(update_fields=fields)
         if a.is_attention_check and a.attention_passed is False and study.attention_fail_pause:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from annotation.simulation import compare_items
 from annotation.simulation.latent import choose, output_quality, to_label
 
 # System name -> effect on quality (z units): fixed per preset so that system rankings are stable.
@@ -306,12 +307,16 @@ GENERATORS: dict[str, Callable[[int, int], dict]] = {
     "feedback-000": _feedback_item, "rrgen-001": _rrgen_item, "codegen-002": _codegen_item,
     "aqua-003": _aqua_item, "fulltext-004": _fulltext_item,
 }
-PRESETS = tuple(GENERATORS)
+PRESETS = tuple(GENERATORS)  # the seed protocols
+# Concord's own comparative presets (pairwise, best-worst, ranking), simulated beside the seeds.
+COMPARE_PRESETS = tuple(compare_items.GENERATORS)
+GENERATORS.update(compare_items.GENERATORS)
+SYSTEMS.update(compare_items.SYSTEMS)
 
 
 def items_for(preset: str, n: int = 20, seed: int = 0) -> list[dict]:
     if preset not in GENERATORS:
-        raise ValueError(f"unknown preset {preset!r}; the simulation knows {', '.join(PRESETS)}")
+        raise ValueError(f"unknown preset {preset!r}; the simulation knows {', '.join(GENERATORS)}")
     return [GENERATORS[preset](seed, i) for i in range(n)]
 
 

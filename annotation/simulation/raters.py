@@ -18,6 +18,8 @@ from typing import Any, Sequence
 from annotation.models import Item, Output, Study
 from annotation.services.assignments import assignment_next
 from annotation.services.ratings import assignment_submit, span_text
+from rubrics.schema import COMPARATIVE_KINDS
+from annotation.simulation.comparative import comparative_answer
 from annotation.simulation.items import system_effect
 from annotation.simulation.latent import Knobs, normal, output_quality, perceived, to_label, to_scale, unit
 
@@ -99,10 +101,12 @@ def rater_answers(*, rubric: dict, preset: str, item: Item, shown: Sequence[Outp
             reasoning = _reasoning(c, value) if mode == "required" or (mode == "optional" and at_end) else ""
             block[c["key"]] = {"value": value, "reasoning": reasoning}
         responses[str(n)] = block
+    item_block = {c["key"]: comparative_answer(c, preset=preset, item=item, shown=shown, who=who, knobs=knobs, seed=seed)
+                  for c in rubric["criteria"] if c["kind"] in COMPARATIVE_KINDS}
     comment = ""
     if options.get("comment") and unit(seed, "comment", who, ext) < 0.2:
         comment = "Borderline between two levels; my reasoning says why I chose as I did."
-    return {"responses": responses, "item": {}, "ignored": False, "ignore_reason": "", "comment": comment}
+    return {"responses": responses, "item": item_block, "ignored": False, "ignore_reason": "", "comment": comment}
 
 
 def simulate_ratings(*, study: Study, raters: Sequence, preset: str, knobs: Knobs, seed: int,

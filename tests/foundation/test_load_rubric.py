@@ -51,8 +51,10 @@ def test_bad_rubric_is_refused_naming_the_field(db, tmp_path):
 
 
 def test_every_preset_installs(preset_version):
-    assert set(preset_version) == {"feedback-000", "rrgen-001", "codegen-002", "aqua-003", "fulltext-004"}
+    seeds = {"feedback-000", "rrgen-001", "codegen-002", "aqua-003", "fulltext-004"}
+    assert set(preset_version) == seeds | {"compare-pairwise", "compare-ranking"}
     kinds = {c["kind"] for v in preset_version.values() for c in v.criteria}
+    assert {"pairwise", "ranking", "best_worst"} <= kinds
     # Written reasoning is attached to criteria (reasoning: required), so no preset needs a bare text criterion.
     assert {"likert", "numeric", "choice", "binary", "confidence", "spans"} <= kinds
     assert any(c["reasoning"] == "required" for c in preset_version["feedback-000"].criteria)

@@ -17,7 +17,7 @@ from rubrics.loader import (
     validate_rubric,
 )
 
-PRESETS = ["aqua-003", "codegen-002", "feedback-000", "fulltext-004", "rrgen-001"]
+PRESETS = ["aqua-003", "codegen-002", "compare-pairwise", "compare-ranking", "feedback-000", "fulltext-004", "rrgen-001"]
 
 
 def minimal() -> dict:

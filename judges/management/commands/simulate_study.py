@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Rating, Study
-from annotation.simulation.items import PRESETS
+from annotation.simulation.items import COMPARE_PRESETS, PRESETS
 from annotation.simulation.latent import Knobs
 from annotation.simulation.study import simulated_study_create
 from annotation.services.studies import StudyError
@@ -43,7 +43,8 @@ class Command(BaseCommand):
         return parser
 
     def add_arguments(self, parser):
-        parser.add_argument("--preset", required=True, choices=PRESETS, help="seed preset (rubric) slug")
+        parser.add_argument("--preset", required=True, choices=PRESETS + COMPARE_PRESETS,
+                            help="preset (rubric) slug: a seed protocol or a comparative preset")
         parser.add_argument("--items", type=int, default=20, help="items to generate (default 20)")
         parser.add_argument("--raters", type=int, default=3, help="simulated rater accounts (default 3)")
         parser.add_argument("--judges", type=int, default=2, help="simulated judge runs (default 2; 0 for none)")
