@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.access import get_own_assignment, get_study_for_annotator
 from annotation.models import Assignment, Item, Output, Study
 from annotation.rendering import render_content, render_markdown
+from annotation.services import comparative
 from annotation.services.assignments import RaterPaused, assignment_next
 from annotation.services.crowd import crowd_finish
 from annotation.services.ratings import (
@@ -39,6 +40,7 @@ from annotation.services.ratings import (
     field_name,
 )
 from annotation.views.crowd import crowd_context
+from rubrics.schema import COMPARATIVE_KINDS
 
 PAGE = "annotation/workspace.html"
 
@@ -51,13 +53,15 @@ class Control:
 
     name: str
     criterion: dict
-    widget: str  # segmented | number | choice | binary | text | spans
+    widget: str  # segmented | number | choice | binary | text | spans | pairwise | ranking | best_worst
     value: str = ""
     reasoning: str = ""
     error: str = ""
     reasoning_error: str = ""
     options: list[dict] = field(default_factory=list)
     spans_json: str = "[]"
+    rows: list[dict] = field(default_factory=list)  # comparative widgets: one row per response shown
+    strengths: list[dict] = field(default_factory=list)  # pairwise with strength
     show_hint: bool = True  # off when the criterion above already shows the same hint
 
     @property
@@ -116,16 +120,48 @@ def _widget(c: dict) -> str:
         step = c.get("step", 1)
         n_points = (c["max"] - c["min"]) / step + 1
         return "segmented" if step == 1 and n_points <= 11 else "number"
+    if kind in COMPARATIVE_KINDS:
+        return kind
     return {"choice": "choice", "binary": "binary", "text": "text", "spans": "spans"}[kind]
 
 
-def build_control(c: dict, response: int | None, draft: dict, errors: dict) -> Control:
+def _comparative_control(control: Control, raw, n_shown: int) -> Control:
+    """Rows of a pairwise, ranking or best-worst widget, checked as the draft has them (by shown number)."""
+    raw = raw if isinstance(raw, dict) else {}
+    kind = control.criterion["kind"]
+    if kind == "pairwise":
+        winner = str(raw.get("winner") or "")
+        control.value = winner
+        control.options = [{"value": "1", "label": "Response 1 is better", "key": "1", "checked": winner == "1"},
+                           {"value": "2", "label": "Response 2 is better", "key": "2", "checked": winner == "2"}]
+        if control.criterion.get("ties"):
+            control.options.append({"value": "tie", "label": "Tie", "key": "3", "checked": winner == "tie"})
+        if control.criterion.get("strength"):
+            strength = str(raw.get("strength") or "")
+            control.strengths = [{"value": v, "label": f"{v.capitalize()} better", "key": v[0].upper(),
+                                  "checked": strength == v} for v in comparative.STRENGTHS]
+    elif kind == "ranking":
+        ranks = raw.get("ranks") if isinstance(raw.get("ranks"), dict) else {}
+        rows = [{"n": n, "rank": str(ranks.get(str(n), "") or "")} for n in range(1, n_shown + 1)]
+        # Rows stand in the draft's order (ranked first, best first), so a reload shows the list as left.
+        rows.sort(key=lambda r: (not r["rank"].isdigit(), int(r["rank"]) if r["rank"].isdigit() else 0, r["n"]))
+        control.rows = rows
+        control.options = [str(r) for r in range(1, n_shown + 1)]
+    else:
+        best, worst = str(raw.get("best") or ""), str(raw.get("worst") or "")
+        control.rows = [{"n": n, "best": best == str(n), "worst": worst == str(n)} for n in range(1, n_shown + 1)]
+    return control
+
+
+def build_control(c: dict, response: int | None, draft: dict, errors: dict, n_shown: int = 0) -> Control:
     name = field_name(response, c["key"])
     entry = _entry(draft, response, c["key"])
     raw = entry["value"]
     widget = _widget(c)
     control = Control(name=name, criterion=c, widget=widget, reasoning=entry.get("reasoning") or "",
                       error=errors.get(name, ""), reasoning_error=errors.get(f"{name}__reasoning", ""))
+    if widget in COMPARATIVE_KINDS:
+        return _comparative_control(control, raw, n_shown)
     if widget == "spans":
         spans = raw if isinstance(raw, list) else []
         control.spans_json = json.dumps(spans)
@@ -149,8 +185,9 @@ def shown_outputs(assignment: Assignment) -> list[Output]:
     return [by_position[p] for p in assignment.permutation]
 
 
-def _controls(criteria: list[dict], response: int | None, draft: dict, errors: dict) -> list[Control]:
-    controls = [build_control(c, response, draft, errors) for c in criteria]
+def _controls(criteria: list[dict], response: int | None, draft: dict, errors: dict,
+              n_shown: int = 0) -> list[Control]:
+    controls = [build_control(c, response, draft, errors, n_shown) for c in criteria]
     for above, control in zip(controls, controls[1:]):
         control.show_hint = control.criterion.get("hint") != above.criterion.get("hint")
     return controls
@@ -179,7 +216,7 @@ def build_screen(study: Study, assignment: Assignment, *, draft: dict | None = N
         "context_html": render_content(item.context, item.context_kind, label="Context",
                                        span_root=any(c["kind"] == "spans" for c in item_criteria)),
         "responses": responses,
-        "item_controls": _controls(item_criteria, None, draft, errors),
+        "item_controls": _controls(item_criteria, None, draft, errors, len(responses)),
         "allow_ignore": options.get("allow_ignore", False),
         "ignore_reasons": options.get("ignore_reasons", []),
         "ignored": bool(draft.get("ignored")),

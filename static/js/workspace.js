@@ -33,6 +33,7 @@
       spans: [],
     };
     $$("[data-spans-input]", form).forEach(setupSpans);
+    $$("[data-rank-list]", form).forEach(setupRanking);
     form.addEventListener("change", onEdit);
     form.addEventListener("input", onEdit);
     form.addEventListener("focusin", (e) => {
@@ -50,6 +51,8 @@
     });
     form.addEventListener("change", (e) => {
       if (e.target.matches(".sr-radio")) showAnchor(e.target.closest(".criterion"), null);
+      const fs = e.target.closest(".criterion[data-widget=pairwise]");
+      if (fs && e.target.name === fs.dataset.name) syncStrength(fs);
     });
     form.addEventListener("mouseover", (e) => {
       const seg = e.target.closest(".seg[data-value]");
@@ -268,7 +271,9 @@
   }
 
   function focusCriterion(fs) {
-    const target = $("input:checked", fs) || $("input:not([type=hidden]), textarea, select", fs);
+    // A ranking takes the focus on its first row (digits rank, Alt+arrows move), not in a rank box.
+    const target = fs.dataset.widget === "ranking" ? $(".rank-row", fs)
+      : $("input:checked", fs) || $("input:not([type=hidden]), textarea, select", fs);
     if (target) target.focus({ preventScroll: true });
     keepVisible(fs);
   }
@@ -280,6 +285,15 @@
       case "spans": {
         try { return JSON.parse($("[data-spans-input]", fs).value || "[]").length > 0; } catch (e) { return false; }
       }
+      case "pairwise": {
+        const w = $$("input[type=radio]", fs).find((r) => r.name === fs.dataset.name && r.checked);
+        const group = $("[data-strength]", fs);
+        return !!w && (!group || w.value === "tie" || !!$("input:checked", group));
+      }
+      case "ranking":
+        return $$("select.rank-select", fs).every((sel) => sel.value);
+      case "best_worst":
+        return !!$("input[name$='__best']:checked", fs) && !!$("input[name$='__worst']:checked", fs);
       default: {
         const el = $("input:not([type=hidden]):not(.reasoning), textarea:not(.reasoning)", fs);
         return !!(el && el.value.trim());
@@ -360,7 +374,7 @@
   }
 
   function digitTarget() {
-    const usable = (fs) => fs && ["segmented", "choice", "number"].includes(fs.dataset.widget);
+    const usable = (fs) => fs && ["segmented", "choice", "number", "pairwise", "ranking", "best_worst"].includes(fs.dataset.widget);
     if (usable(ws.crit)) return ws.crit;
     return criteriaOf(responseEl(ws.current)).concat(itemCriteria()).find((fs) => usable(fs) && !answered(fs)) || null;
   }
@@ -373,6 +387,9 @@
       input.focus();
       return false; // let the key type into the box
     }
+    if (fs.dataset.widget === "pairwise") return pickPair(fs, d);
+    if (fs.dataset.widget === "best_worst") return bestWorstDigit(fs, d);
+    if (fs.dataset.widget === "ranking") return rankDigit(fs, d);
     if (fs.dataset.widget === "choice") {
       const options = $$("input[type=radio]", fs);
       const i = parseInt(d, 10) - 1;
@@ -407,6 +424,153 @@
     if (!label) return false;
     const radio = document.getElementById(label.getAttribute("for"));
     return choose(fs, radio.value);
+  }
+
+  // ------------------------------------------------------------ comparative questions
+
+  function fire(input) { input.dispatchEvent(new Event("change", { bubbles: true })); }
+
+  // Pairwise: 1 / 2 (/ 3 tie) by key, then S(lightly) or C(learly) when the question asks how much.
+  function pickPair(fs, key) {
+    const label = $$("label[data-key]", fs).find((l) => l.dataset.key === key);
+    if (!label) return true;
+    const radio = document.getElementById(label.htmlFor);
+    radio.checked = true;
+    fire(radio);
+    fs.classList.remove("has-error");
+    setCurrentCriterion(fs, false);
+    const group = $("[data-strength]", fs);
+    if (group && radio.value !== "tie" && !$("input:checked", group)) {
+      radio.focus({ preventScroll: true });
+      status("S: slightly better · C: clearly better");
+      return true;
+    }
+    advanceAfterAnswer(fs, true);
+    return true;
+  }
+
+  // A tie has no strength: the strength buttons clear and step aside while a tie is chosen.
+  function syncStrength(fs) {
+    const group = $("[data-strength]", fs);
+    const w = $$("input[type=radio]", fs).find((r) => r.name === fs.dataset.name && r.checked);
+    if (!group) return;
+    const tie = !!w && w.value === "tie";
+    if (tie) $$("input", group).forEach((r) => { r.checked = false; });
+    group.hidden = tie;
+  }
+
+  function pickStrength(key) {
+    const fs = ws.crit && ws.crit.dataset.widget === "pairwise" ? ws.crit
+      : itemCriteria().find((f) => f.dataset.widget === "pairwise");
+    const label = fs && $$("label[data-strength-key]", fs).find((l) => l.dataset.strengthKey === key);
+    if (!label) return false;
+    const radio = document.getElementById(label.htmlFor);
+    radio.checked = true;
+    fire(radio);
+    advanceAfterAnswer(fs, true);
+    return true;
+  }
+
+  // Best-worst: the number of the best response, then of the worst; a third number starts again.
+  function bestWorstDigit(fs, d) {
+    const best = $$("input[name$='__best']", fs), worst = $$("input[name$='__worst']", fs);
+    const b = best.find((r) => r.value === d);
+    if (!b) return true;
+    setCurrentCriterion(fs, false);
+    const chosen = best.find((r) => r.checked);
+    if (!chosen || worst.some((r) => r.checked)) {
+      worst.forEach((r) => { r.checked = false; });
+      b.checked = true;
+      fire(b);
+      status("Best: Response " + d + ". Now the number of the worst");
+      return true;
+    }
+    if (chosen.value === d) { status("The worst must be another response"); return true; }
+    const w = worst.find((r) => r.value === d);
+    w.checked = true;
+    fire(w);
+    fs.classList.remove("has-error");
+    advanceAfterAnswer(fs, true);
+    return true;
+  }
+
+  // Ranking: numbers typed best first give ranks 1, 2, ...; the last one left takes the last rank.
+  function rankDigit(fs, d) {
+    const list = $("[data-rank-list]", fs);
+    const rows = $$(".rank-row", list);
+    const row = rows.find((r) => r.dataset.n === d);
+    if (!row) return true;
+    setCurrentCriterion(fs, false);
+    const sel = (r) => $("select", r);
+    if (rows.every((r) => sel(r).value)) rows.forEach((r) => { sel(r).value = ""; });
+    if (sel(row).value) return true;
+    sel(row).value = String(rows.filter((r) => sel(r).value).length + 1);
+    const open = rows.filter((r) => !sel(r).value);
+    if (open.length === 1) sel(open[0]).value = String(rows.length);
+    sortByRanks(list);
+    fire(sel(row));
+    if (open.length <= 1) { fs.classList.remove("has-error"); advanceAfterAnswer(fs, true); }
+    else status("Ranked " + (rows.length - open.length) + " of " + rows.length + ": the next number");
+    return true;
+  }
+
+  function sortByRanks(list) {
+    const rank = (r) => parseInt($("select", r).value, 10) || 1e9;
+    $$(".rank-row", list).sort((a, b) => rank(a) - rank(b)).forEach((r) => list.appendChild(r));
+  }
+
+  // After a drag or a move, the order on screen is the ranking.
+  function renumber(list) {
+    const rows = $$(".rank-row", list);
+    rows.forEach((r, i) => { $("select", r).value = String(i + 1); });
+    if (rows.length) fire($("select", rows[0]));
+  }
+
+  function moveRow(row, delta) {
+    const list = row.parentNode;
+    const other = delta < 0 ? row.previousElementSibling : row.nextElementSibling;
+    if (other) list.insertBefore(row, delta < 0 ? other : other.nextSibling);
+    renumber(list);
+    row.focus({ preventScroll: true });
+    keepVisible(row);
+  }
+
+  function setupRanking(list) {
+    let dragged = null;
+    list.addEventListener("dragstart", (e) => {
+      dragged = e.target.closest(".rank-row");
+      if (!dragged) return;
+      e.dataTransfer.effectAllowed = "move";
+      e.dataTransfer.setData("text/plain", dragged.dataset.n);
+      dragged.classList.add("dragging");
+    });
+    list.addEventListener("dragover", (e) => {
+      const over = e.target.closest(".rank-row");
+      if (!dragged) return;
+      e.preventDefault();
+      if (!over || over === dragged) return;
+      const box = over.getBoundingClientRect();
+      list.insertBefore(dragged, e.clientY > box.top + box.height / 2 ? over.nextSibling : over);
+    });
+    list.addEventListener("drop", (e) => e.preventDefault());
+    list.addEventListener("dragend", () => {
+      if (!dragged) return;
+      dragged.classList.remove("dragging");
+      dragged = null;
+      renumber(list);
+    });
+    list.addEventListener("click", (e) => {
+      const button = e.target.closest("[data-move]");
+      if (button) moveRow(button.closest(".rank-row"), parseInt(button.dataset.move, 10));
+    });
+    list.addEventListener("keydown", (e) => {
+      const row = e.target.closest(".rank-row");
+      if (!row || !e.altKey || (e.key !== "ArrowUp" && e.key !== "ArrowDown")) return;
+      e.preventDefault();
+      e.stopPropagation();
+      moveRow(row, e.key === "ArrowUp" ? -1 : 1);
+    });
+    list.addEventListener("change", (e) => { if (e.target.matches(".rank-select")) sortByRanks(list); });
   }
 
   // ------------------------------------------------------------ submit
@@ -494,6 +658,8 @@
     if (/^[0-9]$/.test(k)) handled = onDigit(k);
     else if (k === "a" || k === "A") handled = onAcceptReject("A");
     else if (k === "r" || k === "R") handled = onAcceptReject("R");
+    else if (k === "s" || k === "S") handled = pickStrength("S");
+    else if (k === "c" || k === "C") handled = pickStrength("C");
     else if (k === "h" || k === "H") handled = highlightSelection();
     else if (k === "e" || k === "E") handled = toggleContext();
     else if (k === "ArrowRight") { goTo(ws.current + 1, false); handled = true; }
