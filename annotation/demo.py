@@ -1,4 +1,5 @@
-"""Demo data for `make run`: one simulated study per seed preset, with accounts to try it.
+"""Demo data for `make run`: one simulated study per seed preset and per comparative preset, with
+accounts to try it.
 
 Each demo study is a simulated study (annotation.simulation): synthetic items, three simulated
 raters who rate every item through the workspace's services, and room for the demo annotators
@@ -19,7 +20,7 @@ from django.db import transaction
 
 from annotation.models import Study, StudyMember
 from annotation.services.studies import study_members_add
-from annotation.simulation.items import PRESETS
+from annotation.simulation.items import COMPARE_PRESETS, PRESETS
 from annotation.simulation.latent import Knobs
 from annotation.simulation.study import simulated_study_create
 from rubrics.loader import load_preset
@@ -29,6 +30,9 @@ ACCOUNTS = {"admin": "admin", **{name: "annotator" for name in ANNOTATORS}, "res
 N_ITEMS = 12
 N_SIM_RATERS = 3
 N_UNRATED = 4  # items added after the simulated raters: only the judges score them (PPI)
+# A comparative study shows each rater a pair or a tuple of an item's outputs: more items, so that
+# every pair of systems is compared often enough for Bradley–Terry intervals worth a look.
+N_COMPARE_ITEMS = 30
 # Moderate noise, a lenient and a harsh rater, a small order effect and a few broken judge answers:
 # enough for every report section to have something to show.
 KNOBS = Knobs(noise=0.5, rater_bias=0.3, position_bias=0.3, malformed=0.05)
@@ -58,12 +62,12 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
 
     judges_hook(study, preset, seed) runs after a study's ratings (judge runs, a release)."""
     users = demo_accounts()
-    for seed, preset in enumerate(PRESETS):
+    for seed, preset in enumerate(PRESETS + COMPARE_PRESETS):
         slug = f"demo-{preset}"
         if Study.objects.filter(slug=slug).exists():
             continue
         sim = simulated_study_create(
-            preset=preset, slug=slug, n_items=N_ITEMS, n_raters=N_SIM_RATERS, seed=seed, knobs=KNOBS,
+            preset=preset, slug=slug, n_items=N_COMPARE_ITEMS if preset in COMPARE_PRESETS else N_ITEMS, n_raters=N_SIM_RATERS, seed=seed, knobs=KNOBS,
             raters_per_item=N_SIM_RATERS + len(ANNOTATORS), admin=users["admin"], rater_prefix="demo-rater",
             unrated_items=N_UNRATED,
             name=f"Demo: {load_preset(preset)['name']}",

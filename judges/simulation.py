@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import time
@@ -26,12 +27,13 @@ from typing import Any, Iterator, Sequence
 
 from django.db import transaction
 
-from annotation.models import Item, Study
+from annotation.models import Item, Output, Study
+from annotation.simulation.comparative import comparative_answer
 from annotation.simulation.latent import Knobs, unit
 from annotation.simulation.raters import value_for
 from judges.fakeserver import running_fake_server
 from judges.models import JudgeRun
-from judges.prompts import Prompt, build_all_criteria, build_criterion, build_label
+from judges.prompts import Prompt, build_all_criteria, build_criterion, build_label, build_pairwise
 from judges.prompts.base import LABEL_KINDS, judgeable
 from judges.prompts.feedback_000 import output_names
 from judges.services.configs import judge_config_save
@@ -40,7 +42,7 @@ from judges.services.runs import item_payload, judge_run_start
 # The method each preset's judges use: the seed's own prompt shape (000: one block for every
 # criterion; 003: a label per edit; 004: one prompt per dimension; 001/002: one JSON per output).
 METHODS = {"feedback-000": "all_in_one", "rrgen-001": "all_in_one", "codegen-002": "all_in_one",
-           "aqua-003": "label", "fulltext-004": "per_criterion"}
+           "aqua-003": "label", "fulltext-004": "per_criterion", "compare-pairwise": "pairwise"}
 MALFORMED = ("I have read the response with care. It has clear strengths and some weaknesses, "
              "and on balance it sits somewhere in the middle of the rubric.")
 
@@ -61,7 +63,10 @@ class StudyResponder:
         self.rubric = study.rubric
         self.criteria = {c["key"]: c for c in judgeable(self.rubric)}
         self.prompts: dict[str, tuple[str, int, str, Prompt]] = {}
+        # pairwise prompts: (item, the two outputs in the order shown, the criterion compared on)
+        self.pairs: dict[str, tuple[Item, tuple[Output, Output], dict]] = {}
         self.misses = 0  # prompts it did not know (answered by the fake server's default)
+        pair_keys = [c["key"] for c in self.rubric["criteria"] if c["kind"] == "pairwise"] + [None]
         items = Item.objects.filter(study=study, is_attention_check=False).prefetch_related("outputs")
         for item in items:
             outputs = sorted(item.outputs.all(), key=lambda o: o.position)
@@ -69,6 +74,11 @@ class StudyResponder:
             for idx, out in enumerate(outputs):
                 for prompt in self._candidates(payload, idx):
                     self.prompts[_key(prompt)] = (item.external_id, out.position, out.system, prompt)
+            for i, j in itertools.permutations(range(len(outputs)), 2):
+                for key in pair_keys:
+                    criterion = {"key": key or "overall", "kind": "pairwise", "ties": True}
+                    prompt = build_pairwise(self.rubric, payload, i, j, key)
+                    self.pairs[_key(prompt)] = (item, (outputs[i], outputs[j]), criterion)
 
     def _candidates(self, payload: dict, idx: int) -> Iterator[Prompt]:
         yield build_all_criteria(self.rubric, payload, idx)
@@ -79,19 +89,30 @@ class StudyResponder:
 
     def __call__(self, prompt_text: str, model: str) -> str | None:
         found = self.prompts.get(prompt_text)
-        if found is None:
+        pair = self.pairs.get(prompt_text)
+        if found is None and pair is None:
             self.misses += 1
             return None
-        item_id, position, system, prompt = found
         digest = hashlib.sha256(prompt_text.encode()).hexdigest()[:16]
         if unit(self.seed, "malformed", model, digest) < self.knobs.malformed:
             return MALFORMED
+        if pair is not None:
+            return self._pair_verdict(*pair, model)
+        item_id, position, system, prompt = found
 
         def value(key: str) -> Any:
             return value_for(self.criteria[key], seed=self.seed, preset=self.preset, item_id=item_id,
                              position=position, system=system, who=model, knobs=self.knobs, shown_first=False)
 
         return self._format(prompt, value)
+
+    def _pair_verdict(self, item: Item, shown: tuple[Output, Output], criterion: dict, model: str) -> str:
+        """MT-Bench's verdict from the judge's perception of the two outputs (its bias and noise, and
+        the knobs' position bias for the one shown first), as a human rater would perceive them."""
+        answer = comparative_answer(criterion, preset=self.preset, item=item, shown=shown, who=model,
+                                    knobs=self.knobs, seed=self.seed)
+        verdict = {"1": "A", "2": "B", "tie": "C"}[answer["value"]["winner"]]
+        return f"Both responses address the input; one does so more faithfully.\n[[{verdict}]]"
 
     def _format(self, prompt: Prompt, value) -> str | None:
         reason = "The response is judged against the rubric's level descriptions for this criterion."
@@ -155,18 +176,22 @@ def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Kno
         raise RuntimeError("simulated_judges_run must not be called inside a transaction")
     use_worker = worker == "yes" or (worker == "auto" and worker_listening())
     responder = StudyResponder(study=study, preset=preset, knobs=knobs, seed=seed)
+    pair_keys = [c["key"] for c in study.rubric["criteria"] if c["kind"] == "pairwise"]
     runs = []
     with running_fake_server(responder=responder) as server:
         judges = []
         for k in range(1, n_judges + 1):
             method = methods[k - 1] if k <= len(methods) else METHODS[preset]
+            options: dict[str, Any] = {"use_cache": False, "chunk_size": 32}
+            if method == "pairwise" and pair_keys:
+                options["key"] = pair_keys[0]  # the rubric's own pairwise question, as its raters see it
             judge, _ = judge_config_save(data={
                 "name": f"{study.slug}-judge-{k}"[:100], "backend": "openai", "model": judge_model(k),
                 "endpoint": server.base_url, "method": method, "concurrency": 16,
                 "description": f"Simulated judge {k} (loopback server; answers from the simulation's truth).",
                 "price_in_per_m": 0.15 * k, "price_out_per_m": 0.60 * k,
                 "backend_options": {"max_retries": 2, "timeout_s": 30},
-                "method_options": {"use_cache": False, "chunk_size": 32},
+                "method_options": options,
             })
             judges.append(judge)
         context = contextlib.nullcontext() if use_worker else eager_celery()
@@ -201,8 +226,11 @@ def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
     from judges.services.juries import jury_create
     from judges.services.routing import routing_configure, routing_refresh, study_systems
 
-    methods = [METHODS[preset]] * 2 + (["geval"] if preset != "aqua-003" else []) + (
-        ["pairwise"] if preset == "rrgen-001" else [])
+    from annotation.simulation.items import PRESETS
+
+    scales = any(c["kind"] in ("likert", "numeric") for c in study.rubric["criteria"])
+    methods = [METHODS[preset]] * 2 if preset in METHODS else []
+    methods += (["geval"] if scales and preset != "aqua-003" else []) + (["pairwise"] if preset == "rrgen-001" else [])
     runs = simulated_judges_run(study=study, preset=preset, n_judges=len(methods), methods=methods,
                                 knobs=JUDGE_KNOBS, seed=seed, worker="no")
     # The simulation's server is gone now; point the judges at the one `make run` keeps.
@@ -211,7 +239,7 @@ def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
     if len(done) == 2:
         jury_create(study=study, runs=done, combine="mean", quorum=2, name=f"{preset}-jury")
     systems = study_systems(study)
-    if len(systems) >= 2:
+    if len(systems) >= 2 and preset in PRESETS:  # routing decides on absolute scores, which the seeds have
         # The demo keeps its studies open for the demo annotators: routing says when it would stop.
         routing_configure(study=study, enabled=True, human_budget=None, comparisons=[systems[:2]], auto_pause=False)
         routing_refresh(study=study)

@@ -8,6 +8,7 @@ from judges.prompts.base import (
     LABEL_KINDS, Prompt, bounds, choice_values, choices_text, judgeable, levels_text, make_prompt,
     output_of, render, template,
 )
+from rubrics.schema import COMPARATIVE_KINDS
 
 ROLE = "You are an expert evaluator. Judge the response below strictly by the rubric; ignore its length, its position and its author."
 
@@ -37,6 +38,8 @@ def criterion_text(c: Mapping[str, Any]) -> str:
         lines.append(c["description"].strip())
     if c.get("kind") in LABEL_KINDS:
         lines.append("Options:\n" + choices_text(c))
+    elif c.get("kind") in COMPARATIVE_KINDS:
+        pass  # the method's own verdict format says how to answer
     else:
         lo, hi = bounds(c)
         lines.append(f"Scale: an integer from {lo} to {hi}.")

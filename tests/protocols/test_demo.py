@@ -11,7 +11,7 @@ from django.core.management import call_command
 
 from annotation.models import DatasetRelease, Rating, Study
 from annotation.services.assignments import assignment_next
-from annotation.simulation.items import PRESETS
+from annotation.simulation.items import COMPARE_PRESETS, PRESETS
 from judges.models import JudgeRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -21,15 +21,19 @@ def test_load_demo_builds_full_studies_once():
     out = io.StringIO()
     call_command("load_demo", stdout=out)
     studies = {s.slug: s for s in Study.objects.filter(slug__startswith="demo-")}
-    assert set(studies) == {f"demo-{p}" for p in PRESETS}
+    assert set(studies) == {f"demo-{p}" for p in PRESETS + COMPARE_PRESETS}
     annotator = get_user_model().objects.get(username="annotator")
     for study in studies.values():
         assert Rating.objects.filter(assignment__study=study).count() > 0
         runs = JudgeRun.objects.filter(study=study)
         methods = sorted(r.config.get("method") for r in runs)
         assert all(r.status == "done" for r in runs), [(r.name, r.status, r.error) for r in runs]
-        assert methods.count("jury") == 1  # the jury of the first two judges
-        if study.slug != "demo-aqua-003":
+        if study.slug == "demo-compare-pairwise":  # judges answer the raters' own pairwise question
+            assert methods.count("pairwise") == 2 and all(
+                r.config["method_options"].get("key") == "preference" for r in runs if r.config["method"] == "pairwise")
+        if study.slug != "demo-compare-ranking":
+            assert methods.count("jury") == 1  # the jury of the first two judges
+        if study.slug not in ("demo-aqua-003", "demo-compare-ranking"):
             assert "geval" in methods  # a judge that states a distribution: calibration
         if study.slug == "demo-rrgen-001":
             assert "pairwise" in methods
