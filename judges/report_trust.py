@@ -26,7 +26,7 @@ from django.db import connection
 from matplotlib.figure import Figure
 
 from annotation.models import Item, Output, Study
-from annotation.reports.plots import COLORS, to_svg
+from annotation.reports.plots import COLORS, to_svg, win_rate_heatmap
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure
 from annotation.stats import comparisons as cmp
@@ -210,32 +210,8 @@ def _pairwise_runs(study: Study, runs: Sequence[JudgeRun]) -> list[dict[str, Any
         rates = cmp.win_rates(wins)
         out.append({"name": f"{run.name} (run {run.pk})", "position": cmp.position_effect(shown),
                     "flip_rate": flips / both if both else None, "n_both": both, "strengths": bt,
-                    "win_rates": rates, "heatmap": _heatmap(rates, f"pairwise-{run.pk}")})
+                    "win_rates": rates, "heatmap": win_rate_heatmap(rates, f"pairwise-{run.pk}")})
     return out
-
-
-def _heatmap(rates: Mapping[str, Mapping[str, float]], name: str) -> str | None:
-    systems = sorted(rates)
-    if len(systems) < 2:
-        return None
-    grid = np.full((len(systems), len(systems)), np.nan)
-    for i, a in enumerate(systems):
-        for j, b in enumerate(systems):
-            if b in rates[a]:
-                grid[i, j] = rates[a][b]
-    fig = Figure(figsize=(0.8 * len(systems) + 2.2, 0.7 * len(systems) + 1.2))
-    ax = fig.add_subplot(1, 1, 1)
-    ax.imshow(grid, cmap="RdBu", vmin=0, vmax=1)
-    for i in range(len(systems)):
-        for j in range(len(systems)):
-            if np.isfinite(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(systems)), systems, fontsize=7, rotation=30, ha="right")
-    ax.set_yticks(range(len(systems)), systems, fontsize=7)
-    ax.set_xlabel("against")
-    ax.set_ylabel("wins of")
-    fig.tight_layout()
-    return to_svg(fig, name)
 
 
 def _win(a: float, b: float) -> float:

@@ -47,7 +47,8 @@ def report_with_sections(study: Study, threshold: float = DEFAULT_ICC_THRESHOLD
 def page_context(study: Study, report: dict[str, Any], sections: list[dict[str, Any]],
                  threshold: float) -> dict[str, Any]:
     """What report.html and report_standalone.html render."""
-    return {"study": study, "report": report, "plots": report_plots(report), "view": report_view(report),
+    plots = report_plots(report)
+    return {"study": study, "report": report, "plots": plots, "view": report_view(report, plots),
             "threshold": threshold, "sections": sections}
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 
-def report_view(report: dict[str, Any]) -> dict[str, Any]:
-    """Tables for report_body.html."""
+def report_view(report: dict[str, Any], plots: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Tables for report_body.html (`plots`: report_plots' figures, to sit beside their tables)."""
     names = {c["key"]: c["name"] for c in report.get("criteria", [])}
     agreement = []
     for key, a in report.get("agreement", {}).items():
@@ -36,7 +36,18 @@ def report_view(report: dict[str, Any]) -> dict[str, Any]:
     raters = [{"name": r, **info} for r, info in report.get("raters", {}).items()]
     return {"agreement": agreement, "consensus_criteria": numeric, "consensus_rows": cons_rows,
             "systems": systems, "accept": accept, "raters": raters,
-            "groups": consensus.get("groups", [])}
+            "groups": consensus.get("groups", []),
+            "comparisons": _comparisons(report, (plots or {}).get("comparisons") or {})}
+
+
+def _comparisons(report: dict[str, Any], plots: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for key, c in (report.get("comparisons") or {}).items():
+        bws = c.get("bws_count") or {}
+        rows = [{"system": s, **v, "bws": bws.get(s)} for s, v in (c.get("systems") or {}).items()]
+        rows.sort(key=lambda r: -(r["bt"] if r.get("bt") is not None else bws.get(r["system"], 0) - 1e9))
+        out.append({**c, "rows": rows, "plots": plots.get(key) or {}})
+    return out
 
 
 def _with_half(cell: dict[str, Any] | None) -> dict[str, Any] | None:

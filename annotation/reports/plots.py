@@ -164,11 +164,63 @@ def position_effects(report: dict[str, Any]) -> str | None:
     return to_svg(fig, "Position effects")
 
 
-def report_plots(report: dict[str, Any]) -> dict[str, str | None]:
+def win_rate_heatmap(rates: dict[str, dict[str, float]], name: str) -> str | None:
+    """Row system's share of wins against each column system (ties half), as a heat map."""
+    import numpy as np
+
+    systems = sorted(rates)
+    if len(systems) < 2:
+        return None
+    grid = np.full((len(systems), len(systems)), np.nan)
+    for i, a in enumerate(systems):
+        for j, b in enumerate(systems):
+            if b in rates[a]:
+                grid[i, j] = rates[a][b]
+    fig = Figure(figsize=(0.8 * len(systems) + 2.2, 0.7 * len(systems) + 1.2))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.imshow(grid, cmap="RdBu", vmin=0, vmax=1)
+    for i in range(len(systems)):
+        for j in range(len(systems)):
+            if np.isfinite(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(systems)), systems, fontsize=7, rotation=30, ha="right")
+    ax.set_yticks(range(len(systems)), systems, fontsize=7)
+    ax.set_xlabel("against")
+    ax.set_ylabel("wins of")
+    fig.tight_layout()
+    return to_svg(fig, name)
+
+
+def strengths_plot(systems: dict[str, dict[str, Any]], name: str) -> str | None:
+    """Bradley–Terry log-strengths with their 95% intervals, strongest on top."""
+    rows = sorted(((s, v) for s, v in systems.items() if v.get("bt") is not None), key=lambda kv: kv[1]["bt"])
+    if len(rows) < 2:
+        return None
+    fig = Figure(figsize=(6, 0.35 * len(rows) + 1.1))
+    ax = fig.subplots()
+    ys = range(len(rows))
+    means = [v["bt"] for _, v in rows]
+    err = [[m - v["bt_ci"][0] for m, (_, v) in zip(means, rows)], [v["bt_ci"][1] - m for m, (_, v) in zip(means, rows)]]
+    ax.errorbar(means, list(ys), xerr=err, fmt="o", capsize=3, color=COLORS[0])
+    ax.axvline(0, color="#999", lw=0.8, ls="--")
+    ax.set_yticks(list(ys), [s for s, _ in rows], fontsize=8)
+    ax.set_xlabel("Bradley–Terry log-strength, mean 0 (95% CI)")
+    fig.tight_layout()
+    return to_svg(fig, name)
+
+
+def comparison_plots(report: dict[str, Any]) -> dict[str, dict[str, str | None]]:
+    return {key: {"strengths": strengths_plot(c.get("systems") or {}, f"Strengths {key}"),
+                  "heatmap": win_rate_heatmap(c.get("win_rates") or {}, f"Win rates {key}")}
+            for key, c in (report.get("comparisons") or {}).items() if c.get("n_answers")}
+
+
+def report_plots(report: dict[str, Any]) -> dict[str, Any]:
     return {
         "agreement": agreement_intervals(report),
         "distributions": score_distributions(report),
         "heatmap": rater_item_heatmap(report),
         "bias": rater_bias(report),
         "positions": position_effects(report),
+        "comparisons": comparison_plots(report),
     }

@@ -22,6 +22,7 @@ from django.core.cache import cache
 from django.utils.module_loading import import_string
 
 from annotation.models import Assignment, Study
+from annotation.reports.comparisons import comparisons_section
 from annotation.reports.stats import (
     add_analysis_value, agreement_bootstrap, consensus_frame, criterion_measure, group_column, majority_frame,
     output_scores_frame, slot_matrix, with_enough_raters,
@@ -103,6 +104,7 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     report["systems"] = _systems(df, rubric, by_key, level)
     report["distributions"] = _distributions(df, by_key)
     report["heatmap"] = _heatmap(df, numeric, by_key)
+    report["comparisons"] = comparisons_section(study)
     return _clean(report)
 
 
@@ -451,6 +453,23 @@ def report_csv_rows(report: dict[str, Any]) -> Iterator[list[Any]]:
     for key, acc in report.get("systems", {}).get("accept_rate", {}).items():
         for system, rate in acc["systems"].items():
             yield ["systems", key, system, f"rate_{acc['value']}", rate, None, None, ""]
+    for key, comp in report.get("comparisons", {}).items():
+        for system, s in (comp.get("systems") or {}).items():
+            ci = s.get("bt_ci") or [None, None]
+            yield ["comparisons", key, system, "bradley_terry", s.get("bt"), ci[0], ci[1], comp.get("bt_reason") or ""]
+            yield ["comparisons", key, system, "comparisons", s.get("n"), None, None, ""]
+        for system, score in (comp.get("bws_count") or {}).items():
+            yield ["comparisons", key, system, "best_worst_count", score, None, None, ""]
+        for a, row in (comp.get("win_rates") or {}).items():
+            for b, rate in row.items():
+                yield ["comparisons", key, f"{a} vs {b}", "win_rate", rate, None, None, ""]
+        if comp.get("kendall_w"):
+            w = comp["kendall_w"]
+            yield ["comparisons", key, "", "kendall_w", w.get("w"), None, None, w.get("reason") or ""]
+        if comp.get("position"):
+            pos = comp["position"]
+            name, value = ("first_wins", pos.get("first_wins")) if "first_wins" in pos else ("first_best", pos.get("first_best"))
+            yield ["comparisons", key, "", name, value, None, None, ""]
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "", skip: set[str] = frozenset()) -> Iterator[tuple[str, Any]]:

@@ -1,0 +1,120 @@
+"""The report's Comparisons section on simulated comparative studies: Bradley–Terry recovers the
+simulation's order of systems, the long CSV it exports reads back through `comparisons` to the
+same numbers, and the page, CSV and JSON reports carry it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from annotation.reports.comparisons import comparative_answers, long_rows
+from annotation.reports.study import report_csv_rows, study_report
+from annotation.simulation.compare_items import SYSTEMS
+from annotation.simulation.latent import Knobs, output_quality
+from annotation.simulation.study import simulated_study_create
+
+pytestmark = pytest.mark.django_db
+
+
+def _study(preset: str, n_items: int, n_raters: int):
+    return simulated_study_create(preset=preset, slug=f"cmp-{preset}", n_items=n_items, n_raters=n_raters, seed=3,
+                                  knobs=Knobs(noise=0.4, position_bias=0.6)).study
+
+
+def _bt_order(entry: dict) -> list[str]:
+    return sorted(entry["systems"], key=lambda s: -entry["systems"][s]["bt"])
+
+
+def _realised(study, preset: str, seed: int = 3) -> dict[str, float]:
+    """Each system's mean true quality over the study's own outputs (the simulation's truth as
+    sampled: with 0.7 of per-output spread, close systems swap places in a small study)."""
+    from annotation.models import Output
+
+    z: dict[str, list[float]] = {}
+    for o in Output.objects.filter(item__study=study, item__is_attention_check=False).select_related("item"):
+        z.setdefault(o.system, []).append(output_quality(seed, SYSTEMS[preset][o.system], o.item.external_id, o.position))
+    return {s: sum(v) / len(v) for s, v in z.items()}
+
+
+def _tau(entry: dict, truth: dict[str, float], by: str = "bt") -> float:
+    """Kendall's tau between the estimates and the truth, over the pairs of systems whose true
+    qualities differ by more than 0.1 (nearly tied systems may come in either order)."""
+    systems = sorted(truth)
+    est = {s: entry["bws_count"][s] if by == "bws" else entry["systems"][s]["bt"] for s in systems}
+    pairs = [(a, b) for a in systems for b in systems if truth[a] - truth[b] > 0.1]
+    return sum(1 if est[a] > est[b] else -1 for a, b in pairs) / len(pairs)
+
+
+def test_pairwise_strengths_follow_the_systems_and_show_the_position_bias():
+    study = _study("compare-pairwise", n_items=40, n_raters=12)
+    entry = study_report(study, n_boot=50)["comparisons"]["preference"]
+    assert entry["kind"] == "pairwise" and entry["n_answers"] == 40 * 12
+    order = _bt_order(entry)
+    assert order[0] == "gpt-4o" and order[-1] == "mistral-7b-instruct"
+    assert _tau(entry, _realised(study, "compare-pairwise")) > 0.6
+    assert abs(sum(v["bt"] for v in entry["systems"].values())) < 1e-8  # centred
+    for v in entry["systems"].values():
+        assert v["bt_ci"][0] < v["bt"] < v["bt_ci"][1]
+    # The simulation favours the response shown first (position_bias 0.6): the report says so.
+    assert entry["position"]["first_wins"] > 0.5 and entry["position"]["n"] > 0
+    rates = entry["win_rates"]
+    assert rates["gpt-4o"]["mistral-7b-instruct"] > 0.5
+    assert rates["gpt-4o"]["mistral-7b-instruct"] + rates["mistral-7b-instruct"]["gpt-4o"] == pytest.approx(1)
+
+
+def test_best_worst_and_ranking_enter_as_their_implied_pairs():
+    study = _study("compare-ranking", n_items=80, n_raters=6)
+    comparisons = study_report(study, n_boot=50)["comparisons"]
+    truth = _realised(study, "compare-ranking")
+    bws, ranking = comparisons["best_worst"], comparisons["order"]
+    assert bws["kind"] == "best_worst" and ranking["kind"] == "ranking"
+    # Strengths and counting scores both follow the simulated order of the systems.
+    for entry, by in ((bws, "bt"), (bws, "bws"), (ranking, "bt")):
+        assert _tau(entry, truth, by) > 0.6, (by, entry["systems"], truth)
+    worst = min(truth, key=truth.get)
+    assert _bt_order(bws)[-1] == worst and _bt_order(ranking)[-1] == worst
+    # Raters of one item rank different tuples: W is averaged over raters who ranked the same outputs.
+    w = ranking["kendall_w"]
+    assert w["scope"] == "items" and 0 <= w["w"] <= 1 and w["groups"] >= 1
+    assert 0 <= bws["position"]["first_best"] <= 1 and bws["position"]["chance"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("preset,key", [("compare-pairwise", "preference"), ("compare-ranking", "best_worst"),
+                                        ("compare-ranking", "order")])
+def test_the_long_csv_reads_back_through_the_comparisons_command(tmp_path, preset, key):
+    study = _study(preset, n_items=12, n_raters=4)
+    header, rows = long_rows(comparative_answers(study), key)
+    path = tmp_path / f"{key}.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    out = io.StringIO()
+    call_command("comparisons", str(path), "--json", stdout=out)
+    from_file = json.loads(out.getvalue())
+    in_report = study_report(study, n_boot=20)["comparisons"][key]
+    assert from_file["kind"] == in_report["kind"]
+    for system, v in in_report["systems"].items():
+        assert from_file["systems"][system]["bt"] == pytest.approx(v["bt"], abs=1e-9)
+        assert from_file["systems"][system]["n"] == pytest.approx(v["n"])
+    if key == "best_worst":
+        assert from_file["bws_count"] == pytest.approx(in_report["bws_count"])
+
+
+def test_report_page_csv_and_json_carry_the_section(client, admin_user):
+    study = _study("compare-ranking", n_items=10, n_raters=4)
+    client.force_login(admin_user)
+    page = client.get(reverse("report", args=[study.slug]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'id="comparisons"' in html and "Strengths best_worst" in html and "Win rates order" in html
+    data = client.get(reverse("report", args=[study.slug]), {"download": "json"}).json()
+    assert set(data["comparisons"]) == {"best_worst", "order"}
+    rows = list(report_csv_rows(study_report(study, n_boot=20)))
+    names = {(r[0], r[1], r[3]) for r in rows}
+    assert ("comparisons", "best_worst", "best_worst_count") in names and ("comparisons", "order", "bradley_terry") in names
