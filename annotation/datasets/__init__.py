@@ -38,7 +38,9 @@ FORMATS: dict[str, ExportFormat] = {f.key: f for f in (
                  ".parquet", "application/vnd.apache.parquet", formatters.ratings_parquet, "rows"),
     ExportFormat("pairs", "RLHF preference pairs (JSONL)", "Seed 002's schema: every pair of an item's "
                  "outputs whose overall consensus differs by at least delta; ties and near-ties left out, and "
-                 "outputs rated by fewer than max(2, the study's consensus minimum) raters.",
+                 "outputs rated by fewer than max(2, the study's consensus minimum) raters. A comparative "
+                 "study's pairs come from its first comparative question: the side most of the judgements "
+                 "of the pair chose (ties half), its share as the score, with its Wilson interval.",
                  ".pairs.jsonl", "application/x-ndjson", formatters.preference_pairs_jsonl, "chunks"),
     ExportFormat("consensus", "Consensus table (CSV)", "Per output: each criterion's consensus with its 95% CI "
                  "(or majority label), group scores and the overall with its CI; an output rated by fewer raters than "

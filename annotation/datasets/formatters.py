@@ -18,8 +18,10 @@ from annotation.datasets.tables import (
     CONSENSUS_COLUMNS, consensus_rows, item_chunks, output_score_rows, score_fields,
 )
 from annotation.datasets.spreadsheet import spreadsheet_safe_column
-from annotation.models import Assignment, Study
+from annotation.models import Assignment, Output, Study
+from annotation.reports.comparisons import as_comparisons, comparative_answers, comparative_criteria
 from annotation.reports.ratings import LONG_SCHEMA, copy_ratings, rating_batches
+from annotation.stats import comparisons as cmp
 from annotation.stats.consensus import preference_pairs
 
 Progress = Callable[[int], None]
@@ -102,6 +104,9 @@ def preference_pairs_jsonl(study: Study, *, delta: float = DEFAULT_DELTA, datase
 
 
 def _pairs(study: Study, delta: float, dataset_version: str, progress: Progress | None) -> Iterator[bytes]:
+    if comparative_criteria(study.rubric):
+        yield from _comparative_pairs(study, dataset_version)
+        return
     when = evaluation_date(study)
     fields = score_fields(study)
     for df, outputs in item_chunks(study, progress=progress):
@@ -110,6 +115,45 @@ def _pairs(study: Study, delta: float, dataset_version: str, progress: Progress 
                                  evaluation_date=when, score_fields=fields)
         if pairs:
             yield "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs).encode()
+
+
+def _comparative_pairs(study: Study, dataset_version: str) -> Iterator[bytes]:
+    """Seed 002's pairs from the raters' comparisons on the rubric's first comparative question:
+    per item and pair of outputs, the pairs its answers imply (a ranking or a best-worst answer
+    implies several); the majority side is chosen. `overall` is each side's share of those
+    judgements (ties half) with its Wilson interval, `vote_count` their number; an even split is
+    no pair. (delta, a difference of scores, has no meaning here.)"""
+    key = comparative_criteria(study.rubric)[0]["key"]
+    judgements = [((a.item_id, a.item), w) for a in comparative_answers(study, [key])
+                  for w in as_comparisons([a], a.kind).wins]
+    shares = cmp.item_pair_shares(judgements)
+    if not shares:
+        return
+    outputs = {(item_id, system): (content, context) for item_id, system, content, context in Output.objects.filter(
+        item_id__in={item_id for (item_id, _), _, _ in shares}).values_list("item_id", "system", "content",
+                                                                           "item__context").iterator(chunk_size=2000)}
+    when = evaluation_date(study)
+    lines = []
+    for ((item_id, item), a, b), (wins_a, n) in sorted(shares.items(), key=lambda kv: (kv[0][0][0], kv[0][1:])):
+        if wins_a * 2 == n:
+            continue
+        (chosen, w), (rejected, _) = ((a, wins_a), (b, n - wins_a)) if wins_a * 2 > n else ((b, n - wins_a), (a, wins_a))
+        lines.append(json.dumps({
+            "prompt": outputs[(item_id, chosen)][1],
+            "chosen": outputs[(item_id, chosen)][0],
+            "rejected": outputs[(item_id, rejected)][0],
+            "metadata": {
+                "challenge": item, "chosen_model": chosen, "rejected_model": rejected,
+                "chosen_scores": {key: w / n, "overall": w / n, "confidence_interval": cmp.wilson_interval(w, n),
+                                  "vote_count": n},
+                "rejected_scores": {key: 1 - w / n, "overall": 1 - w / n,
+                                    "confidence_interval": cmp.wilson_interval(n - w, n), "vote_count": n},
+                "score_difference": round(2 * w / n - 1, 10),
+                "dataset_version": dataset_version, "evaluation_date": when,
+            },
+        }, ensure_ascii=False) + "\n")
+    if lines:
+        yield "".join(lines).encode()
 
 
 def consensus_csv(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:

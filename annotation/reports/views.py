@@ -1,4 +1,5 @@
-"""The study report page and its downloads (standalone HTML, CSV, JSON).
+"""The study report page and its downloads (standalone HTML, CSV, JSON; a comparative question's
+answers as the long CSV of `manage.py comparisons`).
 
 Readers only (admins and the study's researchers): anyone else gets 404.
 """
@@ -6,11 +7,16 @@ Readers only (admins and the study's researchers): anyone else gets 404.
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+import csv
+
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
+from annotation.datasets.spreadsheet import spreadsheet_safe
+from annotation.models import Study
+from annotation.reports.comparisons import comparative_answers, comparative_criteria, long_rows
 from annotation.reports.downloads import DOWNLOADS, page_context, report_bytes, report_filename, report_with_sections
 from annotation.reports.study import DEFAULT_ICC_THRESHOLD
 
@@ -34,6 +40,8 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_reader(request.user, slug)
     threshold, error = _threshold(request)
     download = request.GET.get("download")
+    if download == "comparisons":
+        return _comparisons_csv(study, request.GET.get("criterion", ""))
     if download and (download not in DOWNLOADS or error):
         return HttpResponseBadRequest(error or f"download must be one of {sorted(DOWNLOADS)}")
     report, sections = report_with_sections(study, threshold)
@@ -44,3 +52,17 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
         return response
     context = {**page_context(study, report, sections, threshold), "threshold_error": error}
     return render(request, "annotation/report.html", context)
+
+
+def _comparisons_csv(study: Study, key: str) -> HttpResponse:
+    """One comparative question's answers as the long CSV `manage.py comparisons` reads."""
+    keys = [c["key"] for c in comparative_criteria(study.rubric)]
+    if key not in keys:
+        return HttpResponseBadRequest(f"criterion must be one of the study's comparative questions: {keys}")
+    header, rows = long_rows(comparative_answers(study, [key]), key)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-{key}-comparisons.csv"'
+    writer = csv.writer(response, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([spreadsheet_safe(v) for v in row] for row in rows)
+    return response

@@ -168,3 +168,26 @@ def position_effect(judgements: Iterable[tuple[str, str, str]]) -> dict[str, Any
         return {"first_wins": None, "n": 0, "p": None}
     return {"first_wins": first / len(decided), "n": len(decided),
             "p": float(binomtest(first, len(decided), 0.5).pvalue)}
+
+
+def item_pair_shares(judgements: Iterable[tuple[Any, Win]]) -> dict[tuple[Any, str, str], tuple[float, float]]:
+    """(item, a, b) with a < b -> (a's wins, judgements) over the pairs the answers imply on each
+    item; a tie adds half a win and one judgement."""
+    won: dict[tuple[Any, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for item, (w, l_, weight) in judgements:
+        a, b = sorted((w, l_))
+        slot = won[(item, a, b)]
+        slot[0] += weight if w == a else 0.0
+        slot[1] += weight  # a tie comes as two halves: one judgement in all
+    return {k: (v[0], v[1]) for k, v in won.items()}
+
+
+def wilson_interval(wins: float, n: float, level: float = 0.95) -> list[float] | None:
+    """Wilson score interval of a share of wins (ties half)."""
+    if n <= 0:
+        return None
+    z = float(norm.ppf(0.5 + level / 2))
+    p = wins / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [float(centre - half), float(centre + half)]

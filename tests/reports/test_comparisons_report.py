@@ -118,3 +118,34 @@ def test_report_page_csv_and_json_carry_the_section(client, admin_user):
     rows = list(report_csv_rows(study_report(study, n_boot=20)))
     names = {(r[0], r[1], r[3]) for r in rows}
     assert ("comparisons", "best_worst", "best_worst_count") in names and ("comparisons", "order", "bradley_terry") in names
+
+
+def test_the_answers_download_and_the_preference_pairs(client, admin_user, tmp_path):
+    study = _study("compare-pairwise", n_items=10, n_raters=6)
+    client.force_login(admin_user)
+    url = reverse("report", args=[study.slug])
+    assert client.get(url, {"download": "comparisons", "criterion": "helpfulness"}).status_code == 400
+    response = client.get(url, {"download": "comparisons", "criterion": "preference"})
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    lines = response.content.decode().splitlines()
+    assert lines[0] == "item,rater,system_a,system_b,winner" and len(lines) == 1 + 10 * 6
+    path = tmp_path / "answers.csv"
+    path.write_bytes(response.content)
+    out = io.StringIO()
+    call_command("comparisons", str(path), "--json", stdout=out)
+    assert json.loads(out.getvalue())["kind"] == "pairwise"
+    # Seed 002's pairs: per item and pair of outputs, the majority side of the raters' judgements.
+    body = b"".join(client.get(reverse("dataset-export", args=[study.slug, "pairs"])).streaming_content)
+    pairs = [json.loads(line) for line in body.decode().splitlines()]
+    assert pairs
+    answers = [a for a in comparative_answers(study) if a.criterion == "preference"]
+    for p in pairs:
+        meta = p["metadata"]
+        chosen, rejected = meta["chosen_model"], meta["rejected_model"]
+        judged = [a for a in answers if a.item == meta["challenge"] and set(a.shown) == {chosen, rejected}]
+        wins = sum(1.0 if a.winner == chosen else 0.5 if a.winner == "tie" else 0.0 for a in judged)
+        assert meta["chosen_scores"]["vote_count"] == len(judged) and wins / len(judged) > 0.5
+        assert meta["chosen_scores"]["overall"] == pytest.approx(wins / len(judged))
+        lo, hi = meta["chosen_scores"]["confidence_interval"]
+        assert lo <= wins / len(judged) <= hi
+        assert set(p) == {"prompt", "chosen", "rejected", "metadata"} and p["chosen"] != p["rejected"]

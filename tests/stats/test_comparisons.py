@@ -151,3 +151,19 @@ def test_command_ranking_and_best_worst(tmp_path):
 def test_command_names_the_line_and_column(tmp_path, text, message):
     done = _run(tmp_path, text)
     assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("wins,n", [(7, 10), (0, 5), (12.5, 20), (30, 30)])
+def test_wilson_interval_matches_statsmodels(wins, n):
+    from statsmodels.stats.proportion import proportion_confint
+
+    lo, hi = proportion_confint(wins, n, alpha=0.05, method="wilson")
+    assert cmp.wilson_interval(wins, n) == pytest.approx([lo, hi], abs=1e-12)
+
+
+def test_item_pair_shares_count_ties_half_and_once():
+    judgements = [("i1", w) for w in cmp.pairs_from_pairwise("b", "a", "b") + cmp.pairs_from_pairwise("a", "b", "tie")]
+    judgements += [("i2", w) for w in cmp.pairs_from_ranking({"a": 1, "b": 2, "c": 3})]
+    shares = cmp.item_pair_shares(judgements)
+    assert shares[("i1", "a", "b")] == (0.5, 2.0)
+    assert shares[("i2", "a", "c")] == (1.0, 1.0) and shares[("i2", "b", "c")] == (1.0, 1.0)
