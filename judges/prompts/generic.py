@@ -5,7 +5,7 @@ import json
 from typing import Any, Mapping
 
 from judges.prompts.base import (
-    LABEL_KINDS, Prompt, bounds, choice_values, choices_text, judgeable, levels_text, make_prompt,
+    COMPARATIVE_KINDS, LABEL_KINDS, Prompt, bounds, choice_values, choices_text, judgeable, levels_text, make_prompt,
     output_of, render, template,
 )
 
@@ -37,6 +37,8 @@ def criterion_text(c: Mapping[str, Any]) -> str:
         lines.append(c["description"].strip())
     if c.get("kind") in LABEL_KINDS:
         lines.append("Options:\n" + choices_text(c))
+    elif c.get("kind") in COMPARATIVE_KINDS:
+        pass  # compared, not scored: the comparative prompt states its own answer format
     else:
         lo, hi = bounds(c)
         lines.append(f"Scale: an integer from {lo} to {hi}.")
