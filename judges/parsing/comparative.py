@@ -21,7 +21,8 @@ _MARKER = re.compile(r"\[\[([^\[\]\n]{0,200})\]\]")
 _NEGATION = re.compile(r"\b(?:not|never)\b|n[’']t\b", re.I)
 _RESPONSE = r"(?:response\s*)?#?\s*"
 _RANK_TOKEN = re.compile(rf"^\s*{_RESPONSE}(\d+)\s*$", re.I)
-_BW_FIELD = re.compile(rf"^\s*(best|worst)\s*[:=]\s*{_RESPONSE}(\d+)\s*$", re.I)
+_BW_FIELD = re.compile(r"^\s*(best|worst)\s*[:=]\s*(.*?)\s*$", re.I)
+_PLACEHOLDER = re.compile(r"^\s*[a-z]\s*$", re.I)  # "[[best: n, worst: m]]", "[[x > y > z]]": the format echoed
 
 
 def _last_marker(text: str, missing: str) -> tuple[str | None, ParseResult | None, str]:
@@ -41,8 +42,8 @@ def _last_marker(text: str, missing: str) -> tuple[str | None, ParseResult | Non
 def _shown_number(token: str, k: int) -> tuple[int | None, str | None]:
     m = _RANK_TOKEN.match(token)
     if not m:
-        return None, ("template echoed" if TEMPLATE_MARKS.search(token) or not token.strip()
-                      else "not a response number") + f" ({short(token, 30)!r})"
+        echoed = TEMPLATE_MARKS.search(token) or _PLACEHOLDER.match(token) or not token.strip()
+        return None, ("template echoed" if echoed else "not a response number") + f" ({short(token, 30)!r})"
     n = int(m.group(1))
     if not 1 <= n <= k:
         return None, f"names Response {n}, which was not shown (1 to {k})"
@@ -100,7 +101,7 @@ def parse_best_worst(text: str, k: int) -> ParseResult:
             return unparsed(raw, f"gives {which} twice", body)
         n, why = _shown_number(m.group(2), k)
         if why:
-            return unparsed(raw, f"{which} {why}", body)
+            return unparsed(raw, f"{which}: {why}", body)
         got[which] = n
     if set(got) != {"best", "worst"}:
         return unparsed(raw, "needs both best and worst in [[best: n, worst: m]]", body)
