@@ -5,7 +5,8 @@
     model: gpt-4o-mini
     endpoint: https://api.openai.com/v1   # openai only
     api_key_env: OPENAI_API_KEY        # the NAME of the variable holding the key, never the key
-    method: label                      # see METHODS (label = seed 003 baseline, legacy = baseline-v0)
+    method: label                      # see METHODS (label = seed 003 baseline, legacy = baseline-v0;
+                                       # pairwise, ranking, best_worst compare an item's outputs)
     mode: generate                     # generate | logprobs (logprobs = G-Eval)
     criteria: [label]                  # optional; default every judgeable criterion
     sampling: {temperature: 0, max_tokens: 256, seed: 7}
@@ -35,8 +36,9 @@ from judges.prompts.base import known_overrides
 
 BACKENDS = ("openai", "transformers")
 MODES = ("generate", "logprobs")
-METHOD_NAMES = ("all_in_one", "per_criterion", "label", "legacy", "modular", "escalation", "pairwise", "geval",
-                "self_consistency")
+METHOD_NAMES = ("all_in_one", "per_criterion", "label", "legacy", "modular", "escalation", "pairwise", "ranking",
+                "best_worst", "geval", "self_consistency")
+ITEM_LEVEL_METHODS = ("pairwise", "ranking", "best_worst")  # compare an item's outputs: item-level slots
 LABEL_METHODS = ("label", "legacy", "modular", "escalation")  # one label per output
 ENSEMBLE_METHODS = ("label", "legacy", "modular")  # may vote with other judges (ensemble: weighted)
 ENSEMBLES = ("weighted",)
@@ -66,6 +68,9 @@ METHOD_OPTIONS: dict[str, dict[str, type]] = {
     "escalation": {"key": str, "experts": list, "escalate_labels": list, "escalate_flags": list,
                    "long_rewrite_tokens": int, "router": str, "router_two_calls": bool},
     "pairwise": {"key": str},
+    # key: a ranking (best_worst) criterion of the rubric, default its first one, else overall quality
+    "ranking": {"key": str, "swap": bool},
+    "best_worst": {"key": str, "tuple_size": int},  # tuple_size: default the criterion's, else 4
     "geval": {"top_logprobs": int},
     "self_consistency": {"samples": int, "temperature": float, "separate_requests": bool},
 }
@@ -200,6 +205,8 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
         if not isinstance(experts, list) or not experts or not all(isinstance(e, str) for e in experts):
             errors.append((p("method_options.experts"), "escalation needs a list of expert judge names "
                                                          "(the last one finalises when there are two or more)"))
+    if _typed(mo.get("tuple_size"), int) and mo["tuple_size"] < 2:
+        errors.append((p("method_options.tuple_size"), "must be at least 2"))
     if "router" in mo and mo["router"] not in ROUTERS:
         errors.append((p("method_options.router"), f"must be one of {', '.join(ROUTERS)}"))
     _check_ensemble(out["method"], mo, p, errors)

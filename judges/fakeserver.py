@@ -7,7 +7,8 @@
 CLI: python -m judges.fakeserver --port 8011 [--latency-ms 20]. GET /_stats returns the counters.
 
 Answers are deterministic from a hash of the prompt and follow the output format the
-prompt asks for (first-line score, JSON score, per-criterion block, TP/FP labels, A/B).
+prompt asks for (first-line score, JSON score, per-criterion block, TP/FP labels, A/B, a ranking
+`[[2 > 1 > 3]]` or a best-worst pick `[[best: 3, worst: 1]]` of the "## Response N" shown).
 """
 from __future__ import annotations
 
@@ -79,6 +80,23 @@ def score_range(prompt: str) -> tuple[int, int]:
     return (best[1], best[2]) if best else (1, 5)
 
 
+def shown_responses(prompt: str) -> int:
+    """How many responses a comparative prompt shows ("## Response 1".."## Response K")."""
+    return max((int(n) for n in re.findall(r"^## Response (\d+)\s*$", prompt, re.M)), default=0)
+
+
+def _comparative_answer(prompt: str, h: int, reason: str) -> str | None:
+    k = shown_responses(prompt)
+    if k < 2:
+        return None
+    order = sorted(range(1, k + 1), key=lambda n: _h(f"{h}/{n}"))  # a deterministic permutation, best first
+    if "[[2 > 1 > 3]]" in prompt:
+        return f"{reason}\n[[{' > '.join(map(str, order))}]]"
+    if "[[best: 3, worst: 1]]" in prompt:
+        return f"{reason}\n[[best: {order[0]}, worst: {order[-1]}]]"
+    return None
+
+
 def answer_for(prompt: str) -> tuple[str, int, int]:
     """(text, lo, hi): a deterministic judgement in the format the prompt asks for."""
     h = _h(prompt)
@@ -86,6 +104,9 @@ def answer_for(prompt: str) -> tuple[str, int, int]:
     score = lo + h % (hi - lo + 1)
     reason = f"The response is judged on the stated criteria (ref {h % 9973})."
     tail = prompt  # format cues may sit before long items and examples
+    compared = _comparative_answer(prompt, h, reason)
+    if compared is not None:
+        return compared, lo, hi
     ints = re.findall(r'"(\w+)": <integer from (-?\d+) to (-?\d+)>', tail)
     opts = re.findall(r'"(\w+)": "<one of ([^>"]+)>"', tail)
     if ints or opts:  # a JSON answer schema: fill every field

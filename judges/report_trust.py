@@ -10,7 +10,9 @@
 - verbosity: whether the judge's scores, and the humans', rise with the output's length, and
   each system's score read at the average length (humans and judge side by side);
 - self-preference: where an output's metadata names its model `family` and the judge's model
-  name contains it, how much more generous the judge is (judge − human) to its own family.
+  name contains it, how much more generous the judge is (judge − human) to its own family;
+- comparative judges: pairwise runs (position bias, flips, Bradley–Terry) here, ranking and
+  best-worst runs in judges.report_comparative.
 
 Pure statistics live in annotation.stats (calibration, ppi, bias); this module only gathers
 the study's numbers and draws.
@@ -34,6 +36,7 @@ from annotation.stats.bias import length_controlled, self_preference, verbosity
 from annotation.stats.calibration import calibration, human_answer_for_scale
 from annotation.stats.ppi import estimate_system
 from judges.models import JudgeRun, JudgeScore
+from judges.report_comparative import comparative_runs
 
 TITLE = "Trusting the judges"
 MAX_RUNS = 6
@@ -254,9 +257,10 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
     if not runs:
         return None
     pairwise = _pairwise_runs(study, runs)
+    compared = comparative_runs(study, runs, _heatmap)
     judged_keys = {k for r in runs for k in (r.criteria or [])}
     crits = [c for c in study.rubric.get("criteria", []) if criterion_measure(c) and c["key"] in judged_keys]
-    if not crits and not pairwise:
+    if not crits and not pairwise and not compared:
         return None
     humans_df = add_analysis_value(stats_frame(study, [c["key"] for c in crits]), crits)
     outputs = _outputs(study)
@@ -267,9 +271,10 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
     for run_id, item_id, position, crit, score, value, detail in rows.iterator():
         unit = (item_id, -1 if position is None else position)
         judged[(run_id, crit)][unit] = (score, value, detail)
-    context: dict[str, Any] = {"criteria": [], "pairwise": pairwise}
+    context: dict[str, Any] = {"criteria": [], "pairwise": pairwise, "comparative": compared}
     data: dict[str, Any] = {"criteria": {}, "pairwise": [{k: v for k, v in p.items() if k != "heatmap"}
-                                                          for p in pairwise]}
+                                                          for p in pairwise],
+                            "comparative": [{k: v for k, v in p.items() if k != "heatmap"} for p in compared]}
     for c in crits:
         humans = _human_answers(humans_df, c)
         human_words = [(humans[u], outputs[u][1], outputs[u][0]) for u in humans if u in outputs]
@@ -292,6 +297,6 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
         entry["estimates_run"] = first["name"] if first else None
         context["criteria"].append(entry)
         data["criteria"][c["key"]] = {k: v for k, v in entry.items() if not k.endswith("_plot")}
-    if not context["criteria"] and not pairwise:
+    if not context["criteria"] and not pairwise and not compared:
         return None
     return {"title": TITLE, "template": "judges/report_trust.html", "context": context, "data": data}

@@ -7,7 +7,10 @@ OpenAI-compatible server (judges/fakeserver.py), which answers each prompt as a 
 the preset's method can send, so it knows for each prompt which output and criterion it is about
 and which output format it asks for. Judge k (model `sim-judge-k`) answers from the output's
 latent truth with its own bias and noise (annotation.simulation.latent), in that format; a share
-`knobs.malformed` of answers carries no verdict, which the parser must count as unparsed.
+`knobs.malformed` of answers carries no verdict, which the parser must count as unparsed. The
+comparative prompts (pairwise pairs in both orders, the ranking's two orders, the best-worst
+tuples, with the methods' default options) are answered from the shown outputs' perceived
+quality, the first shown getting the study's position bias as a human rater's would.
 
 Chunks run on a Celery worker when one consumes the `judges` queue (worker="yes", or "auto" and a
 worker answers a ping); otherwise (worker="no", or "auto" with none) the same task runs in this
@@ -19,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import json
 import os
 import time
@@ -27,22 +29,28 @@ from typing import Any, Iterator, Sequence
 
 from django.db import transaction
 
-from annotation.models import Item, Output, Study
-from annotation.simulation.comparative import comparative_answer
-from annotation.simulation.latent import Knobs, unit
+from annotation.models import Item, Study
+from annotation.simulation.comparative import TIE_BAND
+from annotation.simulation.items import system_effect
+from annotation.simulation.latent import Knobs, output_quality, perceived, unit
 from annotation.simulation.raters import value_for
 from judges.fakeserver import running_fake_server
 from judges.models import JudgeRun
-from judges.prompts import Prompt, build_all_criteria, build_criterion, build_label, build_pairwise
+from judges.methods.best_worst import design
+from judges.methods.ranking import shown_order
+from judges.prompts import Prompt, build_all_criteria, build_best_worst, build_criterion, build_label, build_pairwise, build_ranking
 from judges.prompts.base import LABEL_KINDS, judgeable
 from judges.prompts.feedback_000 import output_names
 from judges.services.configs import judge_config_save
+from judges.services.engine import comparative_key, tuple_size
 from judges.services.runs import item_payload, judge_run_start
 
 # The method each preset's judges use: the seed's own prompt shape (000: one block for every
 # criterion; 003: a label per edit; 004: one prompt per dimension; 001/002: one JSON per output).
 METHODS = {"feedback-000": "all_in_one", "rrgen-001": "all_in_one", "codegen-002": "all_in_one",
-           "aqua-003": "label", "fulltext-004": "per_criterion", "compare-pairwise": "pairwise"}
+           "aqua-003": "label", "fulltext-004": "per_criterion",
+           # Concord's comparative presets: pairs both ways; best-worst tuples from the humans' design
+           "compare-pairwise": "pairwise", "compare-ranking": "best_worst"}
 MALFORMED = ("I have read the response with care. It has clear strengths and some weaknesses, "
              "and on balance it sits somewhere in the middle of the rubric.")
 
@@ -63,10 +71,9 @@ class StudyResponder:
         self.rubric = study.rubric
         self.criteria = {c["key"]: c for c in judgeable(self.rubric)}
         self.prompts: dict[str, tuple[str, int, str, Prompt]] = {}
-        # pairwise prompts: (item, the two outputs in the order shown, the criterion compared on)
-        self.pairs: dict[str, tuple[Item, tuple[Output, Output], dict]] = {}
+        # comparative prompts: (item id, [(position, system) of each output in the order shown], criterion, prompt)
+        self.compared: dict[str, tuple[str, list[tuple[int, str]], str, Prompt]] = {}
         self.misses = 0  # prompts it did not know (answered by the fake server's default)
-        pair_keys = [c["key"] for c in self.rubric["criteria"] if c["kind"] == "pairwise"] + [None]
         items = Item.objects.filter(study=study, is_attention_check=False).prefetch_related("outputs")
         for item in items:
             outputs = sorted(item.outputs.all(), key=lambda o: o.position)
@@ -74,11 +81,28 @@ class StudyResponder:
             for idx, out in enumerate(outputs):
                 for prompt in self._candidates(payload, idx):
                     self.prompts[_key(prompt)] = (item.external_id, out.position, out.system, prompt)
-            for i, j in itertools.permutations(range(len(outputs)), 2):
-                for key in pair_keys:
-                    criterion = {"key": key or "overall", "kind": "pairwise", "ties": True}
-                    prompt = build_pairwise(self.rubric, payload, i, j, key)
-                    self.pairs[_key(prompt)] = (item, (outputs[i], outputs[j]), criterion)
+            for shown, key, prompt in self._comparative_candidates(payload):
+                self.compared[_key(prompt)] = (item.external_id, [(outputs[i].position, outputs[i].system)
+                                                                  for i in shown], key, prompt)
+
+    def _comparative_candidates(self, payload: dict) -> Iterator[tuple[list[int], str, Prompt]]:
+        """Every prompt the comparative methods send about this item, with their default options."""
+        n = len(payload["outputs"])
+        if n < 2:
+            return
+        pair_keys = [c["key"] for c in self.rubric["criteria"] if c["kind"] == "pairwise"] + ["overall"]
+        for a in range(n):
+            for b in range(n):
+                for key in pair_keys if a != b else ():
+                    yield [a, b], key, build_pairwise(self.rubric, payload, a, b, None if key == "overall" else key)
+        rank_key = comparative_key({"method": "ranking"}, self.rubric)
+        first = shown_order(payload["id"], n, rank_key)
+        for order in (first, first[::-1]):
+            yield order, rank_key, build_ranking(self.rubric, payload, order, None if rank_key == "overall" else rank_key)
+        bw_key = comparative_key({"method": "best_worst"}, self.rubric)
+        size = tuple_size({"method": "best_worst"}, self.rubric, bw_key)
+        for shown in design(payload["id"], n, size, bw_key):
+            yield shown, bw_key, build_best_worst(self.rubric, payload, shown, None if bw_key == "overall" else bw_key)
 
     def _candidates(self, payload: dict, idx: int) -> Iterator[Prompt]:
         yield build_all_criteria(self.rubric, payload, idx)
@@ -89,15 +113,15 @@ class StudyResponder:
 
     def __call__(self, prompt_text: str, model: str) -> str | None:
         found = self.prompts.get(prompt_text)
-        pair = self.pairs.get(prompt_text)
-        if found is None and pair is None:
+        compared = self.compared.get(prompt_text) if found is None else None
+        if found is None and compared is None:
             self.misses += 1
             return None
         digest = hashlib.sha256(prompt_text.encode()).hexdigest()[:16]
         if unit(self.seed, "malformed", model, digest) < self.knobs.malformed:
             return MALFORMED
-        if pair is not None:
-            return self._pair_verdict(*pair, model)
+        if compared is not None:
+            return self._compare(*compared, model=model)
         item_id, position, system, prompt = found
 
         def value(key: str) -> Any:
@@ -106,13 +130,21 @@ class StudyResponder:
 
         return self._format(prompt, value)
 
-    def _pair_verdict(self, item: Item, shown: tuple[Output, Output], criterion: dict, model: str) -> str:
-        """MT-Bench's verdict from the judge's perception of the two outputs (its bias and noise, and
-        the knobs' position bias for the one shown first), as a human rater would perceive them."""
-        answer = comparative_answer(criterion, preset=self.preset, item=item, shown=shown, who=model,
-                                    knobs=self.knobs, seed=self.seed)
-        verdict = {"1": "A", "2": "B", "tie": "C"}[answer["value"]["winner"]]
-        return f"Both responses address the input; one does so more faithfully.\n[[{verdict}]]"
+    def _compare(self, item_id: str, shown: list[tuple[int, str]], key: str, prompt: Prompt, *, model: str) -> str:
+        """The judge's verdict on the outputs shown, from their perceived quality (truth + the
+        judge's bias and noise + the position bias of the first shown)."""
+        z = [perceived(output_quality(self.seed, system_effect(self.preset, system), item_id, position),
+                       seed=self.seed, who=model, knobs=self.knobs, item_id=item_id, position=position,
+                       criterion=key, shown_first=n == 0)
+             for n, (position, system) in enumerate(shown)]
+        best_first = sorted(range(1, len(z) + 1), key=lambda n: -z[n - 1])
+        reason = "Judged on the criterion: the better responses are faithful, complete and clear."
+        if prompt.expects == "pairwise":
+            verdict = "C" if abs(z[0] - z[1]) < TIE_BAND else "A" if z[0] > z[1] else "B"
+            return f"{reason}\n\n[[{verdict}]]"
+        if prompt.expects == "ranking":
+            return f"{reason}\n\n[[{' > '.join(map(str, best_first))}]]"
+        return f"{reason}\n\n[[best: {best_first[0]}, worst: {best_first[-1]}]]"
 
     def _format(self, prompt: Prompt, value) -> str | None:
         reason = "The response is judged against the rubric's level descriptions for this criterion."

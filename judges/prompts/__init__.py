@@ -5,12 +5,13 @@ Dispatch on `rubric["judge"]["style"]`; `overrides` replaces named template piec
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from judges.prompts import aqua_003, feedback_000, fulltext_004, generic, pairwise
+from judges.prompts import aqua_003, best_worst, feedback_000, fulltext_004, generic, pairwise, ranking
 from judges.prompts.base import LABEL_KINDS, Prompt, UnknownOverride, check_overrides, judgeable, known_overrides
 
 __all__ = ["Prompt", "UnknownOverride", "check_overrides", "known_overrides", "build_all_criteria", "build_criterion", "build_label", "build_pairwise",
+           "build_ranking", "build_best_worst",
            "build_subjudge", "criterion_by_key", "style_of"]
 
 
@@ -70,3 +71,19 @@ def build_pairwise(rubric: Mapping[str, Any], item: Mapping[str, Any], output_a:
     check_rubric_overrides(rubric, overrides)
     c = criterion_by_key(rubric, key) if key else None
     return pairwise.build(rubric, c, item, output_a, output_b, overrides)
+
+
+def build_ranking(rubric: Mapping[str, Any], item: Mapping[str, Any], shown: Sequence[int], key: str | None = None,
+                  overrides: Mapping[str, str] | None = None) -> Prompt:
+    """Rank the outputs `shown` (indexes, in the order shown) on criterion `key`, or overall."""
+    check_rubric_overrides(rubric, overrides)
+    c = criterion_by_key(rubric, key) if key else None
+    return ranking.build(rubric, c, item, shown, overrides)
+
+
+def build_best_worst(rubric: Mapping[str, Any], item: Mapping[str, Any], shown: Sequence[int],
+                     key: str | None = None, overrides: Mapping[str, str] | None = None) -> Prompt:
+    """Pick the best and the worst of the outputs `shown` on criterion `key`, or overall."""
+    check_rubric_overrides(rubric, overrides)
+    c = criterion_by_key(rubric, key) if key else None
+    return best_worst.build(rubric, c, item, shown, overrides)

@@ -14,13 +14,14 @@ from typing import Any, Mapping
 SCORED_KINDS = ("likert", "numeric")  # "confidence" is a rater's self-report: judges do not score it
 LABEL_KINDS = ("choice", "binary")
 JUDGEABLE_KINDS = SCORED_KINDS + LABEL_KINDS
+COMPARATIVE_KINDS = ("pairwise", "ranking", "best_worst")  # item-level: compared, never scored per output
 
 
 @dataclass(frozen=True)
 class Prompt:
     messages: tuple[dict[str, str], ...]
     shared_prefix: str  # item-independent text the user message starts with
-    expects: str  # first_line | json_score | criteria_block | json_scores | label | pairwise | json_fields
+    expects: str  # first_line | json_score | criteria_block | json_scores | label | pairwise | ranking | best_worst | json_fields
     criterion: str | None = None  # set for one-criterion prompts
 
     @property
@@ -67,10 +68,13 @@ def split_at(template: str, marker: str) -> tuple[str, str]:
 
 
 # The template pieces a judge's `prompt_overrides` may replace, by rubric style. Every rubric
-# can also use the generic pieces (criteria no style-specific builder handles) and pairwise.
+# can also use the generic pieces (criteria no style-specific builder handles) and the
+# comparative ones (pairwise, ranking, best_worst).
 OVERRIDE_KEYS: dict[str, tuple[str, ...]] = {
     "generic": ("role", "item", "answer", "answer_first_line", "answer_json", "answer_label"),
     "pairwise": ("pair_role", "pair_item", "verdict"),
+    "ranking": ("rank_role", "rank_verdict", "compare_item"),
+    "best_worst": ("bw_role", "bw_verdict", "compare_item"),
     "feedback_000": ("base_prompt", "output_format"),
     "fulltext_004": ("base_prompt", "json_prompt", "example"),
     "aqua_003": ("label_header", "legacy_header", "combined_answer", "route_header", "route_line", "item",
@@ -84,7 +88,7 @@ class UnknownOverride(ValueError):
 
 def known_overrides(style: str | None = None) -> list[str]:
     """Override keys a rubric of `style` accepts; every style's keys when `style` is None."""
-    styles = OVERRIDE_KEYS if style is None else ("generic", "pairwise", style)
+    styles = OVERRIDE_KEYS if style is None else ("generic", "pairwise", "ranking", "best_worst", style)
     return sorted({k for st in styles for k in OVERRIDE_KEYS.get(st, ())})
 
 

@@ -5,10 +5,9 @@ import json
 from typing import Any, Mapping
 
 from judges.prompts.base import (
-    LABEL_KINDS, Prompt, bounds, choice_values, choices_text, judgeable, levels_text, make_prompt,
+    COMPARATIVE_KINDS, LABEL_KINDS, Prompt, bounds, choice_values, choices_text, judgeable, levels_text, make_prompt,
     output_of, render, template,
 )
-from rubrics.schema import COMPARATIVE_KINDS
 
 ROLE = "You are an expert evaluator. Judge the response below strictly by the rubric; ignore its length, its position and its author."
 
@@ -39,7 +38,7 @@ def criterion_text(c: Mapping[str, Any]) -> str:
     if c.get("kind") in LABEL_KINDS:
         lines.append("Options:\n" + choices_text(c))
     elif c.get("kind") in COMPARATIVE_KINDS:
-        pass  # the method's own verdict format says how to answer
+        pass  # compared, not scored: the comparative prompt states its own answer format
     else:
         lo, hi = bounds(c)
         lines.append(f"Scale: an integer from {lo} to {hi}.")

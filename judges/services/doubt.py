@@ -3,7 +3,8 @@ to a human study.
 
 Doubt signals, per (output, criterion) of the chosen runs:
 - low_confidence: G-Eval's largest renormalised score-token probability below `min_top_prob`;
-- swap_disagreement: the pairwise verdict flipped when the two responses swapped places;
+- swap_disagreement: the pairwise verdict flipped when the two responses swapped places (or a
+  ranking moved when asked again in the reverse order);
 - inconsistent: self-consistency samples spread (std > `max_spread`) or agreed on a label less
   than `min_agreement` of the time;
 - escalated_disagreement: in escalation, the small judge and an expert disagreed;

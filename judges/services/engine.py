@@ -2,7 +2,9 @@
 
 `judge_items` builds the backend and settings from a run's config snapshot, calls the
 configured method on plain item dicts and returns one `Judged` per slot: a slot is an
-(output, criterion) pair, or for pairwise an (item, "pair:<criterion>:<a>-<b>") pair.
+(output, criterion) pair, or an item-level slot of the comparative methods: for pairwise
+(item, "pair:<criterion>:<a>-<b>"), for ranking (item, "rank:<criterion>"), for best_worst
+(item, "bw:<criterion>:<p1>-<p2>-...") per tuple of its balanced design.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from judges.backends import get_backend
 from judges.backends import errors as backend_errors
 from judges.backends.base import Backend
 from judges.cache import CacheStore
-from judges.config import COMMON_METHOD_OPTIONS, ENSEMBLE_OPTIONS, LABEL_METHODS
+from judges.config import COMMON_METHOD_OPTIONS, ENSEMBLE_OPTIONS, ITEM_LEVEL_METHODS, LABEL_METHODS
+from judges.methods.best_worst import DEFAULT_TUPLE_SIZE, bw_slot, design, shown_of_slot
+from judges.methods.ranking import rank_slot
 from judges.prompts import check_rubric_overrides
 from judges.prompts.base import LABEL_KINDS, judgeable
 
@@ -64,10 +68,13 @@ def label_key(config: Mapping[str, Any], rubric: Mapping[str, Any]) -> str:
 
 
 def output_criteria(config: Mapping[str, Any], rubric: Mapping[str, Any]) -> list[str]:
-    """Criterion keys the judge scores per output ([] for pairwise, which scores pairs)."""
+    """Criterion keys the judge scores per output ([] for the comparative methods: item-level slots)."""
     check_rubric_overrides(rubric, config.get("prompt_overrides"))  # before a run starts, not in its chunks
     method = config["method"]
     if method == "pairwise":
+        return []
+    if method in ITEM_LEVEL_METHODS:
+        comparative_key(config, rubric)  # a wrong key stops the run before it starts
         return []
     if method in LABEL_METHODS:
         return [label_key(config, rubric)]
@@ -94,12 +101,54 @@ def pair_slot(key: str, a: int, b: int) -> str:
     return f"pair:{key}:{a}-{b}"
 
 
-def item_slots(config: Mapping[str, Any], n_outputs: int) -> list[str]:
-    """Item-level slot names of an item with n outputs (pairwise only)."""
-    if config["method"] != "pairwise":
+SLOT_MAX = 80  # JudgeScore.criterion's length
+
+
+def comparative_key(config: Mapping[str, Any], rubric: Mapping[str, Any]) -> str:
+    """What a ranking or best_worst judge compares on: `method_options.key` (a criterion of the
+    method's own kind), else the rubric's first criterion of that kind, else "overall"."""
+    method = config["method"]
+    key = (config.get("method_options") or {}).get("key")
+    crits = {c["key"]: c for c in rubric.get("criteria", [])}
+    if key:
+        if key not in crits:
+            raise ValueError(f"method_options.key: the rubric has no criterion {key!r}")
+        if crits[key]["kind"] != method:
+            raise ValueError(f"method_options.key: {key!r} is a {crits[key]['kind']} question; "
+                             f"a {method} judge compares on a {method} criterion")
+        return key
+    return next((c["key"] for c in crits.values() if c["kind"] == method), "overall")
+
+
+def tuple_size(config: Mapping[str, Any], rubric: Mapping[str, Any], key: str) -> int:
+    given = (config.get("method_options") or {}).get("tuple_size")
+    if given:
+        return int(given)
+    crit = next((c for c in rubric.get("criteria", []) if c["key"] == key), None)
+    return int((crit or {}).get("tuple_size") or DEFAULT_TUPLE_SIZE)
+
+
+def item_slots(config: Mapping[str, Any], n_outputs: int, rubric: Mapping[str, Any] | None = None,
+               item_key: str = "") -> list[str]:
+    """Item-level slot names of an item with n outputs (the comparative methods). ranking and
+    best_worst need the rubric (their criterion); best_worst's tuples depend on `item_key`
+    (the item's external id), never their number."""
+    method = config["method"]
+    if method == "pairwise":
+        key = pair_key(config)
+        return [pair_slot(key, a, b) for a, b in itertools.combinations(range(n_outputs), 2)]
+    if method not in ITEM_LEVEL_METHODS or n_outputs < 2:
         return []
-    key = pair_key(config)
-    return [pair_slot(key, a, b) for a, b in itertools.combinations(range(n_outputs), 2)]
+    if rubric is None:
+        raise ValueError(f"the {method} method's slots depend on the rubric")
+    key = comparative_key(config, rubric)
+    if method == "ranking":
+        return [rank_slot(key)]
+    slots = [bw_slot(key, shown) for shown in design(item_key, n_outputs, tuple_size(config, rubric, key), key)]
+    if any(len(s) > SLOT_MAX for s in slots):
+        raise ValueError(f"best-worst slot names for {n_outputs} outputs exceed {SLOT_MAX} characters: "
+                         f"use a shorter criterion key")
+    return slots
 
 
 def numeric_score(criterion: Mapping[str, Any] | None, value: Any) -> float | None:
@@ -217,7 +266,7 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
     """Judge the pending slots of `items`.
 
     `pending[(item_id, output_index)]` lists the criteria still to score for that output;
-    `pending[(item_id, None)]` the item-level slots (pairwise). Outputs with the same pending
+    `pending[(item_id, None)]` the item-level slots (pairwise, ranking, best_worst). Outputs with the same pending
     set are judged in one call of the method, so a resumed output asks only for what is missing.
     """
     by_id = {str(it["id"]): it for it in items}
@@ -251,6 +300,19 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
                 s = settings_for(config, cache, None)
                 res = await M.pairwise(backend, rubric, pairs, s, key=None if key == "overall" else key)
                 out += [_from_pair(r) for r in res]
+            return out
+        if method in ("ranking", "best_worst"):
+            key = comparative_key(config, rubric)
+            s = settings_for(config, cache, None)
+            asked = [(item_id, slot) for (item_id, idx), slots in pending.items() if idx is None for slot in slots]
+            if method == "ranking":
+                wanted = [by_id[i] for i in dict.fromkeys(i for i, _ in asked)]
+                swap = bool((config.get("method_options") or {}).get("swap", True))
+                res = await M.ranking(backend, rubric, wanted, s, key=None if key == "overall" else key, swap=swap)
+            else:
+                tuples = [(by_id[i], shown_of_slot(slot)) for i, slot in asked]
+                res = await M.best_worst(backend, rubric, tuples, s, key=None if key == "overall" else key)
+            out += [_from_result(r) for r in res]
             return out
         groups: dict[tuple[str, ...], list[M.Target]] = {}
         for (item_id, idx), crits in pending.items():

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from judges import prompts
 from judges.prompts import aqua_003
+from judges.services.engine import comparative_key
 
 TRANSPORT_OPTIONS = {"timeout_s", "connect_timeout_s", "max_retries", "backoff_base_s", "backoff_max_s",
                      "retry_after_max_s", "headers", "batch_size", "device"}
@@ -40,6 +41,10 @@ def _rendered_templates(config: Mapping[str, Any], rubric: Mapping[str, Any], cr
     if config.get("method") == "pairwise":
         key = (config.get("method_options") or {}).get("key")
         rendered.append(prompts.build_pairwise(rubric, SENTINEL_ITEM, 0, 1, key, overrides).messages)
+    if config.get("method") in ("ranking", "best_worst"):
+        key = comparative_key(config, rubric)
+        build = prompts.build_ranking if config["method"] == "ranking" else prompts.build_best_worst
+        rendered.append(build(rubric, SENTINEL_ITEM, [0, 1], None if key == "overall" else key, overrides).messages)
     for key in criteria:
         rendered.append(prompts.build_criterion(rubric, key, SENTINEL_ITEM, 0, overrides, output_format).messages)
     if config.get("method") in ("modular", "escalation"):

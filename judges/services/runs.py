@@ -1,7 +1,7 @@
 """Judge runs: start (fan out chunks), process one chunk (from the task), finish, cancel, resume.
 
 A run expects a fixed set of slots: (output, criterion) for per-output methods, (item,
-"pair:...") for pairwise. Every slot ends with exactly one JudgeScore (scored, unparsed,
+"pair:..." / "rank:..." / "bw:...") for the comparative ones. Every slot ends with exactly one JudgeScore (scored, unparsed,
 refusal or error); the run is done when the count of its scores reaches the count of its
 slots. Scores are inserted with ON CONFLICT DO NOTHING, so a chunk that runs twice (a
 redelivered task, a resume) cannot score anything twice.
@@ -84,8 +84,9 @@ def _item_output_counts(study: Study) -> list[tuple[int, int]]:
                 .annotate(n=Count("outputs")).filter(n__gt=0).order_by("id").values_list("id", "n"))
 
 
-def slots_per_item(config: dict[str, Any], criteria: Sequence[str], n_outputs: int) -> int:
-    return n_outputs * len(criteria) + len(engine.item_slots(config, n_outputs))
+def slots_per_item(config: dict[str, Any], criteria: Sequence[str], n_outputs: int,
+                   rubric: Mapping[str, Any] | None = None) -> int:
+    return n_outputs * len(criteria) + len(engine.item_slots(config, n_outputs, rubric))
 
 
 def make_chunks(counts: Iterable[tuple[int, int]], size: int) -> list[list[int]]:
@@ -138,7 +139,10 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None) -> JudgeRun:
         raise JudgeRunError(str(exc)) from exc
     counts = _item_output_counts(study)
     n_outputs = sum(n for _, n in counts)
-    n_expected = sum(slots_per_item(config, criteria, n) for _, n in counts)
+    try:
+        n_expected = sum(slots_per_item(config, criteria, n, study.rubric) for _, n in counts)
+    except ValueError as exc:
+        raise JudgeRunError(str(exc)) from exc
     if n_expected == 0:
         raise JudgeRunError("this study has no outputs for the judge to score")
     try:
@@ -204,7 +208,7 @@ def missing_item_ids(run: JudgeRun) -> list[tuple[int, int]]:
     done = dict(JudgeScore.objects.filter(run=run).values("item_id").annotate(n=Count("id"))
                 .values_list("item_id", "n"))
     return [(item_id, n) for item_id, n in _item_output_counts(run.study)
-            if done.get(item_id, 0) < slots_per_item(run.config, run.criteria, n)]
+            if done.get(item_id, 0) < slots_per_item(run.config, run.criteria, n, run.study.rubric)]
 
 
 def judge_run_resume(*, run: JudgeRun) -> JudgeRun:
@@ -339,7 +343,8 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
             if todo:
                 pending[(item.external_id, idx)] = todo
         where[(item.external_id, None)] = (item, None)
-        todo = [s for s in engine.item_slots(run.config, len(outputs)) if (item.pk, None, s) not in done]
+        todo = [s for s in engine.item_slots(run.config, len(outputs), run.study.rubric, item.external_id)
+                if (item.pk, None, s) not in done]
         if todo:
             pending[(item.external_id, None)] = todo
     if not pending:

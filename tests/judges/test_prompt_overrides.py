@@ -13,7 +13,8 @@ def test_a_misspelt_override_names_the_known_keys():
     with pytest.raises(UnknownOverride) as exc:
         build_all_criteria(RUBRIC, ITEM, 0, overrides={"rol": "You grade."})
     assert str(exc.value) == ("unknown prompt override 'rol' for a generic rubric; known: answer, answer_first_line, "
-                              "answer_json, answer_label, item, pair_item, pair_role, role, verdict")
+                              "answer_json, answer_label, bw_role, bw_verdict, compare_item, item, pair_item, pair_role, rank_role, "
+                              "rank_verdict, role, verdict")
 
 
 def test_an_override_of_another_style_is_unknown_for_this_rubric():
