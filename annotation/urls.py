@@ -16,6 +16,7 @@ urlpatterns = [
     path("invite/<str:token>/", manage.invitation_accept, name="invitation"),
     path("studies/<slug:slug>/crowd-links/", manage.study_crowd_links, name="manage-crowd"),
     path("studies/<slug:slug>/crowd-links/revoke/", manage.study_crowd_link_revoke, name="manage-crowd-revoke"),
+    path("studies/<slug:slug>/crowd-links/payments.csv", manage.study_crowd_payments, name="manage-crowd-payments"),
     path("crowd/<str:token>/", crowd.crowd_entry, name="crowd-entry"),
     path("studies/<slug:slug>/crowd/return/", crowd.crowd_return_view, name="crowd-return"),
     path("studies/<slug:slug>/items/", items.study_items, name="items-page"),

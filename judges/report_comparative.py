@@ -8,13 +8,17 @@ binomial test. Ranking runs asked in two orders also report how far the two rank
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
-from scipy.stats import binomtest
+import numpy as np
 
 from annotation.models import Output, Study
+from annotation.reports.comparisons import answers_first_best, as_comparisons, comparative_answers, comparative_criteria
+from annotation.reports.plots import win_rate_heatmap
 from annotation.stats import comparisons as cmp
+from annotation.stats.kappa import cohen_kappa
 from judges.models import JudgeRun, JudgeScore
+from judges.services.engine import comparative_key
 
 METHODS = ("ranking", "best_worst")
 
@@ -28,18 +32,6 @@ def _systems_by_index(study: Study) -> dict[int, list[str]]:
     return out
 
 
-def first_shown_best(answers: Sequence[tuple[int, bool]]) -> dict[str, Any]:
-    """(K shown, the first shown was best) per parsed answer -> its rate, the chance rate 1/K and,
-    when every answer showed the same K, the exact binomial test against 1/K."""
-    if not answers:
-        return {"first_best": None, "chance": None, "n": 0, "p": None}
-    hits = sum(1 for _, best in answers if best)
-    ks = {k for k, _ in answers}
-    chance = sum(1 / k for k, _ in answers) / len(answers)
-    p = float(binomtest(hits, len(answers), 1 / ks.pop()).pvalue) if len(ks) == 1 else None
-    return {"first_best": hits / len(answers), "chance": chance, "n": len(answers), "p": p}
-
-
 def _ranking(rows, name: Callable[[int, int], str]) -> dict[str, Any]:
     wins, answers, distances = [], [], []
     for item_id, value, status, detail, doubt in rows:
@@ -50,10 +42,11 @@ def _ranking(rows, name: Callable[[int, int], str]) -> dict[str, Any]:
         if (doubt or {}).get("swap_distance") is not None:
             distances.append(float(doubt["swap_distance"]))
         if status == "scored" and value:
-            wins += cmp.pairs_from_ranking({name(item_id, i): r for i, r in zip(value["shown"], value["ranks"])})
+            wins += [(item_id, w) for w in cmp.pairs_from_ranking(
+                {name(item_id, i): r for i, r in zip(value["shown"], value["ranks"])})]
     swap = ({"n": len(distances), "mean_distance": sum(distances) / len(distances),
              "changed": sum(1 for d in distances if d > 0) / len(distances)} if distances else None)
-    return {"wins": wins, "position": first_shown_best(answers), "swap": swap}
+    return {"wins": wins, "position": cmp.first_shown_best(answers), "swap": swap}
 
 
 def _best_worst(rows, name: Callable[[int, int], str]) -> dict[str, Any]:
@@ -64,14 +57,13 @@ def _best_worst(rows, name: Callable[[int, int], str]) -> dict[str, Any]:
             continue
         shown = [name(item_id, i) for i in value["shown"]]
         best, worst = name(item_id, value["best"]), name(item_id, value["worst"])
-        wins += cmp.pairs_from_best_worst(shown, best, worst)
+        wins += [(item_id, w) for w in cmp.pairs_from_best_worst(shown, best, worst)]
         tuples.append((shown, best, worst))
         answers.append((len(shown), picked["best"] == 1))
-    return {"wins": wins, "position": first_shown_best(answers), "counts": cmp.best_worst_counts(tuples)}
+    return {"wins": wins, "position": cmp.first_shown_best(answers), "counts": cmp.best_worst_counts(tuples)}
 
 
-def comparative_runs(study: Study, runs: Sequence[JudgeRun],
-                     heatmap: Callable[[Mapping[str, Mapping[str, float]], str], str | None]) -> list[dict[str, Any]]:
+def comparative_runs(study: Study, runs: Sequence[JudgeRun]) -> list[dict[str, Any]]:
     """One entry per ranking or best-worst run with a scored answer."""
     out = []
     systems = None
@@ -89,11 +81,46 @@ def comparative_runs(study: Study, runs: Sequence[JudgeRun],
         rows = list(JudgeScore.objects.filter(run=run, output__isnull=True).values_list(
             "item_id", "value", "status", "detail", "doubt"))
         got = _ranking(rows, name) if method == "ranking" else _best_worst(rows, name)
-        wins = got.pop("wins")
-        if not wins:
+        item_wins = got.pop("wins")
+        if not item_wins:
             continue
+        wins = [w for _, w in item_wins]
         rates = cmp.win_rates(wins)
         out.append({"name": f"{run.name} (run {run.pk})", "method": method,
                     "strengths": cmp.bradley_terry(wins), "win_rates": rates,
-                    "heatmap": heatmap(rates, f"{method.replace('_', '-')}-{run.pk}"), **got})
+                    "heatmap": win_rate_heatmap(rates, f"{method.replace('_', '-')}-{run.pk}"),
+                    "humans": human_agreement(study, comparative_key(run.config, study.rubric), item_wins), **got})
     return out
+
+
+def _outcomes(item_wins: Iterable[tuple[int, cmp.Win]]) -> dict[tuple[int, str, str], str]:
+    """(item, a, b) with a < b -> "a", "b" or "tie": the side most of the implied judgements chose."""
+    return {k: "tie" if 2 * w == n else ("a" if 2 * w > n else "b")
+            for k, (w, n) in cmp.item_pair_shares(item_wins).items()}
+
+
+def human_agreement(study: Study, key: str, item_wins: Sequence[tuple[int, cmp.Win]]) -> dict[str, Any] | None:
+    """The judge against the raters on the same comparisons: each rater's answer, as the pairs it
+    implies on its item, against the judge's verdict on that pair of that item (agreement rate and
+    Cohen's κ over the three outcomes first-named / tie / second-named), and the raters' own
+    position bias on the question beside the judge's. The raters' question is the one the judge
+    was asked (its key), or for "overall" the rubric's first comparative question."""
+    criteria = comparative_criteria(study.rubric)
+    crit = next((c for c in criteria if c["key"] == key), criteria[0] if criteria and key == "overall" else None)
+    if crit is None:
+        return None
+    judged = _outcomes(item_wins)
+    answers = comparative_answers(study, [crit["key"]])
+    human, judge = [], []
+    for a in answers:
+        for pair, outcome in _outcomes((a.item_id, w) for w in as_comparisons([a], a.kind).wins).items():
+            if pair in judged:
+                human.append(outcome)
+                judge.append(judged[pair])
+    code = {"a": 0, "tie": 1, "b": 2}
+    kappa = cohen_kappa(np.array([code[h] for h in human]), np.array([code[j] for j in judge]))
+    position = (cmp.position_effect((a.shown[0], a.shown[1], a.winner) for a in answers) if crit["kind"] == "pairwise"
+                else cmp.first_shown_best(answers_first_best(answers)))
+    return {"criterion": crit["key"], "name": crit.get("name", crit["key"]), "n": len(human),
+            "n_answers": len(answers), "agreement": sum(h == j for h, j in zip(human, judge)) / len(human) if human else None,
+            "kappa": kappa.value, "kappa_reason": kappa.reason, "human_position": position}

@@ -36,7 +36,8 @@ from annotation.stats.bias import length_controlled, self_preference, verbosity
 from annotation.stats.calibration import calibration, human_answer_for_scale
 from annotation.stats.ppi import estimate_system
 from judges.models import JudgeRun, JudgeScore
-from judges.report_comparative import comparative_runs
+from judges.report_comparative import comparative_runs, human_agreement
+from judges.services.engine import pair_key
 
 TITLE = "Trusting the judges"
 MAX_RUNS = 6
@@ -206,14 +207,17 @@ def _pairwise_runs(study: Study, runs: Sequence[JudgeRun]) -> list[dict[str, Any
                 both += 1
                 flips += v1 != v2
             if status == "scored" and value is not None:
-                wins += cmp.pairs_from_pairwise(sa, sb, "tie" if value == "tie" else (sa if int(value) == a else sb))
+                wins += [(item_id, w) for w in cmp.pairs_from_pairwise(
+                    sa, sb, "tie" if value == "tie" else (sa if int(value) == a else sb))]
         if not shown:
             continue
+        humans = human_agreement(study, pair_key(run.config), wins)
+        wins = [w for _, w in wins]
         bt = cmp.bradley_terry(wins)
         rates = cmp.win_rates(wins)
         out.append({"name": f"{run.name} (run {run.pk})", "position": cmp.position_effect(shown),
                     "flip_rate": flips / both if both else None, "n_both": both, "strengths": bt,
-                    "win_rates": rates, "heatmap": win_rate_heatmap(rates, f"pairwise-{run.pk}")})
+                    "win_rates": rates, "heatmap": win_rate_heatmap(rates, f"pairwise-{run.pk}"), "humans": humans})
     return out
 
 
@@ -257,7 +261,7 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
     if not runs:
         return None
     pairwise = _pairwise_runs(study, runs)
-    compared = comparative_runs(study, runs, _heatmap)
+    compared = comparative_runs(study, runs)
     judged_keys = {k for r in runs for k in (r.criteria or [])}
     crits = [c for c in study.rubric.get("criteria", []) if criterion_measure(c) and c["key"] in judged_keys]
     if not crits and not pairwise and not compared:

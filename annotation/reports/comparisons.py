@@ -134,7 +134,7 @@ def comparisons_section(study: Study) -> dict[str, Any]:
             if c["kind"] == "ranking":
                 entry["kendall_w"] = _kendall_w(mine)
             if c["kind"] != "pairwise":
-                entry["position"] = first_shown_best(mine)
+                entry["position"] = cmp.first_shown_best(answers_first_best(mine))
         out[c["key"]] = entry
     return out
 
@@ -156,15 +156,13 @@ def _kendall_w(answers: Sequence[Answer]) -> dict[str, Any]:
     return {"w": sum(ws) / len(ws), "chi2": None, "df": None, "p": None, "scope": "items", "groups": len(ws)}
 
 
-def first_shown_best(answers: Sequence[Answer]) -> dict[str, Any]:
-    """How often the output shown first was picked (or ranked) best, against 1/K by chance."""
-    from scipy.stats import binomtest
-
-    hits, expected = 0, 0.0
+def answers_first_best(answers: Sequence[Answer]) -> list[tuple[int, bool]]:
+    """(K shown, whether the output shown first was picked or ranked best alone) per answer, for
+    annotation.stats.comparisons.first_shown_best."""
+    out = []
     for a in answers:
-        best = a.best if a.kind == "best_worst" else a.shown[a.ranks.index(min(a.ranks))]
-        hits += best == a.shown[0]
-        expected += 1 / len(a.shown)
-    n = len(answers)
-    chance = expected / n
-    return {"first_best": hits / n, "chance": chance, "n": n, "p": float(binomtest(hits, n, chance).pvalue)}
+        if a.kind == "best_worst":
+            out.append((len(a.shown), a.best == a.shown[0]))
+        elif a.kind == "ranking":
+            out.append((len(a.shown), a.ranks[0] == 1 and a.ranks.count(1) == 1))
+    return out

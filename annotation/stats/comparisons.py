@@ -191,3 +191,13 @@ def wilson_interval(wins: float, n: float, level: float = 0.95) -> list[float] |
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return [float(centre - half), float(centre + half)]
+def first_shown_best(answers: Sequence[tuple[int, bool]]) -> dict[str, Any]:
+    """(K shown, the first shown was best) per parsed answer -> its rate, the chance rate 1/K and,
+    when every answer showed the same K, the exact binomial test against 1/K."""
+    if not answers:
+        return {"first_best": None, "chance": None, "n": 0, "p": None}
+    hits = sum(1 for _, best in answers if best)
+    ks = {k for k, _ in answers}
+    chance = sum(1 / k for k, _ in answers) / len(answers)
+    p = float(binomtest(hits, len(answers), 1 / ks.pop()).pvalue) if len(ks) == 1 else None
+    return {"first_best": hits / len(answers), "chance": chance, "n": len(answers), "p": p}

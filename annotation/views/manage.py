@@ -17,7 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import selectors
 from annotation.access import get_study_for_manager
@@ -343,3 +343,31 @@ def study_crowd_link_revoke(request: HttpRequest, slug: str) -> HttpResponse:
         return _answer(request, study, "crowd", crowd_error="choose a link of this study", status=400)
     crowd.crowd_link_revoke(link=link, user=request.user)
     return _answer(request, study, "crowd", ok="Crowd link revoked: it no longer lets anyone in.")
+
+
+@manager_view
+@require_GET
+def study_crowd_payments(request: HttpRequest, slug: str) -> HttpResponse:
+    """The per-rater time and payment sheet (CSV); ?pay_per_item=0.15 adds what each approved rater earns."""
+    import csv
+    from decimal import Decimal, InvalidOperation
+
+    from annotation.datasets.spreadsheet import spreadsheet_safe
+    from annotation.payments import PAYMENT_COLUMNS, payment_rows
+
+    study = get_study_for_manager(request.user, slug)
+    raw = request.GET.get("pay_per_item", "").strip()
+    try:
+        pay = Decimal(raw) if raw else None
+        if pay is not None and not (pay.is_finite() and pay >= 0):
+            raise InvalidOperation
+    except InvalidOperation:
+        return HttpResponse(f"pay_per_item: {raw!r} is not an amount of 0 or more", status=400,
+                            content_type="text/plain; charset=utf-8")
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-payments.csv"'
+    writer = csv.DictWriter(response, fieldnames=PAYMENT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in payment_rows(study, pay):
+        writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
+    return response

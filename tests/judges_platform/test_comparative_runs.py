@@ -124,3 +124,42 @@ def test_simulate_study_with_pairwise_judges_on_the_pairwise_preset():
     # answered from the simulation's truth in the pairwise format: every verdict parsed
     assert all(v is not None for d in JudgeScore.objects.filter(run=run).values_list("detail", flat=True)
                for v in d["verdicts"])
+
+
+def test_judges_against_the_raters_on_the_same_comparisons(client_for, researcher):
+    """The report's judge-vs-rater agreement and κ, recomputed from the stored rows with sklearn."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from annotation.models import Rating
+    from annotation.services.studies import study_members_add
+
+    call_command("simulate_study", "--preset", "compare-pairwise", "--items", "20", "--raters", "6", "--judges", "1",
+                 "--malformed", "0", "--worker", "no", "--slug", "sim-agree", stdout=io.StringIO())
+    study = Study.objects.get(slug="sim-agree")
+    study_members_add(study=study, usernames=[researcher.username], role="researcher")
+    data = client_for(researcher).get(reverse("report", args=[study.slug]), {"download": "json"}).json()
+    humans = data["sections"]["Trusting the judges"]["pairwise"][0]["humans"]
+    assert humans["criterion"] == "preference"
+    outputs = {o.pk: o for o in Output.objects.filter(item__study=study)}
+    by_pos = {(o.item_id, o.position): o.system for o in outputs.values()}
+    judge = {}
+    for s in JudgeScore.objects.filter(run__study=study, status="scored"):
+        a, b = (int(x) for x in s.criterion.rsplit(":", 1)[1].split("-"))
+        sa, sb = by_pos[(s.item_id, a)], by_pos[(s.item_id, b)]
+        judge[(s.item_id, frozenset((sa, sb)))] = "tie" if s.value == "tie" else by_pos[(s.item_id, int(s.value))]
+    h, j = [], []
+    for r in Rating.objects.filter(assignment__study=study, criterion="preference", assignment__status="submitted"):
+        pair = frozenset(outputs[i].system for i in r.value["shown"])
+        key = (r.assignment.item_id, pair)
+        if key in judge:
+            first = min(pair)
+            code = lambda w: "tie" if w == "tie" else ("first" if w == first else "second")  # noqa: E731
+            h.append(code("tie" if r.value["winner"] == "tie" else outputs[r.value["winner"]].system))
+            j.append(code(judge[key]))
+    assert humans["n"] == len(h) > 50
+    assert humans["agreement"] == pytest.approx(sum(x == y for x, y in zip(h, j)) / len(h))
+    assert humans["kappa"] == pytest.approx(cohen_kappa_score(h, j))
+    assert humans["agreement"] > 0.5 and humans["kappa"] > 0.2  # both answer from the same truth, with noise
+    assert humans["human_position"]["n"] > 0
+    html = client_for(researcher).get(reverse("report", args=[study.slug])).content.decode()
+    assert 'data-testid="judge-vs-humans"' in html and "Cohen's κ" in html

@@ -75,6 +75,7 @@ RULES = {
     "page:invitation": anyone,  # the link is the key; here the token is no invitation
     "page:manage-crowd": site_admin,
     "page:manage-crowd-revoke": site_admin,
+    "page:manage-crowd-payments": site_admin,
     "page:crowd-entry": anyone,  # the link and the participant id are the key; here the token is no link
     "page:crowd-return": study_rater,
     "page:items-page": site_admin,
