@@ -70,14 +70,19 @@ class StudySettingsForm(forms.ModelForm):
     class Meta:
         model = Study
         fields = ["name", "instructions", "raters_per_item", "assignment_expiry_minutes", "randomize_items",
-                  "randomize_outputs", "counterbalance", "attention_check_rate", "attention_fail_pause", "deadline"]
+                  "randomize_outputs", "counterbalance", "attention_check_rate", "attention_fail_pause",
+                  "training_pass_mark", "deadline"]
         labels = {"name": "Title", "randomize_items": "Shuffle items per rater",
                   "randomize_outputs": "Shuffle responses within an item",
                   "counterbalance": "Counterbalance response order across raters",
                   "attention_check_rate": "Attention checks (share of items, 0–1)",
                   "attention_fail_pause": "Pause a rater after failed checks",
+                  "training_pass_mark": "Training pass mark (share, 0–1)",
                   "assignment_expiry_minutes": "Assignment expiry (minutes)"}
         help_texts = {"attention_fail_pause": "After this many failed checks (0: never).",
+                      "training_pass_mark": "Raters first answer the training items (upload them with "
+                                            "\"training\": true) and need this share right; one retry. "
+                                            "Empty: no training.",
                       "instructions": "Markdown, shown to raters beside the rubric's guide.",
                       "deadline": "Planned end, for the team; nothing closes by itself.",
                       "assignment_expiry_minutes": "An item a rater leaves this long goes back to the pool. "
@@ -90,6 +95,7 @@ class StudySettingsForm(forms.ModelForm):
         self.fields["raters_per_item"].min_value = 1
         self.fields["raters_per_item"].widget.attrs["min"] = 1
         self.fields["attention_check_rate"].widget.attrs.update(min=0, max=1, step="0.01")
+        self.fields["training_pass_mark"].widget.attrs.update(min=0, max=1, step="0.05", placeholder="no training")
         self.fields["assignment_expiry_minutes"].widget.attrs.update(min=1, placeholder="site default")
 
     def clean_raters_per_item(self):
@@ -102,6 +108,12 @@ class StudySettingsForm(forms.ModelForm):
         value = self.cleaned_data["attention_check_rate"]
         if value is not None and not 0 <= value <= 1:
             raise forms.ValidationError("A share between 0 and 1 (0.1 is one item in ten).")
+        return value
+
+    def clean_training_pass_mark(self):
+        value = self.cleaned_data["training_pass_mark"]
+        if value is not None and not 0 < value <= 1:
+            raise forms.ValidationError("A share above 0 and at most 1 (0.8: four in five right); empty for no training.")
         return value
 
     def changes(self) -> dict:

@@ -41,6 +41,8 @@ class ParsedItem:
     metadata: dict
     gold: dict
     is_attention_check: bool = False
+    is_training: bool = False
+    explanation: str = ""
 
 
 class ItemFileError(ValueError):
@@ -176,6 +178,10 @@ def _csv_to_record(line: int, row: dict[str, str]) -> dict | _RowError:
     }
     if row.get("attention_check"):
         record["attention_check"] = row["attention_check"].strip().lower() in {"1", "true", "yes"}
+    if row.get("training"):
+        record["training"] = row["training"].strip().lower() in {"1", "true", "yes"}
+    if row.get("explanation"):
+        record["explanation"] = row["explanation"]
     return record
 
 
@@ -257,12 +263,25 @@ def _validate(line: int, row: dict, errors: list, criteria_keys: set[str] | None
     attention = row.get("attention_check", False)
     if not isinstance(attention, bool):
         errors.append((line, "attention_check", "must be true or false"))
-    unknown = set(row) - {"id", "context", "context_kind", "outputs", "metadata", "gold", "attention_check"}
+    training = row.get("training", False)
+    explanation = row.get("explanation", "")
+    if not isinstance(training, bool):
+        errors.append((line, "training", "must be true or false"))
+    elif training and not gold:
+        errors.append((line, "gold", "a training item needs its expected answers"))
+    if not isinstance(explanation, str):
+        errors.append((line, "explanation", "must be text"))
+    elif explanation and not training:
+        errors.append((line, "explanation", "only training items carry an explanation"))
+    unknown = set(row) - {"id", "context", "context_kind", "outputs", "metadata", "gold", "attention_check",
+                          "training", "explanation"}
     if unknown:
         errors.append((line, sorted(unknown)[0], f"unknown field(s) {sorted(unknown)}"))
     if len(errors) > start:
         return None
-    return ParsedItem(line, external_id.strip(), context, context_kind, outputs, metadata, gold, attention)
+    # A training item is an attention check too: left out of every statistic and export.
+    return ParsedItem(line, external_id.strip(), context, context_kind, outputs, metadata, gold,
+                      attention or training is True, training is True, explanation)
 
 
 def _validate_outputs(line: int, outputs, errors: list) -> list[ParsedOutput]:

@@ -37,6 +37,10 @@ class Study(models.Model):
         default=2, help_text="Evaluators an output needs before it enters consensus or preference pairs (seed 002)."
     )
     attention_check_rate = models.FloatField(default=0.0, help_text="Share of a rater's items that are gold checks.")
+    training_pass_mark = models.FloatField(
+        null=True, blank=True, help_text="Share of the training items a rater must answer as expected before rating "
+                                         "(empty: no training phase). One retry."
+    )
     attention_fail_pause = models.PositiveSmallIntegerField(
         default=0, help_text="Pause a rater after this many failed checks (0: never)."
     )
@@ -173,6 +177,10 @@ class Item(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     gold = models.JSONField(default=dict, blank=True, help_text="Gold answers per criterion key.")
     is_attention_check = models.BooleanField(default=False)
+    # A training item is also an attention check (so it is left out of every statistic and export),
+    # shown only in a rater's training phase, with its gold answer and this explanation after it.
+    is_training = models.BooleanField(default=False, db_default=False)
+    explanation = models.TextField(blank=True, db_default="", help_text="Why the gold answer is right (training).")
     # Active + submitted assignments: a hint that lets the assignment engine skip full items through
     # an index. The engine recounts under the item's row lock, so a stale hint never over-assigns.
     # db_default because item import writes rows with COPY.
@@ -391,3 +399,25 @@ class CrowdParticipant(models.Model):
         constraints = [models.UniqueConstraint(fields=["link", "participant_id"], name="crowd_participant_unique")]
         indexes = [models.Index(fields=["deadline"], condition=Q(finished_at__isnull=True, returned_at__isnull=True),
                                 name="crowd_open_deadline")]
+
+
+class TrainingAttempt(models.Model):
+    """One pass of a rater through a study's training items (at most two: one retry)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="training_attempts")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="training_attempts")
+    number = models.PositiveSmallIntegerField()
+    n_items = models.PositiveIntegerField()
+    n_answered = models.PositiveIntegerField(default=0)
+    n_correct = models.PositiveIntegerField(default=0)
+    answers = models.JSONField(default=dict, blank=True, help_text="Training item external id -> answered as expected.")
+    passed = models.BooleanField(null=True, blank=True, help_text="Empty until every training item is answered.")
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "rater", "number"]
+        constraints = [models.UniqueConstraint(fields=["study", "rater", "number"], name="training_attempt_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.rater} training {self.number} on {self.study}"

@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.db.models import Aggregate, Count, FloatField, Q
 from django.utils import timezone
 
-from annotation.models import Assignment, Study, StudyMember
+from annotation.models import Assignment, Study, StudyMember, TrainingAttempt
 from annotation.selectors import StudyProgress, study_progress
 
 SUBMITTED = Assignment.Status.SUBMITTED
@@ -49,8 +49,8 @@ def study_dashboard(study: Study, *, flags_limit: int = 20) -> Dashboard:
     overall = submitted.aggregate(
         last_hour=Count("id", filter=Q(submitted_at__gte=hour_ago)),
         median_ms=Median("time_on_task_ms", filter=Q(is_attention_check=False)),
-        checks=Count("id", filter=Q(is_attention_check=True, attention_passed__isnull=False)),
-        checks_failed=Count("id", filter=Q(is_attention_check=True, attention_passed=False)),
+        checks=Count("id", filter=Q(is_attention_check=True, attention_passed__isnull=False, item__is_training=False)),
+        checks_failed=Count("id", filter=Q(is_attention_check=True, attention_passed=False, item__is_training=False)),
     )
     per_rater = {
         row["rater"]: row
@@ -59,12 +59,15 @@ def study_dashboard(study: Study, *, flags_limit: int = 20) -> Dashboard:
             active=Count("id", filter=Q(status=Assignment.Status.ACTIVE)),
             last_hour=Count("id", filter=Q(status=SUBMITTED, submitted_at__gte=hour_ago)),
             median_ms=Median("time_on_task_ms", filter=Q(status=SUBMITTED, is_attention_check=False)),
-            checks=Count("id", filter=Q(status=SUBMITTED, is_attention_check=True, attention_passed__isnull=False)),
-            checks_failed=Count("id", filter=Q(status=SUBMITTED, is_attention_check=True, attention_passed=False)),
+            checks=Count("id", filter=Q(status=SUBMITTED, is_attention_check=True, attention_passed__isnull=False,
+                                        item__is_training=False)),
+            checks_failed=Count("id", filter=Q(status=SUBMITTED, is_attention_check=True, attention_passed=False,
+                                               item__is_training=False)),
             flagged=Count("id", filter=Q(status=SUBMITTED, ignored=True)),
         )
     }
     members = StudyMember.objects.filter(study=study, role=StudyMember.Role.ANNOTATOR).select_related("user")
+    training = {a.rater_id: a for a in TrainingAttempt.objects.filter(study=study).order_by("rater_id", "number")}
     raters = []
     for m in members.order_by("user__username"):
         row = per_rater.get(m.user_id, {})
@@ -73,7 +76,7 @@ def study_dashboard(study: Study, *, flags_limit: int = 20) -> Dashboard:
             "submitted": row.get("submitted", 0), "active": row.get("active", 0),
             "last_hour": row.get("last_hour", 0), "median_seconds": _seconds(row.get("median_ms")),
             "checks": row.get("checks", 0), "checks_failed": row.get("checks_failed", 0),
-            "flagged": row.get("flagged", 0),
+            "flagged": row.get("flagged", 0), "training": training.get(m.user_id),
         })
         raters[-1]["checks_passed"] = raters[-1]["checks"] - raters[-1]["checks_failed"]
     flagged = submitted.filter(ignored=True)

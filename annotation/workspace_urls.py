@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotation.views import workspace
+from annotation.views import training, workspace
 
 urlpatterns = [
     path("studies/<slug:slug>/rate/", workspace.workspace, name="workspace"),
@@ -12,4 +12,6 @@ urlpatterns = [
     path("studies/<slug:slug>/rate/<uuid:token>/draft/", workspace.assignment_draft, name="workspace-draft"),
     path("studies/<slug:slug>/rate/<uuid:token>/submit/", workspace.assignment_submit_view,
          name="workspace-submit"),
+    path("studies/<slug:slug>/rate/<uuid:token>/training/", training.training_feedback, name="training-feedback"),
+    path("studies/<slug:slug>/rate/training/retry/", training.training_retry_view, name="training-retry"),
 ]

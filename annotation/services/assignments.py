@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from annotation.models import Assignment, Item, Output, Study, StudyMember
 from annotation.services import comparative
+from annotation.services.training import training_next, training_state
 
 ACTIVE = Assignment.Status.ACTIVE
 SUBMITTED = Assignment.Status.SUBMITTED
@@ -172,6 +173,12 @@ def assignment_next(*, study: Study, rater) -> Assignment | None:
     """
     if study.status != Study.Status.OPEN:
         return None
+    if study.training_pass_mark is not None:  # the training phase comes first (annotation.services.training)
+        training = training_state(study, rater)
+        if not training.qualified:
+            with transaction.atomic():
+                _lock_rater(study, rater)  # one call at a time per rater; a paused rater is refused here too
+                return training_next(study=study, rater=rater) if training.in_progress else None
     _sweep_now_and_then(study)
     wait = swept = healed = False
     attention = study.attention_check_rate > 0
@@ -382,7 +389,8 @@ def _recount_study(study: Study) -> int:
 
 def _attention_is_due(study: Study, rater) -> bool:
     counts = Assignment.objects.filter(study=study, rater=rater).exclude(status=EXPIRED).aggregate(
-        total=Count("id"), attention=Count("id", filter=Q(is_attention_check=True))
+        total=Count("id", filter=Q(item__is_training=False)),
+        attention=Count("id", filter=Q(is_attention_check=True, item__is_training=False)),
     )
     return attention_due(rate=study.attention_check_rate, n_assigned=counts["total"],
                          n_attention=counts["attention"], phase=_rater_phase(study.pk, rater.pk))
@@ -422,7 +430,7 @@ def _pick(study: Study, rater, *, attention: bool, wait: bool) -> tuple[int, lis
                 f"""
                 WITH top AS (
                     SELECT i.id, i.priority AS p, {key} AS k FROM {Item._meta.db_table} i
-                    WHERE i.study_id = %(study)s AND i.is_attention_check = %(attention)s {capacity}
+                    WHERE i.study_id = %(study)s AND i.is_attention_check = %(attention)s AND NOT i.is_training {capacity}
                       AND i.id NOT IN (SELECT a.item_id FROM {Assignment._meta.db_table} a
                                        WHERE a.study_id = %(study)s AND a.rater_id = %(rater)s {mine})
                     ORDER BY p DESC, k, i.id {limit}

@@ -160,7 +160,8 @@ def crowd_state(study: Study, user) -> CrowdState | None:
                    .order_by("-started_at").first())
     if participant is None:
         return None
-    rated = Assignment.objects.filter(study=study, rater=user, status=Assignment.Status.SUBMITTED).count()
+    rated = Assignment.objects.filter(study=study, rater=user, status=Assignment.Status.SUBMITTED,
+                                      item__is_training=False).count()  # training is not the quota
     quota = participant.link.items_per_participant
     now = timezone.now()
     left = int((participant.deadline - now).total_seconds()) if participant.deadline else None

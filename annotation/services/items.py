@@ -34,12 +34,13 @@ def _copy_items(study: Study, parsed: list[ParsedItem]) -> None:
     item_table, output_table = Item._meta.db_table, Output._meta.db_table
     with connection.cursor() as cursor:
         with cursor.copy(
-            f"COPY {item_table} (study_id, external_id, context, context_kind, metadata, gold, is_attention_check, created_at)"
+            f"COPY {item_table} (study_id, external_id, context, context_kind, metadata, gold, is_attention_check,"
+            " is_training, explanation, created_at)"
             " FROM STDIN"
         ) as copy:
             for p in parsed:
                 copy.write_row((study.pk, p.external_id, p.context, p.context_kind, json.dumps(p.metadata),
-                                json.dumps(p.gold), p.is_attention_check, "now"))
+                                json.dumps(p.gold), p.is_attention_check, p.is_training, p.explanation, "now"))
         cursor.execute(
             f"SELECT external_id, id FROM {item_table} WHERE study_id = %s AND external_id = ANY(%s)",
             [study.pk, [p.external_id for p in parsed]],

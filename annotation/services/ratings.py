@@ -34,6 +34,7 @@ from annotation.models import Assignment, Output, Rating, Study, StudyMember
 from annotation.services import comparative
 from annotation.services.assignments import assignment_reclaim, lease_duration
 from annotation.services.routing_flag import routing_refresh_request
+from annotation.services.training import training_record
 
 MAX_TEXT = 20_000
 MAX_SPANS = 200
@@ -505,7 +506,9 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
                                                                                  systems)
             fields.append("attention_passed")
         a.save(update_fields=fields)
-        if a.is_attention_check and a.attention_passed is False and study.attention_fail_pause:
+        if item.is_training:
+            training_record(assignment=a)  # training answers are taught, not held against the rater
+        elif a.is_attention_check and a.attention_passed is False and study.attention_fail_pause:
             _pause_if_failing(study, a.rater_id)
     a.study, a.item = study, item
     a.ratings_stored = len(rows)
@@ -553,6 +556,7 @@ def _write_ratings(a: Assignment, rows: list[RatingRow], shown: list[Output], *,
 
 
 def _pause_if_failing(study: Study, rater_id: int) -> None:
-    failed = Assignment.objects.filter(study=study, rater_id=rater_id, attention_passed=False).count()
+    failed = Assignment.objects.filter(study=study, rater_id=rater_id, attention_passed=False,
+                                       item__is_training=False).count()
     if failed >= study.attention_fail_pause:
         StudyMember.objects.filter(study=study, user_id=rater_id).update(paused=True)

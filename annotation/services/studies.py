@@ -116,6 +116,7 @@ EDITABLE = {
     "counterbalance": "items already rated were shown in the earlier response order",
     "attention_check_rate": "attention results so far were collected under the earlier rate",
     "attention_fail_pause": "raters already over the new limit are not paused retroactively",
+    "training_pass_mark": None,  # training results keep the mark they were judged by
     "deadline": None,
 }
 

@@ -39,6 +39,7 @@ from annotation.services.ratings import (
     assignment_submit,
     field_name,
 )
+from annotation.services.training import training_state
 from annotation.views.crowd import crowd_context
 from rubrics.schema import COMPARATIVE_KINDS
 
@@ -236,11 +237,13 @@ def build_screen(study: Study, assignment: Assignment, *, draft: dict | None = N
 def rater_progress(study: Study, rater) -> dict:
     """done: the rater's submitted items; left: items the rater could still get (an estimate,
     since other raters fill slots too), counting the one on screen."""
-    done = Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.SUBMITTED).count()
+    done = Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.SUBMITTED,
+                                     item__is_training=False).count()
     mine = Assignment.objects.filter(item=OuterRef("pk"), rater=rater).exclude(status=Assignment.Status.EXPIRED)
     left = (Item.objects.filter(study=study, is_attention_check=False, slots_taken__lt=study.raters_per_item)
             .exclude(Exists(mine)).count())
-    left += Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.ACTIVE).count()
+    left += Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.ACTIVE,
+                                      item__is_training=False).count()
     total = done + left
     return {"done": done, "left": left, "total": total, "percent": round(100 * done / total) if total else 100}
 
@@ -273,11 +276,14 @@ def _next_screen(request: HttpRequest, study: Study) -> HttpResponse:
         assignment = assignment_next(study=study, rater=request.user)
     except RaterPaused:
         return _render(request, study, {"state": "paused"})
+    training = training_state(study, request.user)
     if assignment is None:
+        if study.is_open and not training.qualified:  # training over and not passed: the result, a retry
+            return _render(request, study, {"state": "training", "training": training, **crowd})
         if crowd:
             crowd_finish(crowd["crowd"])
         return _render(request, study, {"state": "done" if study.is_open else "closed", **crowd})
-    return _render(request, study, {"state": "rate", **crowd,
+    return _render(request, study, {"state": "rate", **crowd, "training": training if training.required else None,
                                     **build_screen(study, load_for_screen(study, assignment))})
 
 
@@ -342,6 +348,13 @@ def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpR
         return _redirect_to_next(request, study)
     if was_revision:
         messages.success(request, "Your changes are saved.")
+    if assignment.item.is_training:  # after each training item: what was expected, and why
+        url = reverse("training-feedback", kwargs={"slug": study.slug, "token": assignment.token})
+        if request.htmx:
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = url
+            return response
+        return redirect(url)
     return _redirect_to_next(request, study)
 
 
