@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Study, TrainingAttempt
+from annotation.services import comparative
 
 MAX_ATTEMPTS = 2  # the first try and one retry
 
@@ -81,10 +82,13 @@ def training_next(*, study: Study, rater) -> Assignment | None:
         item = _items(study).exclude(id__in=done).prefetch_related("outputs").first()
         if item is None:
             return None
-        positions = sorted(o.position for o in item.outputs.all())
+        # Uploaded order, so an explanation may say "Response 1"; a pairwise or best-worst rubric
+        # shows its first 2 or tuple_size outputs, as its design shows that many.
+        _, shown = comparative.shown_design(study.rubric)
+        positions = sorted(o.position for o in item.outputs.all())[:shown or None]
         assignment = Assignment.objects.create(
             study=study, item=item, rater=rater, status=Assignment.Status.ACTIVE, slot=None,
-            permutation=positions, is_attention_check=True)  # uploaded order: the explanation may name Response 1
+            permutation=positions, is_attention_check=True)
         return Assignment.objects.with_item(id=assignment.pk)
 
 
