@@ -17,6 +17,7 @@ from annotation.models import Output, Study
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure, slot_matrix
 from annotation.stats.icc import icc
+from annotation.stats.power import InvalidArgument
 from annotation.stats.pilot import pairwise_summary, system_correlations, within_system_sd
 from annotation.stats.result import Stat
 
@@ -78,12 +79,12 @@ def _pairwise_estimates(study: Study, criterion: Mapping[str, Any]) -> dict[str,
 def pilot_estimates(study: Study, *, criterion: str | None = None) -> dict[str, Any]:
     """σ, ρ, c of `criterion` (default: the first numeric output criterion) and the pairwise
     summary of the rubric's pairwise question, each with a reason when the pilot has too little
-    data. Raises ValueError naming `criterion` when it is not a numeric output criterion."""
+    data. Raises InvalidArgument (a ValueError) naming `criterion` when it is not a numeric output criterion."""
     scores = {c["key"]: c for c in score_criteria(study)}
     if criterion is not None and criterion not in scores:
         known = ", ".join(scores) or "none"
-        raise ValueError(f"criterion: {criterion!r} is not a numeric criterion of each output in "
-                         f"{study.slug} (numeric ones: {known})")
+        raise InvalidArgument("criterion", f"{criterion!r} is not a numeric criterion of each output in "
+                                           f"{study.slug} (numeric ones: {known})")
     key = criterion or next(iter(scores), None)
     out: dict[str, Any] = {"study": study.slug, "scores": None, "pairwise": None, "notes": []}
     if key is not None:
