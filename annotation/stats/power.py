@@ -140,9 +140,24 @@ def paired_power(n: int, *, delta: float, sd: float, icc: float, corr: float, ra
 
 
 def _t_power(n: int, effect: float, alpha: float) -> float:
-    df, nc = n - 1, effect * math.sqrt(n)
+    return float(_t_power_array(np.asarray(n), effect, alpha))
+
+
+def _t_power_array(n: np.ndarray, effect: float, alpha: float) -> np.ndarray:
+    df, nc = n - 1, effect * np.sqrt(n)
     crit = t_dist.ppf(1 - alpha / 2, df)
-    return float(nct.sf(crit, df, nc) + nct.cdf(-crit, df, nc))
+    return nct.sf(crit, df, nc) + nct.cdf(-crit, df, nc)
+
+
+def paired_power_curve(ns: Iterable[int], *, delta: float, sd: float, icc: float, corr: float, raters: int,
+                       alpha: float = 0.05) -> np.ndarray:
+    """paired_power for many n at once (each n ≥ 2), for plots."""
+    delta, alpha = _positive("delta", delta), _open_unit("alpha", alpha)
+    n = np.asarray(list(ns), dtype=np.int64)
+    if n.size and n.min() < MIN_ITEMS:
+        raise InvalidArgument("n", f"a paired t-test needs at least {MIN_ITEMS} items")
+    v = difference_variance(sd=sd, icc=icc, corr=corr, raters=raters)
+    return _t_power_array(n, delta / math.sqrt(v), alpha)
 
 
 def items_needed(*, delta: float, sd: float, icc: float, corr: float, raters: int,
