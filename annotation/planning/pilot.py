@@ -1,8 +1,13 @@
 """Planning inputs read from a study used as a pilot: σ, ρ and c of a numeric criterion, and the
 tie share and win rate of its pairwise question. A selector: reads only.
 
-ρ is computed as the study report computes its ICC1 (annotation.reports.study): one-way ICC(1)
-over (item, output) units, the first k ratings of each unit with the most common k ≥ 2.
+ρ is computed as the study report computes its ICC1 (annotation.reports.study), one-way ICC(1)
+over (item, output) units with the first k ratings of each unit (the most common k ≥ 2), but of
+the ratings minus their system's mean: the planner's σ is spread within a system, and ρ is the
+share of it that is the output's true score. The report's own ICC1 is returned beside it
+(`report_icc`); it counts the systems' differences as true-score variance too, so it is higher
+whenever systems differ. c is the systems' per-item correlation corrected for rater noise
+(annotation.stats.pilot.disattenuate); the observed one is `corr_observed`.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure, slot_matrix
 from annotation.stats.icc import icc
 from annotation.stats.power import InvalidArgument
-from annotation.stats.pilot import pairwise_summary, system_correlations, within_system_sd
+from annotation.stats.pilot import disattenuate, pairwise_summary, system_correlations, within_system_sd
 from annotation.stats.result import Stat
 
 FEW_ITEMS = 10  # below this many rated items the estimates are rough; the page says so
@@ -38,6 +43,13 @@ def _stat(s: Stat) -> dict[str, Any]:
     return {"value": s.value, "reason": s.reason}
 
 
+def _icc1(units: np.ndarray, x: np.ndarray) -> Stat:
+    matrix, _, k = slot_matrix(units, x)
+    if k < 2:
+        return Stat.undefined("too little data: no output has two or more ratings")
+    return icc(matrix)["ICC1"]
+
+
 def _score_estimates(study: Study, criterion: Mapping[str, Any]) -> dict[str, Any]:
     df = stats_frame(study, [criterion["key"]])
     df = add_analysis_value(df[~df["is_attention_check"]], [criterion])
@@ -46,16 +58,21 @@ def _score_estimates(study: Study, criterion: Mapping[str, Any]) -> dict[str, An
                            "n_items": int(df["item_id"].nunique()), "n_raters": int(df["rater_id"].nunique())}
     if df.empty:
         reason = "too little data: no ratings of this criterion yet"
-        return {**out, **{k: {"value": None, "reason": reason} for k in ("sd", "icc", "corr")}}
+        return {**out, "corr_pairs": [], "ratings_per_output": 0.0,
+                **{k: {"value": None, "reason": reason} for k in ("sd", "icc", "corr", "report_icc", "corr_observed")}}
     x = df["x"].to_numpy(float)
-    out["sd"] = _stat(within_system_sd(x, df["system"].to_numpy()))
+    systems = df["system"].to_numpy()
+    out["sd"] = _stat(within_system_sd(x, systems))
     units = pd.MultiIndex.from_arrays([df["item_id"], df["output"]]).factorize()[0].astype(np.int64)
-    matrix, _, k = slot_matrix(units, x)
-    out["icc"] = _stat(icc(matrix)["ICC1"] if k >= 2 else
-                       Stat.undefined("too little data: no output has two or more ratings"))
-    corr = system_correlations(df["item_id"].to_numpy(), df["system"].to_numpy(), x)
-    out["corr"] = {"value": corr["value"], "reason": corr["reason"]}
+    centred = x - df.groupby("system")["x"].transform("mean").to_numpy(float)
+    out["icc"] = _stat(_icc1(units, centred))
+    out["report_icc"] = _stat(_icc1(units, x))
+    corr = system_correlations(df["item_id"].to_numpy(), systems, x)
+    out["corr_observed"] = {"value": corr["value"], "reason": corr["reason"]}
     out["corr_pairs"] = corr["pairs"]
+    out["ratings_per_output"] = float(np.bincount(units).mean())
+    out["corr"] = _stat(disattenuate(corr["value"], out["icc"]["value"], out["ratings_per_output"])
+                        if corr["value"] is not None else Stat.undefined(corr["reason"]))
     return out
 
 

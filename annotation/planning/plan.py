@@ -22,7 +22,8 @@ def pilot_inputs(pilot: Mapping[str, Any] | None) -> tuple[dict[str, float], dic
     if scores:
         for name in FROM_PILOT_SCORES:
             if scores[name]["value"] is not None:
-                values[name] = scores[name]["value"]
+                # a negative ICC estimate says the true reliability is about 0
+                values[name] = max(0.0, scores[name]["value"]) if name == "icc" else scores[name]["value"]
             else:
                 missing[name] = scores[name]["reason"]
     pairwise = (pilot or {}).get("pairwise")

@@ -3,11 +3,14 @@
 - σ: the pooled within-system SD of single ratings (each rating minus its system's mean),
   so that the difference between systems, which the plan is to detect, does not count as spread;
 - c: the Pearson correlation of two systems' per-item mean scores, over items both have;
-  with more than two systems the mean over the pairs (each pair is listed too);
+  with more than two systems the mean over the pairs (each pair is listed too). Rater noise
+  in the means attenuates it: the planner's c is corrected by the reliability of a mean of k
+  ratings, ρk = kρ/(1+(k−1)ρ) (Spearman's correction, `disattenuate`);
 - pairwise judgements: the tie share and, per pair of systems, the first system's win rate
   among decided judgements.
 
-ρ, the inter-rater reliability, is the study report's ICC1 (annotation.stats.icc).
+ρ, the inter-rater reliability, is ICC1 (annotation.stats.icc) of the ratings minus their
+system's mean, so that, like σ, it measures spread within a system.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .correlation import pearson
 from .result import Stat
 
 MIN_COMMON_ITEMS = 3
+MAX_CORR = 0.99  # the planner needs c < 1; a corrected correlation above this is capped
 MIN_DECIDED = 10  # a pair's win rate from fewer decided judgements is not worth planning with
 
 
@@ -58,6 +62,17 @@ def system_correlations(items: Sequence[Any], systems: Sequence[str], scores: Se
     else:
         stat = Stat.of(float(np.mean(defined)))
     return {"value": stat.value, "reason": stat.reason, "pairs": pairs}
+
+
+def disattenuate(r: float | None, icc: float | None, k: float) -> Stat:
+    """The true-score correlation c from the correlation r of means of k ratings each:
+    c = r / ρk with ρk = kρ/(1+(k−1)ρ), capped to [−MAX_CORR, MAX_CORR]."""
+    if r is None:
+        return Stat.undefined("no observed correlation")
+    if icc is None or icc <= 0:
+        return Stat.undefined("needs a positive reliability ρ to correct the correlation for rater noise")
+    reliability = k * icc / (1 + (k - 1) * icc)
+    return Stat.of(float(np.clip(r / reliability, -MAX_CORR, MAX_CORR)))
 
 
 def pairwise_summary(judgements: Iterable[tuple[str, str, str]]) -> dict[str, Any]:

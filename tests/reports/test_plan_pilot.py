@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pingouin
 import pytest
 from scipy.stats import pearsonr
 
@@ -11,30 +12,59 @@ from annotation.planning.pilot import pilot_estimates
 from annotation.reports.ratings import stats_frame
 from annotation.reports.study import study_report
 from annotation.stats.power import InvalidArgument
+from tests.conftest import make_user
 from tests.reports.factories import items_jsonl, submit
 
 pytestmark = pytest.mark.django_db
 KEY = "semantic_relevance"
 
 
-def test_score_estimates_agree_with_the_report_and_with_numpy_scipy(rated_study):
+def test_score_estimates_agree_with_the_report_pingouin_and_scipy(rated_study):
     est = pilot_estimates(rated_study)["scores"]
     assert est["criterion"] == KEY
-    # ρ: the same number as the study report's ICC1 for the criterion
+    # the report's ICC1 for the criterion, unchanged
     report = study_report(rated_study, n_boot=10)
-    assert est["icc"]["value"] == pytest.approx(report["agreement"][KEY]["icc1"]["value"])
+    assert est["report_icc"]["value"] == pytest.approx(report["agreement"][KEY]["icc1"]["value"])
     df = stats_frame(rated_study, [KEY])
     df = df[~df["is_attention_check"]]
+    df = df.assign(centred=df["score"] - df.groupby("system")["score"].transform("mean"))
+    # ρ: ICC1 of the ratings minus their system's mean, over (item, output) units (pingouin)
+    complete = df.assign(unit=df["item_id"].astype(str) + "/" + df["output"].astype(str))
+    full_units = complete.groupby("unit")["rater_id"].transform("nunique") == 3
+    ref = pingouin.intraclass_corr(complete[full_units], targets="unit", raters="rater_id", ratings="centred")
+    assert est["icc"]["value"] == pytest.approx(ref.set_index("Type").loc["ICC(1,1)", "ICC"])
+    assert est["icc"]["value"] < est["report_icc"]["value"]  # the systems' gap is not reliability
     # σ: the pooled within-system SD
-    resid = df["score"] - df.groupby("system")["score"].transform("mean")
-    assert est["sd"]["value"] == pytest.approx(np.sqrt((resid**2).sum() / (len(df) - df["system"].nunique())))
-    assert est["sd"]["value"] < df["score"].std()  # the systems' differences are not spread
-    # c: mean over system pairs of the Pearson correlation of per-item means
+    assert est["sd"]["value"] == pytest.approx(np.sqrt((df["centred"]**2).sum() / (len(df) - df["system"].nunique())))
+    assert est["sd"]["value"] < df["score"].std()
+    # c: mean over system pairs of the Pearson correlation of per-item means, corrected by ρk
     means = df.groupby(["item_id", "system"])["score"].mean().unstack()
     pairs = [("sys-a", "sys-b"), ("sys-a", "sys-c"), ("sys-b", "sys-c")]
-    expected = np.mean([pearsonr(means[a], means[b]).statistic for a, b in pairs])
-    assert est["corr"]["value"] == pytest.approx(expected)
+    observed = np.mean([pearsonr(means[a], means[b]).statistic for a, b in pairs])
+    assert est["corr_observed"]["value"] == pytest.approx(observed)
     assert [p["systems"] for p in est["corr_pairs"]] == [list(p) for p in pairs]
+    k, rho = est["ratings_per_output"], est["icc"]["value"]
+    assert est["corr"]["value"] == pytest.approx(min(0.99, observed * (1 + (k - 1) * rho) / (k * rho)))
+
+
+def test_a_pilot_simulated_from_the_model_gives_back_its_parameters(make_study, db):
+    """150 items, two systems two points apart, three raters per output: σ, ρ and c come back
+    near the values the ratings were drawn with (the report's ICC1 does not)."""
+    sd, rho, c, n_items, n_raters = 1.0, 0.5, 0.6, 150, 3
+    raters = [make_user(f"sim{r}") for r in range(n_raters)]
+    study = make_study("rrgen-001", annotators=raters, items_text=items_jsonl(n_items, systems=("sys-a", "sys-b")))
+    rng = np.random.default_rng(3)
+    truth = rng.multivariate_normal([2.0, 0.0], rho * sd**2 * np.array([[1, c], [c, 1]]), size=n_items)
+    noise = rng.normal(0, sd * np.sqrt(1 - rho), size=(n_items, 2, n_raters))
+    for i, item in enumerate(study.items.order_by("id")):
+        for r, rater in enumerate(raters):
+            # numeric criterion values are stored as given; the model is continuous
+            submit(study, rater, item, {(p, KEY): float(truth[i, p] + noise[i, p, r]) for p in range(2)})
+    est = pilot_estimates(study, criterion=KEY)["scores"]
+    assert est["sd"]["value"] == pytest.approx(sd, abs=0.1)
+    assert est["icc"]["value"] == pytest.approx(rho, abs=0.12)
+    assert est["corr"]["value"] == pytest.approx(c, abs=0.15)
+    assert est["report_icc"]["value"] > 0.75  # 2σ between systems counted as true variance
 
 
 def test_an_unknown_or_non_numeric_criterion_is_named(rated_study):
@@ -46,7 +76,7 @@ def test_an_unknown_or_non_numeric_criterion_is_named(rated_study):
 def test_a_study_without_ratings_says_so(make_study):
     est = pilot_estimates(make_study("rrgen-001"))["scores"]
     assert est["n_ratings"] == 0
-    for name in ("sd", "icc", "corr"):
+    for name in ("sd", "icc", "corr", "report_icc"):
         assert est[name]["value"] is None and "too little data" in est[name]["reason"]
 
 
