@@ -83,3 +83,21 @@ def test_admins_see_it_and_the_report_links_to_it(rated_study, admin_user, clien
     assert _get(client, rated_study).status_code == 200
     report = client.get(reverse("report", args=[rated_study.slug]))
     assert f'href="{reverse("plan", args=[rated_study.slug])}"'.encode() in report.content
+
+
+def test_a_comparative_study_prefills_ties_and_win_probability(make_study, raters, admin_user, client_for):
+    from tests.reports.test_plan_pilot import _pairwise_study
+
+    pattern = [("a", "a", "tie"), ("a", "b", "a"), ("b", "a", "tie"), ("a", "a", "b")] * 3
+    study = _pairwise_study(make_study, raters, pattern)
+    response = _get(client_for(admin_user), study)
+    assert response.status_code == 200
+    pilot = response.context["pilot"]["pairwise"]
+    body = response.content.decode()
+    assert f'name="ties" value="{round(pilot["tie_share"], 3)}"' in body
+    assert f'name="win_prob" value="{round(pilot["win_rate"], 3)}"' in body
+    plan = response.context["plan"]["pairwise"]
+    assert plan["decided"] == pw.judgements_needed(win_prob=round(pilot["win_rate"], 3))
+    assert plan["judgements"] == pw.pairwise_plan(win_prob=round(pilot["win_rate"], 3),
+                                                  ties=round(pilot["tie_share"], 3))["judgements"]
+    assert "sys-a vs sys-b" in body
