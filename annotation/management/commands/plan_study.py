@@ -31,7 +31,7 @@ class Command(BaseCommand):
         scores.add_argument("--delta", type=float, help="smallest mean difference worth detecting, in scale points")
         scores.add_argument("--sd", type=float, help="SD of one rating (σ)")
         scores.add_argument("--icc", type=float, help="inter-rater reliability ICC(1), 0..1 (ρ)")
-        scores.add_argument("--corr", type=float, help="correlation of the two systems' true scores per item, -1..1 (c)")
+        scores.add_argument("--corr", type=float, help="correlation of the systems' true scores per item, -1..1 (c)")
         scores.add_argument("--raters", type=int, help="raters per output (default 3)")
         pilot = parser.add_argument_group("pilot")
         pilot.add_argument("--pilot", metavar="SLUG", help="take --sd, --icc, --corr (and --ties, --win-prob) "
