@@ -37,18 +37,15 @@ def pilot_inputs(pilot: Mapping[str, Any] | None) -> tuple[dict[str, float], dic
     return values, missing
 
 
-def study_plan(entered: Mapping[str, Any], *, pilot: Mapping[str, Any] | None = None,
-               use_pilot_win_prob: bool = True) -> dict[str, Any]:
+def study_plan(entered: Mapping[str, Any], *, pilot: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A plan for scores when `delta` is given and for comparisons when a win probability is known
-    (entered as win_prob or bt_diff, or from the pilot when `use_pilot_win_prob`).
+    (entered as win_prob or bt_diff, or the pilot's closest pair's win rate).
 
     `entered` holds the user's values (None or absent when not given). Raises InvalidArgument
     naming the input at fault, also when a needed input is neither entered nor in the pilot.
     """
     from_pilot, missing = pilot_inputs(pilot)
     given = {k: v for k, v in entered.items() if v is not None}
-    if not use_pilot_win_prob:
-        from_pilot.pop("win_prob", None)
     sources: dict[str, str] = {}
 
     def value(name: str, *, required: bool = True) -> Any:
