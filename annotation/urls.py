@@ -26,5 +26,6 @@ urlpatterns = [
     path("studies/<slug:slug>/progress/", progress.study_progress_view, name="progress-page"),
     path("", include("annotation.workspace_urls")),
     path("", include("annotation.reports.urls")),
+    path("", include("annotation.planning.urls")),
     path("", include("annotation.datasets.urls")),
 ]

@@ -90,6 +90,7 @@ RULES = {
     "page:workspace-draft": study_rater,
     "page:workspace-submit": study_rater,
     "page:report": study_reader,
+    "page:plan": study_reader,
     "page:datasets": study_reader,
     "page:dataset-export": study_reader,
     "page:release-create": study_reader,

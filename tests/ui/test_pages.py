@@ -60,12 +60,12 @@ def test_study_nav_links_follow_the_role(make_study, admin_user, researcher, cli
     as_admin = client_for(admin_user).get(f"/studies/{study.slug}/report/").content.decode()
     as_reader = client_for(researcher).get(f"/studies/{study.slug}/report/").content.decode()
     for href in ("/judges/studies/{s}/", "/judges/studies/{s}/gold/", "/judges/studies/{s}/doubt/",
-                 "/studies/{s}/datasets/", "/studies/{s}/progress/", "/studies/{s}/report/"):
+                 "/studies/{s}/datasets/", "/studies/{s}/progress/", "/studies/{s}/report/", "/studies/{s}/plan/"):
         assert f'href="{href.format(s=study.slug)}"' in as_admin and f'href="{href.format(s=study.slug)}"' in as_reader
     for href in ("/studies/{s}/manage/", "/studies/{s}/items/"):
         assert f'href="{href.format(s=study.slug)}"' in as_admin
         assert f'href="{href.format(s=study.slug)}"' not in as_reader
-    for path in ("datasets", "progress"):
+    for path in ("datasets", "progress", "plan"):
         body = client_for(researcher).get(f"/studies/{study.slug}/{path}/").content.decode()
         assert 'class="subnav"' in body and 'aria-current="page"' in body
     for path in ("", "gold/", "doubt/"):

@@ -65,7 +65,8 @@ def test_every_page_in_the_navigation(page_at, live_server, site, role, width):
     seen = _walk(page, live_server, role, width)
     slug = "test-rrgen-001"
     if role in ("admin", "researcher"):
-        assert {f"/studies/{slug}/report/", f"/studies/{slug}/progress/", f"/studies/{slug}/datasets/",
+        assert {f"/studies/{slug}/report/", f"/studies/{slug}/plan/", f"/studies/{slug}/progress/",
+                f"/studies/{slug}/datasets/",
                 f"/judges/studies/{slug}/", f"/judges/studies/{slug}/gold/",
                 f"/judges/studies/{slug}/doubt/"} <= set(seen)
     if role == "admin":
