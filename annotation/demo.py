@@ -40,6 +40,38 @@ KNOBS = Knobs(noise=0.5, rater_bias=0.3, position_bias=0.3, malformed=0.05)
 JUDGE_KNOBS = Knobs(noise=0.3, rater_bias=0.2, malformed=0.05)
 
 
+# The demo's crowd study: a training phase first (the demo annotators meet it too) and a Prolific link.
+CROWD_PRESET = "compare-pairwise"
+TRAINING = [
+    {"id": "training-1", "context": "How do I undo my last commit in git but keep the changes?",
+     "outputs": [{"system": "trainer-good", "content": "Run `git reset --soft HEAD~1`: the commit goes, your "
+                                                       "changes stay staged."},
+                 {"system": "trainer-poor", "content": "Git keeps a history of commits."}],
+     "gold": {"preference": ["trainer-good", "trainer-poor"]},
+     "explanation": "Response 1 gives the exact command and says what it keeps; Response 2 is true but does "
+                    "not answer the question. A clear difference: Response 1 is clearly better."},
+    {"id": "training-2", "context": "Summarise in one sentence: the meeting moved from Monday to Wednesday at 10.",
+     "outputs": [{"system": "trainer-poor", "content": "There is a meeting."},
+                 {"system": "trainer-good", "content": "The meeting is now on Wednesday at 10 instead of Monday."}],
+     "gold": {"preference": ["trainer-good", "trainer-poor"]},
+     "explanation": "Response 2 keeps both facts that changed (the day and the time); Response 1 drops them."},
+]
+
+
+def _training_and_crowd(study: Study, admin) -> None:
+    import json
+
+    from annotation.services.crowd import crowd_link_create
+    from annotation.services.items import items_import
+
+    rows = [{**row, "training": True} for row in TRAINING]
+    items_import(study=study, text="".join(json.dumps(r) + "\n" for r in rows), filename="training.jsonl")
+    study.training_pass_mark = 0.5
+    study.save(update_fields=["training_pass_mark"])
+    crowd_link_create(study=study, user=admin, provider="prolific", completion_code="DEMO2026",
+                      items_per_participant=5, time_limit_minutes=30)
+
+
 def demo_password(username: str) -> str:
     return os.environ.get("CONCORD_DEMO_PASSWORD") or f"{username}-demo"
 
@@ -74,6 +106,8 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
         )
         study_members_add(study=sim.study, usernames=ANNOTATORS, role=StudyMember.Role.ANNOTATOR)
         study_members_add(study=sim.study, usernames=["researcher"], role=StudyMember.Role.RESEARCHER)
+        if preset == CROWD_PRESET:
+            _training_and_crowd(sim.study, users["admin"])
         if judges_hook is not None:
             judges_hook(sim.study, preset, seed)
     return [(name, demo_password(name), role) for name, role in ACCOUNTS.items()]

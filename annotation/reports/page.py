@@ -46,7 +46,8 @@ def _comparisons(report: dict[str, Any], plots: dict[str, Any]) -> list[dict[str
         bws = c.get("bws_count") or {}
         rows = [{"system": s, **v, "bws": bws.get(s)} for s, v in (c.get("systems") or {}).items()]
         rows.sort(key=lambda r: -(r["bt"] if r.get("bt") is not None else bws.get(r["system"], 0) - 1e9))
-        out.append({**c, "rows": rows, "plots": plots.get(key) or {}})
+        label = {"pairwise": "pairwise", "ranking": "ranking", "best_worst": "best–worst"}.get(c.get("kind"), c.get("kind"))
+        out.append({**c, "kind_label": label, "rows": rows, "plots": plots.get(key) or {}})
     return out
 
 

@@ -41,6 +41,11 @@ def test_load_demo_builds_full_studies_once():
             assert study.routing.state["comparisons"] and study.status == "open"  # routing on, study kept open
         assert DatasetRelease.objects.filter(study=study, status="ready").count() == 5
         assert assignment_next(study=study, rater=annotator) is not None, f"{study.slug}: nothing left to rate"
+    crowd = studies["demo-compare-pairwise"]
+    assert crowd.training_pass_mark == 0.5 and crowd.items.filter(is_training=True).count() == 2
+    assert crowd.crowd_links.filter(provider="prolific", revoked_at__isnull=True).exists()
+    first = assignment_next(study=crowd, rater=get_user_model().objects.get(username="annotator2"))
+    assert first.item.is_training  # a demo annotator meets the training first
     counts = (Study.objects.count(), Rating.objects.count(), JudgeRun.objects.count())
     call_command("load_demo", stdout=io.StringIO())
     assert (Study.objects.count(), Rating.objects.count(), JudgeRun.objects.count()) == counts
