@@ -272,6 +272,9 @@ STATS_SCHEMA = pa.schema([
 ])
 
 
+CATEGORICAL_STATS_COLUMNS = ("system", "criterion", "label")
+
+
 def stats_frame(study: Study, criteria: Sequence[str], *,
                 item_range: tuple[int, int] | None = None) -> pd.DataFrame:
     """One row per rating of `criteria` in submitted, not ignored assignments (STATS_SCHEMA),
@@ -293,6 +296,11 @@ def stats_frame(study: Study, criteria: Sequence[str], *,
         body_sql += " AND a.item_id >= %s AND a.item_id < %s"
         params += list(item_range)
     table = pa.Table.from_batches(list(arrow_batches(body_sql, params, STATS_SCHEMA)), schema=STATS_SCHEMA)
+    # Few distinct values, many rows: as categoricals, the report's groupbys and filters on them
+    # work on integer codes instead of strings.
+    for name in CATEGORICAL_STATS_COLUMNS:
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, table.column(name).dictionary_encode())
     return table.to_pandas()
 
 

@@ -219,13 +219,21 @@ def agreement_bootstrap(units: np.ndarray, unit_item: np.ndarray, x: np.ndarray,
 
     units: unit code per rating (0..U-1); unit_item: item code per unit; x: analysis value.
     """
+    n_items = int(unit_item.max()) + 1 if unit_item.size else 0
+    return agreement_bootstraps({"_": (units, unit_item, x, measure)}, n_items=n_items, n_boot=n_boot,
+                                level=level, seed=seed)["_"]
+
+
+def _bootstrap_features(units: np.ndarray, unit_item: np.ndarray, x: np.ndarray, measure: str,
+                        n_items: int) -> tuple[np.ndarray, int, int, int]:
+    """Per item, the sums of per-unit sufficient statistics (alpha's, then ICC1's for numeric):
+    a resample of items is then a weighted sum. Returns (item features, alpha columns, k, ICC units)."""
     keep = ~np.isnan(x)
     units, x = units[keep], x[keep]
     n_units = int(unit_item.size)
     feats, _ = _unit_features(units, x, measure, n_units)
     parts = [feats]
-    k = 0
-    n_icc = 0
+    k = n_icc = 0
     if measure == "numeric":
         mat, rows_units, k = slot_matrix(units, x)
         icc_feats = np.zeros((n_units, 4))
@@ -236,37 +244,57 @@ def agreement_bootstrap(units: np.ndarray, unit_item: np.ndarray, x: np.ndarray,
             n_icc = int(rows_units.size)
         parts.append(icc_feats)
     all_feats = np.column_stack(parts)
-    a_cols = feats.shape[1]
+    item_feats = np.zeros((n_items, all_feats.shape[1]))
+    np.add.at(item_feats, unit_item, all_feats)
+    return item_feats, feats.shape[1], k, n_icc
 
-    def stats_of(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        alpha = _alpha_from_totals(totals[:, :a_cols], measure)
+
+def agreement_bootstraps(specs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, str]], *, n_items: int,
+                         n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """agreement_bootstrap for several criteria at once, on one set of item resamples: key ->
+    (units, unit_item, x, measure) with item codes shared by all criteria (0..n_items-1). Each
+    resample of the study's items is drawn once and weighs every criterion's sums, so the random
+    draws (most of the cost) are paid once, not once per criterion."""
+    blocks = {key: _bootstrap_features(u, ui, x, m, n_items) for key, (u, ui, x, m) in specs.items()}
+    stacked = np.column_stack([b[0] for b in blocks.values()]) if blocks else np.zeros((n_items, 0))
+    spans, start = {}, 0
+    for key, (feats, _, _, _) in blocks.items():
+        spans[key] = (start, start + feats.shape[1])
+        start += feats.shape[1]
+
+    def stats_of(key: str, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        _, a_cols, k, _ = blocks[key]
+        alpha = _alpha_from_totals(totals[:, :a_cols], specs[key][3])
         icc1 = _icc1_from_totals(totals[:, a_cols:], k) if k >= 2 else np.full(totals.shape[0], np.nan)
         return alpha, icc1
 
-    point_alpha, point_icc = stats_of(all_feats.sum(axis=0, keepdims=True))
-    # Sum units into items once: a resample then weighs items, not units.
-    n_items = int(unit_item.max()) + 1 if unit_item.size else 0
-    item_feats = np.zeros((n_items, all_feats.shape[1]))
-    np.add.at(item_feats, unit_item, all_feats)
-    draws_alpha, draws_icc = [], []
-    if n_items >= 2 and n_boot > 0:
+    draws: dict[str, tuple[list, list]] = {key: ([], []) for key in blocks}
+    if n_items >= 2 and n_boot > 0 and stacked.shape[1]:
         rng = np.random.default_rng(seed)
         batch = int(min(max(4_000_000 // n_items, 1), 256))
-        for start in range(0, n_boot, batch):
-            b = min(batch, n_boot - start)
+        for begin in range(0, n_boot, batch):
+            b = min(batch, n_boot - begin)
             idx = rng.integers(0, n_items, size=(b, n_items))
             w = np.bincount((idx + (np.arange(b) * n_items)[:, None]).ravel(),
                             minlength=b * n_items).reshape(b, n_items).astype(float)
-            a, i = stats_of(w @ item_feats)
-            draws_alpha.append(a)
-            draws_icc.append(i)
+            totals = w @ stacked
+            for key, (lo, hi) in spans.items():
+                a, i = stats_of(key, totals[:, lo:hi])
+                draws[key][0].append(a)
+                draws[key][1].append(i)
     tail = (1 - level) / 2 * 100
 
-    def summary(point: float, draws: list[np.ndarray]) -> dict[str, Any]:
-        d = np.concatenate(draws) if draws else np.empty(0)
+    def summary(point: float, found: list[np.ndarray]) -> dict[str, Any]:
+        d = np.concatenate(found) if found else np.empty(0)
         d = d[np.isfinite(d)]
         ci = [float(v) for v in np.percentile(d, [tail, 100 - tail])] if d.size else None
         return {"value": float(point) if np.isfinite(point) else None, "bootstrap_ci": ci}
 
-    return {"alpha": summary(point_alpha[0], draws_alpha), "icc1": summary(point_icc[0], draws_icc),
-            "k": k, "n_units_icc": n_icc, "n_items": n_items}
+    out = {}
+    for key, (lo, hi) in spans.items():
+        point_alpha, point_icc = stats_of(key, stacked[:, lo:hi].sum(axis=0, keepdims=True))
+        _, _, k, n_icc = blocks[key]
+        out[key] = {"alpha": summary(point_alpha[0], draws[key][0]), "icc1": summary(point_icc[0], draws[key][1]),
+                    "k": k, "n_units_icc": n_icc, "n_items": n_items}
+    return out
+

@@ -24,7 +24,7 @@ from django.utils.module_loading import import_string
 from annotation.models import Assignment, Study
 from annotation.reports.comparisons import comparisons_section
 from annotation.reports.stats import (
-    add_analysis_value, agreement_bootstrap, consensus_frame, criterion_measure, group_column, majority_frame,
+    add_analysis_value, agreement_bootstraps, consensus_frame, criterion_measure, group_column, majority_frame,
     output_scores_frame, slot_matrix, with_enough_raters,
 )
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
@@ -57,14 +57,8 @@ def stat(s: Stat | None = None, *, value: float | None = None, reason: str | Non
 
 
 def _clean(obj: Any) -> Any:
-    obj = jsonable(obj)
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
+    """JSON-ready in one walk: Stats become values, numpy scalars Python ones, NaN/inf null."""
+    return jsonable(obj)
 
 
 def analysed_criteria(rubric: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -120,11 +114,12 @@ def _counts(study: Study, df: pd.DataFrame) -> dict[str, int]:
     }
 
 
-def _units(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Unit code per row ((item, output) pairs) and the item code of each unit."""
+def _units(df: pd.DataFrame, items: pd.Index | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Unit code per row ((item, output) pairs) and the item code of each unit (its place in
+    `items`, the item ids shared by several criteria, when given)."""
     key = df["item_id"].to_numpy(np.int64) * 4096 + (df["output"].to_numpy(np.int64) + 1)
     unit, uniq = pd.factorize(key)
-    item_codes, _ = pd.factorize(uniq // 4096)
+    item_codes = items.get_indexer(uniq // 4096) if items is not None else pd.factorize(uniq // 4096)[0]
     return unit.astype(np.int64), item_codes.astype(np.int64)
 
 
@@ -140,15 +135,23 @@ def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: 
         # choices are nominal codes: no ICC, Pearson or weighted kappa of them in the details
         levels={k: "interval" if criterion_measure(c) == "numeric" else "nominal" for k, c in by_key.items()},
     )["criteria"]
-    out: dict[str, Any] = {}
+    # One set of item resamples for every criterion (the study's items are what is sampled).
+    items = pd.Index(np.unique(rated["item_id"].to_numpy(np.int64)))
+    specs, subs = {}, {}
     for key, c in by_key.items():
         sub = rated[rated["criterion"] == key]
-        if sub.empty:
+        if not sub.empty:
+            u, unit_item = _units(sub, items)
+            subs[key] = (u, sub["x"].to_numpy(float))
+            specs[key] = (u, unit_item, subs[key][1], criterion_measure(c))
+    boots = agreement_bootstraps(specs, n_items=len(items), n_boot=n_boot, seed=seed, level=level)
+    out: dict[str, Any] = {}
+    for key, c in by_key.items():
+        if key not in specs:
             continue
         measure = criterion_measure(c)
-        u, unit_item = _units(sub)
-        x = sub["x"].to_numpy(float)
-        boot = agreement_bootstrap(u, unit_item, x, measure=measure, n_boot=n_boot, seed=seed, level=level)
+        u, x = subs[key]
+        boot = boots[key]
         full = details[key]
         level_name = "interval" if measure == "numeric" else "nominal"
         alpha_value = full["krippendorff_alpha"][level_name]
