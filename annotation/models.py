@@ -91,6 +91,8 @@ class StudyMember(models.Model):
     paused = models.BooleanField(default=False, help_text="A paused (or removed) rater gets no new work.")
     # Removal keeps the row, so that the rater's ratings stay attributable and can be told apart.
     removed_at = models.DateTimeField(null=True, blank=True, help_text="Removed from the study; ratings kept.")
+    # Where this rater's walk through the study's items stands (annotation.services.assignments._pick).
+    pick_cursor = models.BigIntegerField(null=True, blank=True)
     added_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -187,6 +189,10 @@ class Item(models.Model):
     slots_taken = models.PositiveIntegerField(default=0, db_default=0)
     # Routing (judges.services.routing): items judges or raters are unsure about are served first.
     priority = models.SmallIntegerField(default=0, db_default=0)
+    # The item's place in the study's random order: raters walk it through an index, each from their
+    # own starting point, so picking an item never sorts or hashes the open items.
+    pick_key = models.BigIntegerField(
+        db_default=Func(template="(floor((random() - 0.5) * 18446744073709551615.0))::bigint"), editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -195,6 +201,13 @@ class Item(models.Model):
         indexes = [
             models.Index(fields=["study", "slots_taken"], condition=Q(is_attention_check=False),
                          name="item_open_slots_idx"),
+            # The assignment engine's walks: in random order, in upload order, and the routed items.
+            models.Index(fields=["study", "pick_key"], condition=Q(is_attention_check=False, priority=0),
+                         name="item_pick_random_idx"),
+            models.Index(fields=["study", "id"], condition=Q(is_attention_check=False, priority=0),
+                         name="item_pick_upload_idx"),
+            models.Index(fields=["study", "-priority", "pick_key"], condition=Q(priority__gt=0),
+                         name="item_pick_routed_idx"),
         ]
 
     def __str__(self) -> str:

@@ -184,7 +184,7 @@ def assignment_next(*, study: Study, rater) -> Assignment | None:
     attention = study.attention_check_rate > 0
     for _ in range(_PICK_ATTEMPTS):
         with transaction.atomic():
-            _lock_rater(study, rater)
+            walk = _lock_rater(study, rater)
             if (active := _own_active(study, rater)) is not None:
                 return active
             if attention:
@@ -192,7 +192,7 @@ def assignment_next(*, study: Study, rater) -> Assignment | None:
                 if _attention_is_due(study, rater) and _regular_work_left(study, rater):
                     if (assignment := _assign_attention_item(study, rater)) is not None:
                         return assignment
-            picked = _pick(study, rater, attention=False, wait=wait)
+            picked = _pick_regular(study, rater, walk, wait=wait)
             if picked is not None:
                 if (assignment := _insert_regular(study, rater, *picked)) is not None:
                     return assignment
@@ -226,21 +226,27 @@ def _sweep_now_and_then(study: Study) -> None:
         crowd_release_overdue(study=study)  # crowd participants past their time limit
 
 
-def _lock_rater(study: Study, rater) -> None:
+def _lock_rater(study: Study, rater) -> tuple[int | None, bool]:
     """Serialise one rater's own calls (two tabs) with a row lock on their membership, and refuse a
-    paused or removed rater. Different raters never wait on it."""
+    paused or removed rater. Different raters never wait on it. Returns where the rater's walk
+    stands (their pick cursor) and whether the study has routed items open (an index probe)."""
+    routed = (f"EXISTS (SELECT 1 FROM {Item._meta.db_table} i WHERE i.study_id = %(study)s AND i.priority > 0"
+              " AND NOT i.is_attention_check AND i.slots_taken < %(rpi)s)")
+    params = {"study": study.pk, "rater": rater.pk, "rpi": study.raters_per_item}
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT paused OR removed_at IS NOT NULL FROM {StudyMember._meta.db_table}"
-            " WHERE study_id = %s AND user_id = %s FOR NO KEY UPDATE",
-            [study.pk, rater.pk],
+            f"SELECT paused OR removed_at IS NOT NULL, pick_cursor, {routed} FROM {StudyMember._meta.db_table}"
+            " WHERE study_id = %(study)s AND user_id = %(rater)s FOR NO KEY UPDATE",
+            params,
         )
         row = cursor.fetchone()
         if row is None:  # not a member (a service caller's business): still serialise
             key = zlib.crc32(f"concord-rater/{study.pk}/{rater.pk}".encode()) - 2**31
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
-    if row is not None and row[0]:
+            return None, True
+    if row[0]:
         raise RaterPaused()
+    return row[1], row[2]
 
 
 def _own_active(study: Study, rater) -> Assignment | None:
@@ -256,7 +262,7 @@ def _own_active(study: Study, rater) -> Assignment | None:
 
 
 def _assign_attention_item(study: Study, rater) -> Assignment | None:
-    picked = _pick(study, rater, attention=True, wait=False)
+    picked = _pick_attention(study, rater)
     if picked is None:
         return None
     item_id, positions = picked
@@ -290,14 +296,18 @@ _INSERT_SQL = f"""
             SELECT count(*) FROM {Assignment._meta.db_table} a
             WHERE a.item_id = %(item)s AND a.slot IS NOT NULL AND a.status <> 'expired') + (SELECT count(*) FROM ins)
         WHERE id = %(item)s
+    ), walked AS (
+        UPDATE {StudyMember._meta.db_table} SET pick_cursor = %(key)s
+        WHERE study_id = %(study)s AND user_id = %(rater)s AND EXISTS (SELECT 1 FROM ins)
     )
     SELECT id FROM ins
 """
 
 
-def _insert_regular(study: Study, rater, item_id: int, positions: list[int]) -> Assignment | None:
+def _insert_regular(study: Study, rater, item_id: int, positions: list[int], key: int) -> Assignment | None:
     """Take the lowest free slot of a locked item, in one statement (so it sees every assignment
-    committed before the lock was granted), and correct the item's hint; None when it is full."""
+    committed before the lock was granted), correct the item's hint and move the rater's cursor to
+    the item's key; None when it is full."""
     rpi = study.raters_per_item
     perms = []
     for slot in range(rpi):
@@ -306,7 +316,8 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int]) -> 
     now = timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_SQL, {"rpi": rpi, "item": item_id, "study": study.pk, "rater": rater.pk,
-                                     "perms": perms, "now": now, "expires": now + lease_duration(study)})
+                                     "perms": perms, "now": now, "expires": now + lease_duration(study),
+                                     "key": key})
         row = cursor.fetchone()
     return Assignment.objects.with_item(id=row[0]) if row else None
 
@@ -404,50 +415,76 @@ def _regular_work_left(study: Study, rater) -> bool:
             .exclude(Exists(mine)).exists())
 
 
-def _pick(study: Study, rater, *, attention: bool, wait: bool) -> tuple[int, list[int]] | None:
-    """Lock one candidate item in this rater's own random order; returns (item id, output positions).
+def _start_key(study: Study, rater) -> int:
+    """Where a rater's walk starts: a point of the study's random order of its own (a seeded 64-bit
+    hash per study and rater), or the first item in upload order."""
+    if not study.randomize_items:
+        return 0
+    return int.from_bytes(hashlib.sha256(f"start/{study.pk}/{rater.pk}".encode()).digest()[:8], "big", signed=True)
 
-    Routed items (a higher `priority`, judges.services.routing) come first; within a priority the
-    order is a seeded 64-bit hash of the item id per (study, rater): independent across raters,
-    stable for one rater. The best few candidates are found first (a top-N sort that needs no lock),
-    then locked: SKIP LOCKED, so a rater takes the next free item rather than queueing behind another.
-    Only when all of those are taken is the whole pool searched. With wait=True the first candidate is
-    read without a lock and then locked alone, waiting for its holder: a transaction then waits for
-    at most one row, so waits can never form a cycle. The caller re-checks capacity under the lock.
+
+def _pick_regular(study: Study, rater, walk: tuple[int | None, bool], *, wait: bool) -> tuple[int, list[int], int] | None:
+    """Lock one free item for this rater; returns (item id, output positions, its key).
+
+    The study's items stand in one order (random: `pick_key`, drawn at import; else upload order),
+    and each rater walks it from a starting point of their own, resuming where their last item was
+    (`StudyMember.pick_cursor`): routed items first (a higher `priority`, judges.services.routing;
+    looked for only when the study has some), then the first free item after the cursor, then, once
+    past the end, from the beginning. Each is an ordered range read of a partial index
+    (item_pick_*_idx) that stops at the first item it can lock (LIMIT 1 FOR UPDATE SKIP LOCKED: a
+    rater takes the next free item rather than queueing behind another), so the cost does not grow
+    with the number of open items. With wait=True the first candidate is read without a lock and then
+    locked alone, waiting for its holder: a transaction waits for at most one row, so waits can never
+    form a cycle. The caller re-checks capacity under the lock.
     """
-    seed = int.from_bytes(hashlib.sha256(f"order/{study.pk}/{rater.pk}".encode()).digest()[:8], "big", signed=True)
-    key = "hashint8extended(i.id, %(seed)s)" if study.randomize_items or attention else "i.id"
-    capacity = "" if attention else "AND i.slots_taken < %(rpi)s"
-    # An expired assignment of mine may be retaken (regular items); a check is never shown twice.
-    mine = "" if attention else "AND a.status <> 'expired'"
-    params = {"study": study.pk, "attention": attention, "rpi": study.raters_per_item, "rater": rater.pk,
-              "seed": seed}
+    cursor_key, routed = walk
+    key = "i.pick_key" if study.randomize_items else "i.id"
+    cursor_key = _start_key(study, rater) if cursor_key is None else cursor_key
+    params = {"study": study.pk, "rpi": study.raters_per_item, "rater": rater.pk, "cursor": cursor_key}
+    parts = [("i.priority > 0", "i.priority DESC, i.pick_key")] if routed else []
+    parts += [(f"i.priority = 0 AND {key} > %(cursor)s", key), (f"i.priority = 0 AND {key} <= %(cursor)s", key)]
+    lock = "" if wait else "FOR UPDATE OF i SKIP LOCKED"
     with connection.cursor() as cursor:
-        for window in ((16, None) if not wait else (1,)):
-            limit = f"LIMIT {window}" if window else ""
-            lock = "" if wait else "FOR UPDATE OF i SKIP LOCKED"
+        for where, order in parts:
             cursor.execute(
                 f"""
-                WITH top AS (
-                    SELECT i.id, i.priority AS p, {key} AS k FROM {Item._meta.db_table} i
-                    WHERE i.study_id = %(study)s AND i.is_attention_check = %(attention)s AND NOT i.is_training {capacity}
-                      AND i.id NOT IN (SELECT a.item_id FROM {Assignment._meta.db_table} a
-                                       WHERE a.study_id = %(study)s AND a.rater_id = %(rater)s {mine})
-                    ORDER BY p DESC, k, i.id {limit}
-                )
                 SELECT i.id, ARRAY(SELECT o.position FROM {Output._meta.db_table} o
-                                   WHERE o.item_id = i.id ORDER BY o.position)
-                FROM {Item._meta.db_table} i JOIN top ON top.id = i.id
-                WHERE TRUE {capacity}
-                ORDER BY top.p DESC, top.k, i.id LIMIT 1 {lock}
+                                   WHERE o.item_id = i.id ORDER BY o.position), {key}
+                FROM {Item._meta.db_table} i
+                WHERE i.study_id = %(study)s AND NOT i.is_attention_check AND {where} AND i.slots_taken < %(rpi)s
+                  AND NOT EXISTS (SELECT 1 FROM {Assignment._meta.db_table} a  -- an expired one of mine may come back
+                                  WHERE a.item_id = i.id AND a.rater_id = %(rater)s AND a.status <> 'expired')
+                ORDER BY {order} LIMIT 1 {lock}
                 """,
                 params,
             )
             row = cursor.fetchone()
             if row is not None:
-                break
-        if row is not None and wait:
-            cursor.execute(f"SELECT id FROM {Item._meta.db_table} WHERE id = %s FOR UPDATE", [row[0]])
+                if wait:
+                    cursor.execute(f"SELECT id FROM {Item._meta.db_table} WHERE id = %s FOR UPDATE", [row[0]])
+                return row[0], list(row[1]), row[2]
+    return None
+
+
+def _pick_attention(study: Study, rater) -> tuple[int, list[int]] | None:
+    """Lock an attention-check item this rater has not had, in their own random order (a seeded
+    64-bit hash per rater: checks are few, so ordering them is cheap); (item id, output positions)."""
+    seed = int.from_bytes(hashlib.sha256(f"order/{study.pk}/{rater.pk}".encode()).digest()[:8], "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT i.id, ARRAY(SELECT o.position FROM {Output._meta.db_table} o
+                               WHERE o.item_id = i.id ORDER BY o.position)
+            FROM {Item._meta.db_table} i
+            WHERE i.study_id = %(study)s AND i.is_attention_check AND NOT i.is_training
+              AND NOT EXISTS (SELECT 1 FROM {Assignment._meta.db_table} a  -- a check is never shown twice
+                              WHERE a.item_id = i.id AND a.rater_id = %(rater)s)
+            ORDER BY i.priority DESC, hashint8extended(i.id, %(seed)s), i.id
+            LIMIT 1 FOR UPDATE OF i SKIP LOCKED
+            """,
+            {"study": study.pk, "rater": rater.pk, "seed": seed},
+        )
+        row = cursor.fetchone()
     return (row[0], list(row[1])) if row else None
 
 
