@@ -28,7 +28,7 @@ from bench.dbtools import bench_database
 
 N_RATERS, N_CRITERIA = 4, 5
 FULL_RATINGS = 1_000_000
-TARGETS_S = {"parquet": 5.0, "jsonl": 15.0, "report": 10.0}  # at FULL_RATINGS
+TARGETS_S = {"parquet": 2.0, "jsonl": 5.0, "csv": 3.0, "report": 5.0}  # at FULL_RATINGS
 MEMORY_MB = 1024.0
 REPO = Path(__file__).resolve().parent.parent
 
@@ -175,9 +175,11 @@ def run(full: bool = False) -> dict:
         n_ratings = report["counts"]["ratings_analysed"]
         target = TARGETS_S["report"] * n_ratings / FULL_RATINGS
         rows.append(_row(f"full study report: {n_ratings:,} ratings (SQL, agreement + 1000 bootstraps, consensus,"
-                         " raters, systems)", report_s, "s", f"< {target:.2f} s (< 10 s at 1M)", report_s < target))
-        rows.append(_row("full study report: rate", n_ratings / report_s, "ratings/s", ">= 100,000",
-                         n_ratings / report_s >= 100_000))
+                         " raters, systems)", report_s, "s", f"< {target:.2f} s (< {TARGETS_S['report']:g} s at 1M)",
+                         report_s < target))
+        need = FULL_RATINGS / TARGETS_S["report"]
+        rows.append(_row("full study report: rate", n_ratings / report_s, "ratings/s", f">= {need:,.0f}",
+                         n_ratings / report_s >= need))
         rows.append(_row("report plots (5 SVGs)", plots_s, "s"))
         rows.append(_row("data setup with COPY (not a target)", setup_s, "s"))
     return {"name": "exports", "ratings": n_rows, "items": n_items, "raters": N_RATERS, "criteria": N_CRITERIA,

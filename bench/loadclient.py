@@ -67,7 +67,7 @@ def items_jsonl(n: int) -> str:
 
 
 def setup_study(n_items: int, secret_key: str, *, raters: int, raters_per_item: int,
-                name: str = "bench annotator loop") -> tuple[str, list[str]]:
+                name: str = "bench annotator loop", user_prefix: str = "bench-rater") -> tuple[str, list[str]]:
     """An open rrgen-001 study, its items and `raters` annotators with sessions signed with the
     server's secret key; returns (slug, session keys)."""
     from django.conf import settings
@@ -85,7 +85,8 @@ def setup_study(n_items: int, secret_key: str, *, raters: int, raters_per_item: 
     items_import(study=study, text=items_jsonl(n_items), filename="items.jsonl")
     study_set_status(study=study, status="open")
     User = get_user_model()
-    users = User.objects.bulk_create([User(username=f"bench-rater-{i:03d}", password="!unusable") for i in range(raters)])
+    users = User.objects.bulk_create([User(username=f"{user_prefix}-{i:03d}", password="!unusable")
+                                      for i in range(raters)])
     StudyMember.objects.bulk_create([StudyMember(study=study, user=u, role="annotator") for u in users])
     sessions = []
     own_key, settings.SECRET_KEY = settings.SECRET_KEY, secret_key  # session data and auth hash are signed

@@ -89,6 +89,8 @@ RULES = {
     "page:workspace-assignment": study_rater,
     "page:workspace-draft": study_rater,
     "page:workspace-submit": study_rater,
+    "page:training-feedback": study_rater,
+    "page:training-retry": study_rater,
     "page:report": study_reader,
     "page:plan": study_reader,
     "page:datasets": study_reader,
@@ -143,6 +145,8 @@ GET_OK = {
     "django-admin/": {200, 302, 403, 404},
     "page:workspace-draft": {405},
     "page:workspace-submit": {405},
+    "page:training-retry": {405},
+    "page:training-feedback": {200, 302},  # the member's assignment is no training item: back to the workspace
     "page:release-create": {405},
     "page:judges:load": {405},
     "page:judges:run-start": {405},
