@@ -38,7 +38,7 @@ def add_analysis_value(df: pd.DataFrame, criteria: Sequence[Mapping[str, Any]]) 
     """Column `x`: the score of a numeric criterion (its value when no score was stored), or
     the index of the chosen option of a categorical one (in the rubric's order)."""
     x = pd.to_numeric(df["score"], errors="coerce").to_numpy(dtype=float, copy=True)
-    crit = df["criterion"].astype(str).to_numpy()
+    crit = df["criterion"].to_numpy(dtype=object)  # (a categorical: no string conversion of every row)
     labels = df["label"].astype(object).to_numpy()
     for c in criteria:
         rows = crit == c["key"]

@@ -87,7 +87,8 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
         "counts": _counts(study, df),
     }
     df = add_analysis_value(df, criteria)
-    df["rater"] = df["rater_id"].map(names).astype(str)
+    codes, ids = pd.factorize(df["rater_id"])  # usernames are unique: one category per rater
+    df["rater"] = pd.Categorical.from_codes(codes, [str(names.get(i, i)) for i in ids])
     gold_rows = df[df["gold"].notna()]
     df = df[~df["is_attention_check"]]
     numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
@@ -130,7 +131,7 @@ def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: 
         return {}
     unit, _ = _units(rated)
     details = agreement_report(pd.DataFrame({
-        "item": unit, "rater": rated["rater_id"].to_numpy(), "criterion": rated["criterion"].astype(str).to_numpy(),
+        "item": unit, "rater": rated["rater_id"].to_numpy(), "criterion": rated["criterion"].to_numpy(dtype=object),
         "score": rated["x"].to_numpy()}),
         # choices are nominal codes: no ICC, Pearson or weighted kappa of them in the details
         levels={k: "interval" if criterion_measure(c) == "numeric" else "nominal" for k, c in by_key.items()},

@@ -83,6 +83,17 @@ def to_matrix(items: np.ndarray, raters: np.ndarray, scores: np.ndarray,
     return m
 
 
+def _factorize_as_text(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Codes and names as text, in order of first appearance; values that read the same as text
+    (1 and "1") share a code, as with astype(str)."""
+    codes, uniques = pd.factorize(values, sort=False)
+    names = [str(v) for v in uniques]
+    if len(set(names)) == len(names):
+        return codes, pd.Index(names, dtype=object)
+    text_codes, text_names = pd.factorize(pd.Series(names, dtype=object), sort=False)
+    return np.where(codes >= 0, text_codes[codes], -1), pd.Index(text_names, dtype=object)
+
+
 def agreement_report(df: pd.DataFrame, judges: Sequence[str] = (), level: str | None = None,
                      levels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """{"criteria": {name: {...}}} with plain floats/None, ready for json.dumps.
@@ -102,9 +113,10 @@ def agreement_report(df: pd.DataFrame, judges: Sequence[str] = (), level: str | 
     if df.empty:
         return {"criteria": {}}
     item_codes, _ = pd.factorize(df["item"])
-    rater_codes, rater_names = pd.factorize(df["rater"].astype(str))
+    # Factorize the values as they are and name the few distinct ones as text (not every row).
+    rater_codes, rater_names = _factorize_as_text(df["rater"])
     if "criterion" in df.columns:
-        crit_codes, crit_names = pd.factorize(df["criterion"].astype(str), sort=False)
+        crit_codes, crit_names = _factorize_as_text(df["criterion"])
     else:
         crit_codes, crit_names = np.zeros(len(df), dtype=np.int64), pd.Index([DEFAULT_CRITERION])
     check_unique(item_codes, rater_codes, crit_codes, df)

@@ -6,6 +6,7 @@ Errors name the row as the file's line number (the header is line 1) and the col
 from __future__ import annotations
 
 import csv
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,12 @@ class TableError(ValueError):
 
 def _read(path: str | Path, required: tuple[str, ...], nonempty: tuple[str, ...] | None = None) -> pd.DataFrame:
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+        with warnings.catch_warnings():
+            # A row longer than the header would otherwise make its first values the row's index.
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False)
+    except pd.errors.ParserWarning as exc:
+        raise TableError("more values than the header has columns", row=_first_long_row(path)) from exc
     except FileNotFoundError as exc:
         raise TableError(f"{path}: no such file") from exc
     except UnicodeDecodeError as exc:
@@ -36,6 +42,20 @@ def _read(path: str | Path, required: tuple[str, ...], nonempty: tuple[str, ...]
             raise TableError(f"missing column (found: {', '.join(df.columns)})", row=1, column=col)
     _nonempty(df, required if nonempty is None else nonempty)
     return df
+
+
+def _first_long_row(path: str | Path) -> int | None:
+    """The line number (header = 1) of the first row with more fields than the header."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = csv.reader(f, skipinitialspace=True)
+            width = len(next(rows, []))
+            for n, row in enumerate(rows, start=2):
+                if len(row) > width:
+                    return n
+    except (UnicodeDecodeError, csv.Error):
+        pass
+    return None
 
 
 def _nonempty(df: pd.DataFrame, columns: tuple[str, ...]) -> None:

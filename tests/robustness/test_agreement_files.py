@@ -208,3 +208,12 @@ def test_icc_confidence_intervals_have_lower_below_upper(tmp_path):
     report = report_or_error(tmp_path, table([["i1", "a", "0"], ["i1", "b", "0"], ["i1", "c", "1"],
                                               ["i2", "a", "0"], ["i2", "b", "0"], ["i2", "c", "-1"]]))
     assert isinstance(report, dict)
+
+
+def test_a_row_longer_than_the_header_is_refused_at_its_line(tmp_path):
+    path = tmp_path / "long.csv"
+    # (a longer row further down is pandas' own "Expected 3 fields in line 3" error)
+    path.write_text("item,rater,score\ni1,r1,3,extra\ni1,r2,4\n")
+    with pytest.raises(TableError) as exc:
+        read_ratings(path)
+    assert exc.value.row == 2 and "more values than the header" in str(exc.value)
