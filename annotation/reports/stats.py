@@ -45,8 +45,9 @@ def add_analysis_value(df: pd.DataFrame, criteria: Sequence[Mapping[str, Any]]) 
         if not rows.any():
             continue
         if criterion_measure(c) == "numeric":
-            fallback = pd.to_numeric(pd.Series(labels[rows]), errors="coerce").to_numpy(dtype=float)
-            x[rows] = np.where(np.isnan(x[rows]), fallback, x[rows])
+            missing = rows & np.isnan(x)  # a stored score is the value; parse the text only where none is
+            if missing.any():
+                x[missing] = pd.to_numeric(pd.Series(labels[missing]), errors="coerce").to_numpy(dtype=float)
         elif criterion_measure(c) == "categorical":
             order = {str(ch["value"]): k for k, ch in enumerate(c.get("choices", []))}
             x[rows] = [order.get(str(v), np.nan) for v in labels[rows]]
