@@ -10,8 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotation.datasets.tables import (
@@ -28,6 +29,7 @@ Progress = Callable[[int], None]
 SPREADSHEET_TEXT_COLUMNS = ("item", "system", "majority")
 DEFAULT_DELTA = 0.5  # seed 002: pairs need a consensus difference of at least 0.5 points
 UNRELEASED = "0.0.0-dev"
+PARQUET_ROW_GROUP = 65_536
 
 
 def ratings_csv(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
@@ -73,19 +75,36 @@ class _DrainSink:
 
 
 def ratings_parquet(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
-    """The long format as Parquet (zstd), one row group per Arrow batch read from COPY."""
+    """The long format as Parquet (zstd) in row groups of PARQUET_ROW_GROUP rows: fixed, so the
+    file's bytes depend on the ratings only, not on how the read was split (release checksums)."""
     schema = LONG_SCHEMA.with_metadata({"concord.study": study.slug,
                                         "concord.rubric": str(study.rubric_version)})
     sink = _DrainSink()
     with pq.ParquetWriter(sink, schema, compression="zstd", compression_level=1) as writer:
-        for batch in rating_batches(study):
-            writer.write_batch(batch)
+        for group in _row_groups(rating_batches(study), PARQUET_ROW_GROUP):
+            writer.write_table(group, row_group_size=PARQUET_ROW_GROUP)
             if progress:
-                progress(batch.num_rows)
+                progress(group.num_rows)
             if data := sink.drain():
                 yield data
     if data := sink.drain():
         yield data
+
+
+def _row_groups(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """Tables of exactly `rows` rows (the last one shorter) from batches of any sizes."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        pending.append(batch)
+        held += batch.num_rows
+        while held >= rows:
+            table = pa.Table.from_batches(pending)
+            yield table.slice(0, rows)
+            rest = table.slice(rows)
+            pending, held = rest.to_batches(), rest.num_rows
+    if held:
+        yield pa.Table.from_batches(pending)
 
 
 def evaluation_date(study: Study) -> str | None:

@@ -26,8 +26,13 @@ import pyarrow.csv as pacsv
 from django.db import connection
 
 from annotation.models import Assignment, Item, Output, Rating, Study
+from annotation.reports import parallel_copy
+from annotation.reports.parallel_copy import copy_chunks
 
 CHUNK_ROWS = 20_000
+# A bulk read's unit of parallel work, in assignments (x ratings each): smaller ranges cost more per
+# row; the largest bounds memory (a reader holds up to workers + 1 ranges, 50k x 5 rows ~ 100 MB of JSON).
+MIN_RANGE_ASSIGNMENTS, MAX_RANGE_ASSIGNMENTS = 5_000, 50_000
 ARROW_BLOCK_BYTES = 4 << 20  # pyarrow parses COPY output in blocks of this size
 
 _A, _R, _I, _O = (m._meta.db_table for m in (Assignment, Rating, Item, Output))
@@ -106,13 +111,12 @@ def _kinds_join(study: Study) -> tuple[str, list]:
     return f"LEFT JOIN (VALUES {rows}) AS k(key, kind) ON k.key = r.criterion", params
 
 
-def _long_from(study: Study, *, item_range: tuple[int, int] | None = None) -> tuple[str, list]:
+def _long_from(study: Study, *, item_range: tuple[int, int] | None = None,
+               id_range: tuple[int, int] | None = None) -> tuple[str, list]:
     kinds, params = _kinds_join(study)
     where = "a.study_id = %s AND a.status = %s"
     params += [study.pk, Assignment.Status.SUBMITTED]
-    if item_range is not None:
-        where += " AND a.item_id >= %s AND a.item_id < %s"
-        params += list(item_range)
+    where += _range_where(params, item_range=item_range, id_range=id_range)
     # Assignment order, then the rating_unique index's order: no full sort of the ratings.
     sql = (f" FROM {_A} a JOIN {_I} i ON i.id = a.item_id JOIN {_U} u ON u.id = a.rater_id"
            f" LEFT JOIN {_R} r ON r.assignment_id = a.id LEFT JOIN {_O} o ON o.id = r.output_id {kinds}"
@@ -120,18 +124,31 @@ def _long_from(study: Study, *, item_range: tuple[int, int] | None = None) -> tu
     return sql, params
 
 
-def long_sql(study: Study, *, item_range: tuple[int, int] | None = None,
+def _range_where(params: list, *, item_range: tuple[int, int] | None = None,
+                 id_range: tuple[int, int] | None = None) -> str:
+    """SQL conditions for half-open ranges of item ids and assignment ids (params appended)."""
+    where = ""
+    if item_range is not None:
+        where += " AND a.item_id >= %s AND a.item_id < %s"
+        params += list(item_range)
+    if id_range is not None:
+        where += " AND a.id >= %s AND a.id < %s"
+        params += list(id_range)
+    return where
+
+
+def long_sql(study: Study, *, item_range: tuple[int, int] | None = None, id_range: tuple[int, int] | None = None,
              spreadsheet_safe: bool = False) -> tuple[str, list]:
     """SELECT of the long format (LONG_COLUMNS) for a study's submitted ratings; with
     spreadsheet_safe, free text that starts like a formula is neutralised (CSV downloads)."""
-    body, params = _long_from(study, item_range=item_range)
+    body, params = _long_from(study, item_range=item_range, id_range=id_range)
     cols = ", ".join(f"{(c.csv_sql or c.sql) if spreadsheet_safe else c.sql} AS {c.name}" for c in LONG_COLUMNS)
     return f"SELECT {cols}{body}", params
 
 
-def long_json_sql(study: Study) -> tuple[str, list]:
+def long_json_sql(study: Study, *, id_range: tuple[int, int] | None = None) -> tuple[str, list]:
     """SELECT of one JSON object per row (keys in LONG_COLUMNS order; value/spans nested JSON)."""
-    body, params = _long_from(study)
+    body, params = _long_from(study, id_range=id_range)
     pairs = ", ".join(f"'{c.name}', {c.json_sql or c.sql}" for c in LONG_COLUMNS)
     return f"SELECT json_build_object({pairs})::text{body}", params
 
@@ -158,30 +175,24 @@ def iter_rating_rows(study: Study, *, chunk_size: int = CHUNK_ROWS) -> Iterator[
         cursor.close()
 
 
+def copy_statement(sql: str, fmt: str = "csv") -> str:
+    """`COPY (sql) TO STDOUT` as CSV, or "lines": a one-column query's text values one per line."""
+    if fmt == "csv":
+        return f"COPY ({sql}) TO STDOUT (FORMAT csv)"
+    if fmt == "lines":
+        return f"COPY ({sql}) TO STDOUT"
+    raise ValueError(f"unknown COPY format {fmt!r}")
+
+
 def copy_query(sql: str, params: Sequence, *, csv_header: Sequence[str] | None = None,
                fmt: str = "csv") -> Iterator[bytes]:
     """Stream `COPY (sql) TO STDOUT` as bytes. fmt "csv" (with an optional header line) or
     "lines": a one-column query whose text values are written one per line, unescaped."""
+    statement = copy_statement(sql, fmt)
     with connection.cursor() as cursor, _no_jit(cursor):
-        if fmt == "csv":
-            if csv_header is not None:
-                yield (",".join(csv_header) + "\n").encode()
-            statement = f"COPY ({sql}) TO STDOUT (FORMAT csv)"
-        elif fmt == "lines":
-            statement = f"COPY ({sql}) TO STDOUT"
-        else:
-            raise ValueError(f"unknown COPY format {fmt!r}")
-        with cursor.cursor.copy(statement, params) as copy:
-            buf: list[bytes] = []
-            size = 0
-            for data in copy:  # one CopyData message per row
-                buf.append(bytes(data))
-                size += len(data)
-                if size >= 1 << 20:
-                    yield _join(buf, fmt)
-                    buf, size = [], 0
-            if buf:
-                yield _join(buf, fmt)
+        if csv_header is not None:
+            yield (",".join(csv_header) + "\n").encode()
+        yield from copy_chunks(cursor.cursor, statement, params, unescape=fmt == "lines")
 
 
 @contextlib.contextmanager
@@ -194,23 +205,59 @@ def _no_jit(cursor):
         cursor.execute("RESET jit")
 
 
-def _join(buf: list[bytes], fmt: str) -> bytes:
-    data = b"".join(buf)
-    # COPY's text format doubles every backslash; JSON text never holds raw tabs or newlines,
-    # so undoing that one escape gives the JSON back byte for byte.
-    return data.replace(b"\\\\", b"\\") if fmt == "lines" else data
+def assignment_id_ranges(study: Study, *, parts: int, smallest: int | None = None,
+                         largest: int | None = None) -> list[tuple[int, int]]:
+    """Half-open ranges of the study's submitted assignment ids covering all of them in id order
+    (the long format's order): about `parts` ranges, each of `smallest` to `largest` assignments
+    (fewer, larger ranges cost less per row; the largest bounds what a reader holds in memory)."""
+    with connection.cursor() as cursor:
+        where = "study_id = %s AND status = %s"
+        cursor.execute(f"SELECT count(*) FROM {_A} WHERE {where}", [study.pk, Assignment.Status.SUBMITTED])
+        total = cursor.fetchone()[0]
+        per_range = min(max(-(-total // max(parts, 1)), smallest or MIN_RANGE_ASSIGNMENTS),
+                        largest or MAX_RANGE_ASSIGNMENTS)
+        cursor.execute(
+            f"SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) - 1 AS n FROM {_A} WHERE {where}) s"
+            " WHERE n %% %s = 0 ORDER BY id", [study.pk, Assignment.Status.SUBMITTED, per_range])
+        starts = [row[0] for row in cursor.fetchall()]
+    return [(lo, hi) for lo, hi in zip(starts, starts[1:] + [2**63 - 1])]
+
+
+def _long_parts(study: Study, build) -> list[tuple[str, list]] | None:
+    """One statement per assignment range when the read can run on several connections."""
+    if not parallel_copy.parallel_possible():
+        return None
+    ranges = assignment_id_ranges(study, parts=2 * parallel_copy.workers())
+    if len(ranges) < 2:
+        return None
+    return [build(r) for r in ranges]
 
 
 def copy_ratings(study: Study, *, fmt: str = "csv") -> Iterator[bytes]:
     """The long format as CSV (with header; free text neutralised for spreadsheets) or JSON
     lines (raw), straight from PostgreSQL."""
     if fmt == "csv":
-        sql, params = long_sql(study, spreadsheet_safe=True)
-        return copy_query(sql, params, csv_header=LONG_NAMES)
-    if fmt == "jsonl":
-        sql, params = long_json_sql(study)
-        return copy_query(sql, params, fmt="lines")
-    raise ValueError(f"unknown format {fmt!r}")
+        def build(r=None):
+            return long_sql(study, id_range=r, spreadsheet_safe=True)
+        header, copy_fmt = LONG_NAMES, "csv"
+    elif fmt == "jsonl":
+        def build(r=None):
+            return long_json_sql(study, id_range=r)
+        header, copy_fmt = None, "lines"
+    else:
+        raise ValueError(f"unknown format {fmt!r}")
+    parts = _long_parts(study, build)
+    if parts is None:
+        return copy_query(*build(), csv_header=header, fmt=copy_fmt)
+    return _joined_parts(parts, header, copy_fmt)
+
+
+def _joined_parts(parts: list[tuple[str, list]], header: Sequence[str] | None, fmt: str) -> Iterator[bytes]:
+    if header is not None:
+        yield (",".join(header) + "\n").encode()
+    statements = [(copy_statement(sql, fmt), params) for sql, params in parts]
+    for chunks in parallel_copy.copy_in_parallel(statements, unescape=fmt == "lines"):
+        yield from chunks
 
 
 class _ChunkStream(io.RawIOBase):
@@ -235,6 +282,18 @@ class _ChunkStream(io.RawIOBase):
         return n
 
 
+def _csv_options(schema: pa.Schema) -> dict:
+    """How pyarrow reads COPY's CSV: `schema`'s names and types, t/f booleans, empty = NULL."""
+    return {
+        "read_options": pacsv.ReadOptions(column_names=schema.names, block_size=ARROW_BLOCK_BYTES,
+                                          use_threads=False),
+        "parse_options": pacsv.ParseOptions(newlines_in_values=True),
+        "convert_options": pacsv.ConvertOptions(
+            column_types=schema, true_values=["t"], false_values=["f"], null_values=[""],
+            strings_can_be_null=True, quoted_strings_can_be_null=False),
+    }
+
+
 def arrow_batches(sql: str, params: Sequence, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Record batches of a query's rows, typed by `schema` (column order = the SELECT's)."""
     chunks = copy_query(sql, params)
@@ -244,23 +303,28 @@ def arrow_batches(sql: str, params: Sequence, schema: pa.Schema) -> Iterator[pa.
     if not first:
         return
     stream = io.BufferedReader(_ChunkStream(itertools.chain([first], chunks)), buffer_size=1 << 20)
-    reader = pacsv.open_csv(
-        stream,
-        read_options=pacsv.ReadOptions(column_names=schema.names, block_size=ARROW_BLOCK_BYTES,
-                                       use_threads=False),
-        parse_options=pacsv.ParseOptions(newlines_in_values=True),
-        convert_options=pacsv.ConvertOptions(
-            column_types=schema, true_values=["t"], false_values=["f"], null_values=[""],
-            strings_can_be_null=True, quoted_strings_can_be_null=False),
-    )
-    for batch in reader:
-        yield batch
+    yield from pacsv.open_csv(stream, **_csv_options(schema))
+
+
+def _arrow_table(data: bytes, schema: pa.Schema) -> pa.Table:
+    if not data:
+        return schema.empty_table()
+    return pacsv.read_csv(pa.BufferReader(data), **_csv_options(schema))
+
+
+def arrow_parts(parts: list[tuple[str, list]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """arrow_batches of several range queries, read and parsed in parallel, in order."""
+    statements = [(copy_statement(sql), params) for sql, params in parts]
+    for table in parallel_copy.copy_in_parallel(statements, parse=lambda data: _arrow_table(data, schema)):
+        yield from table.to_batches()
 
 
 def rating_batches(study: Study) -> Iterator[pa.RecordBatch]:
     """The long format as Arrow record batches (LONG_SCHEMA)."""
-    sql, params = long_sql(study)
-    return arrow_batches(sql, params, LONG_SCHEMA)
+    parts = _long_parts(study, lambda r=None: long_sql(study, id_range=r))
+    if parts is None:
+        return arrow_batches(*long_sql(study), LONG_SCHEMA)
+    return arrow_parts(parts, LONG_SCHEMA)
 
 
 # Compact numeric view for statistics: ids instead of names, no free text.
@@ -283,19 +347,21 @@ def stats_frame(study: Study, criteria: Sequence[str], *,
     `label` is the value as text (for choices); `gold` the item's gold answer for the
     criterion as text; `seconds` the assignment's time on task.
     """
-    body_sql = (
-        f"SELECT a.item_id, i.external_id, COALESCE(o.position, -1), o.system, a.rater_id, r.criterion,"
-        f" r.score, {_VALUE_TEXT}, a.time_on_task_ms / 1000.0, {_SHOWN}::smallint, a.is_attention_check,"
-        f" i.gold -> r.criterion #>> '{{}}'"
-        f" FROM {_A} a JOIN {_I} i ON i.id = a.item_id JOIN {_R} r ON r.assignment_id = a.id"
-        f" LEFT JOIN {_O} o ON o.id = r.output_id {_PERM_JOIN}"
-        f" WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND r.criterion = ANY(%s)"
-    )
-    params = [study.pk, Assignment.Status.SUBMITTED, list(criteria)]
-    if item_range is not None:
-        body_sql += " AND a.item_id >= %s AND a.item_id < %s"
-        params += list(item_range)
-    table = pa.Table.from_batches(list(arrow_batches(body_sql, params, STATS_SCHEMA)), schema=STATS_SCHEMA)
+    def build(id_range=None) -> tuple[str, list]:
+        params = [study.pk, Assignment.Status.SUBMITTED, list(criteria)]
+        where = _range_where(params, item_range=item_range, id_range=id_range)
+        return (
+            f"SELECT a.item_id, i.external_id, COALESCE(o.position, -1), o.system, a.rater_id, r.criterion,"
+            f" r.score, {_VALUE_TEXT}, a.time_on_task_ms / 1000.0, {_SHOWN}::smallint, a.is_attention_check,"
+            f" i.gold -> r.criterion #>> '{{}}'"
+            f" FROM {_A} a JOIN {_I} i ON i.id = a.item_id JOIN {_R} r ON r.assignment_id = a.id"
+            f" LEFT JOIN {_O} o ON o.id = r.output_id {_PERM_JOIN}"
+            f" WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND r.criterion = ANY(%s){where}"
+        ), params
+
+    parts = None if item_range is not None else _long_parts(study, build)
+    batches = arrow_batches(*build(), STATS_SCHEMA) if parts is None else arrow_parts(parts, STATS_SCHEMA)
+    table = pa.Table.from_batches(list(batches), schema=STATS_SCHEMA)
     # Few distinct values, many rows: as categoricals, the report's groupbys and filters on them
     # work on integer codes instead of strings.
     for name in CATEGORICAL_STATS_COLUMNS:
