@@ -452,8 +452,10 @@ def _pick_regular(study: Study, rater, walk: tuple[int | None, bool], *, wait: b
                                    WHERE o.item_id = i.id ORDER BY o.position), {key}
                 FROM {Item._meta.db_table} i
                 WHERE i.study_id = %(study)s AND NOT i.is_attention_check AND {where} AND i.slots_taken < %(rpi)s
-                  AND NOT EXISTS (SELECT 1 FROM {Assignment._meta.db_table} a  -- an expired one of mine may come back
-                                  WHERE a.item_id = i.id AND a.rater_id = %(rater)s AND a.status <> 'expired')
+                  -- An expired one of mine may come back. `+ 0`: looked up by the item (a few rows), never
+                  -- by the rater, whose rows grow with their progress (stale statistics chose that index).
+                  AND NOT EXISTS (SELECT 1 FROM {Assignment._meta.db_table} a
+                                  WHERE a.item_id = i.id AND a.rater_id + 0 = %(rater)s AND a.status <> 'expired')
                 ORDER BY {order} LIMIT 1 {lock}
                 """,
                 params,
@@ -478,7 +480,7 @@ def _pick_attention(study: Study, rater) -> tuple[int, list[int]] | None:
             FROM {Item._meta.db_table} i
             WHERE i.study_id = %(study)s AND i.is_attention_check AND NOT i.is_training
               AND NOT EXISTS (SELECT 1 FROM {Assignment._meta.db_table} a  -- a check is never shown twice
-                              WHERE a.item_id = i.id AND a.rater_id = %(rater)s)
+                              WHERE a.item_id = i.id AND a.rater_id + 0 = %(rater)s)
             ORDER BY i.priority DESC, hashint8extended(i.id, %(seed)s), i.id
             LIMIT 1 FOR UPDATE OF i SKIP LOCKED
             """,

@@ -26,7 +26,17 @@ def items_import(*, study: Study, text: str, filename: str = "", fmt: str | None
             first = next(p for p in parsed if p.external_id in clash)
             raise ItemFileError([(first.line, "id", f"id {first.external_id!r} already exists in this study")])
         _copy_items(study, parsed)
+        transaction.on_commit(_refresh_item_statistics)
     return len(parsed)
+
+
+def _refresh_item_statistics() -> None:
+    # The item pick walks an index in order only when the planner knows the study has items:
+    # statistics from before the upload say it has none, and the plan then sorts every open item
+    # (80 ms instead of 0.2 at 20,000 items) until autovacuum gets round to the table, which on
+    # a large table it may not for a long while.
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {Item._meta.db_table}")
 
 
 def _copy_items(study: Study, parsed: list[ParsedItem]) -> None:

@@ -57,11 +57,15 @@ def test_upload_order_when_items_are_not_shuffled(make_study, raters):
 
 
 @pytest.mark.parametrize("shuffled", [True, False])
-def test_the_pick_reads_an_index_range_not_the_open_items(make_study, raters, shuffled):
+def test_the_pick_reads_an_index_range_not_the_open_items(make_study, raters, shuffled,
+                                                          django_capture_on_commit_callbacks):
     (r,) = raters(1)
-    study = make_study("rrgen-001", annotators=[r], items_text=items_jsonl(3000), randomize_items=shuffled)
+    # Statistics from before the upload, as on a long-running server: every item is another study's.
+    make_study("rrgen-001", annotators=[r], items_text=items_jsonl(3000), slug="earlier")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE annotation_item; ANALYZE annotation_assignment")
+    with django_capture_on_commit_callbacks(execute=True):  # the upload refreshes them
+        study = make_study("rrgen-001", annotators=[r], items_text=items_jsonl(3000), randomize_items=shuffled)
     with CaptureQueriesContext(connection) as queries:
         assignment_next(study=study, rater=r)
     pick = next(q["sql"] for q in queries if "LIMIT 1 FOR UPDATE OF i SKIP LOCKED" in q["sql"])
