@@ -80,8 +80,10 @@ def get_own_assignment(user, study: Study, token) -> Assignment:
         token = uuid.UUID(str(token))
     except ValueError:
         raise Http404("No such assignment") from None
-    assignment = Assignment.objects.with_item(study=study.pk, rater=user.pk, token=token)
-    if assignment is None:
+    # By its unique token alone, then checked: a lookup by study and rater read every assignment
+    # the rater ever had (the planner's choice with statistics from before they started).
+    assignment = Assignment.objects.with_item(token=token)
+    if assignment is None or assignment.study_id != study.pk or assignment.rater_id != user.pk:
         raise Http404("No such assignment")
     assignment.item.load_outputs()
     assignment.study = study  # already loaded with its rubric version

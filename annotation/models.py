@@ -1,7 +1,7 @@
 import uuid
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.db.models import F, Func, Q
 
 from rubrics.models import RubricVersion
@@ -215,8 +215,16 @@ class Item(models.Model):
 
     def load_outputs(self) -> "Item":
         """Read the outputs once, into the cache `item.outputs.all()` reads (the screen and the submit
-        both use them)."""
-        models.prefetch_related_objects([self], "outputs")
+        both use them). One plain statement: prefetch_related's machinery cost more CPU than it."""
+        cache = self.__dict__.setdefault("_prefetched_objects_cache", {})
+        if "outputs" not in cache:
+            outputs = list(Output.objects.raw(
+                f"SELECT * FROM {Output._meta.db_table} WHERE item_id = %s ORDER BY position", [self.pk]))
+            for output in outputs:
+                output.item = self
+            found = self.outputs.all()
+            found._result_cache, found._prefetch_done = outputs, True
+            cache["outputs"] = found
         return self
 
 
@@ -251,15 +259,36 @@ class AssignmentQuerySet(models.QuerySet):
     def with_item(self, **where) -> "Assignment | None":
         """The one assignment matching `where` (columns of its table) with its item loaded, or None.
 
-        Two plain statements: the rating loop reads an assignment this way on every request, and
-        compiling the ORM's select_related join cost more CPU than both queries together."""
-        table = self.model._meta.db_table
-        clause = " AND ".join(f"{self.model._meta.get_field(k).column} = %s" for k in where)
-        found = next(iter(self.model.objects.raw(f"SELECT * FROM {table} WHERE {clause}", list(where.values()))), None)
-        if found is not None:
-            found.item = next(iter(Item.objects.raw(f"SELECT * FROM {Item._meta.db_table} WHERE id = %s",
-                                                    [found.item_id])))
-        return found
+        One plain statement: the rating loop reads an assignment this way on every request, and
+        compiling the ORM's select_related join cost more CPU than the query itself."""
+        clause = " AND ".join(f"a.{self.model._meta.get_field(k).column} = %s" for k in where)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {assignment_item_columns('a', 'i')} FROM {self.model._meta.db_table} a"
+                           f" JOIN {Item._meta.db_table} i ON i.id = a.item_id WHERE {clause}", list(where.values()))
+            row = cursor.fetchone()
+        return assignment_from_row(row) if row else None
+
+
+def assignment_item_columns(assignment: str, item: str) -> str:
+    """The select list of assignment_from_row: every column of an assignment, then of its item."""
+    return ", ".join([f"{assignment}.{f.column}" for f in Assignment._meta.concrete_fields]
+                     + [f"{item}.{f.column}" for f in Item._meta.concrete_fields])
+
+
+def assignment_from_row(row) -> "Assignment":
+    """An Assignment with its item from a row selected by assignment_item_columns."""
+    n = len(Assignment._meta.concrete_fields)
+    assignment = _instance(Assignment, row[:n])
+    assignment.item = _instance(Item, row[n:])
+    return assignment
+
+
+def _instance(model, values) -> models.Model:
+    """A model instance from its columns in field order, converted as a queryset would (JSON)."""
+    fields = model._meta.concrete_fields
+    values = [f.from_db_value(v, None, connection) if v is not None and hasattr(f, "from_db_value") else v
+              for f, v in zip(fields, values)]
+    return model.from_db(connection.alias, [f.attname for f in fields], values)
 
 
 class Assignment(models.Model):

@@ -35,7 +35,9 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
-from annotation.models import Assignment, Item, Output, Study, StudyMember
+from annotation.models import (
+    Assignment, Item, Output, Study, StudyMember, assignment_from_row, assignment_item_columns,
+)
 from annotation.services import comparative
 from annotation.services.training import training_next, training_state
 
@@ -290,7 +292,7 @@ _INSERT_SQL = f"""
         ON CONFLICT (item_id, rater_id) DO UPDATE
             SET status = 'active', slot = EXCLUDED.slot, expires_at = EXCLUDED.expires_at
             WHERE asg.status = 'expired'  -- only an abandoned row of this rater comes back, with its draft
-        RETURNING id
+        RETURNING asg.*
     ), hint AS (
         UPDATE {Item._meta.db_table} SET slots_taken = (
             SELECT count(*) FROM {Assignment._meta.db_table} a
@@ -300,7 +302,7 @@ _INSERT_SQL = f"""
         UPDATE {StudyMember._meta.db_table} SET pick_cursor = %(key)s
         WHERE study_id = %(study)s AND user_id = %(rater)s AND EXISTS (SELECT 1 FROM ins)
     )
-    SELECT id FROM ins
+    SELECT {assignment_item_columns("ins", "i")} FROM ins JOIN {Item._meta.db_table} i ON i.id = ins.item_id
 """
 
 
@@ -319,7 +321,7 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int], key
                                      "perms": perms, "now": now, "expires": now + lease_duration(study),
                                      "key": key})
         row = cursor.fetchone()
-    return Assignment.objects.with_item(id=row[0]) if row else None
+    return assignment_from_row(row) if row else None
 
 
 def assignments_expire(*, study: Study, now: datetime | None = None) -> int:
