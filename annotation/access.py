@@ -13,6 +13,7 @@ from django.db.models import F, Value
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from annotation.db import instance_from_row, prepared_cursor, select_columns
 from annotation.models import Assignment, Study, StudyMember
 from rubrics.models import RubricVersion
 
@@ -53,24 +54,28 @@ def get_study_for_admin(user, slug: str) -> Study:
 
 
 _ANNOTATOR_STUDY_SQL = f"""
-    SELECT s.* FROM {Study._meta.db_table} s
+    SELECT {select_columns(Study, "s")}, {select_columns(RubricVersion, "v")} FROM {Study._meta.db_table} s
     JOIN {StudyMember._meta.db_table} m ON m.study_id = s.id AND m.user_id = %s AND m.role = %s
         AND m.removed_at IS NULL  -- a removed rater's ratings stay, their access does not
+    JOIN {RubricVersion._meta.db_table} v ON v.id = s.rubric_version_id
     WHERE s.slug = %s
 """
-_VERSION_SQL = f"SELECT * FROM {RubricVersion._meta.db_table} WHERE id = %s"
 
 
 def get_study_for_annotator(user, slug: str) -> Study:
     """A study the user rates in, with its rubric version; 404 (not 403) so that slugs of other
-    studies stay unknown. Every request of the rating loop starts here: two plain statements cost
+    studies stay unknown. Every request of the rating loop starts here: one plain statement costs
     less CPU than the ORM compiling its join."""
     if not user.is_authenticated:
         raise Http404("No such study")
-    study = next(iter(Study.objects.raw(_ANNOTATOR_STUDY_SQL, [user.pk, ANNOTATOR, slug])), None)
-    if study is None:
+    with prepared_cursor() as cursor:
+        cursor.execute(_ANNOTATOR_STUDY_SQL, [user.pk, ANNOTATOR, slug])
+        row = cursor.fetchone()
+    if row is None:
         raise Http404("No such study")
-    study.rubric_version = next(iter(RubricVersion.objects.raw(_VERSION_SQL, [study.rubric_version_id])))
+    n = len(Study._meta.concrete_fields)
+    study = instance_from_row(Study, row[:n])
+    study.rubric_version = instance_from_row(RubricVersion, row[n:])
     return study
 
 

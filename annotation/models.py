@@ -1,9 +1,10 @@
 import uuid
 
 from django.conf import settings
-from django.db import connection, models
+from django.db import models
 from django.db.models import F, Func, Q
 
+from annotation.db import instance_from_row, prepared_cursor, select_columns
 from rubrics.models import RubricVersion
 
 
@@ -218,8 +219,10 @@ class Item(models.Model):
         both use them). One plain statement: prefetch_related's machinery cost more CPU than it."""
         cache = self.__dict__.setdefault("_prefetched_objects_cache", {})
         if "outputs" not in cache:
-            outputs = list(Output.objects.raw(
-                f"SELECT * FROM {Output._meta.db_table} WHERE item_id = %s ORDER BY position", [self.pk]))
+            with prepared_cursor() as cursor:
+                cursor.execute(f"SELECT {select_columns(Output, 'o')} FROM {Output._meta.db_table} o"
+                               " WHERE o.item_id = %s ORDER BY o.position", [self.pk])
+                outputs = [instance_from_row(Output, row) for row in cursor.fetchall()]
             for output in outputs:
                 output.item = self
             found = self.outputs.all()
@@ -262,7 +265,7 @@ class AssignmentQuerySet(models.QuerySet):
         One plain statement: the rating loop reads an assignment this way on every request, and
         compiling the ORM's select_related join cost more CPU than the query itself."""
         clause = " AND ".join(f"a.{self.model._meta.get_field(k).column} = %s" for k in where)
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(f"SELECT {assignment_item_columns('a', 'i')} FROM {self.model._meta.db_table} a"
                            f" JOIN {Item._meta.db_table} i ON i.id = a.item_id WHERE {clause}", list(where.values()))
             row = cursor.fetchone()
@@ -271,24 +274,15 @@ class AssignmentQuerySet(models.QuerySet):
 
 def assignment_item_columns(assignment: str, item: str) -> str:
     """The select list of assignment_from_row: every column of an assignment, then of its item."""
-    return ", ".join([f"{assignment}.{f.column}" for f in Assignment._meta.concrete_fields]
-                     + [f"{item}.{f.column}" for f in Item._meta.concrete_fields])
+    return f"{select_columns(Assignment, assignment)}, {select_columns(Item, item)}"
 
 
 def assignment_from_row(row) -> "Assignment":
     """An Assignment with its item from a row selected by assignment_item_columns."""
     n = len(Assignment._meta.concrete_fields)
-    assignment = _instance(Assignment, row[:n])
-    assignment.item = _instance(Item, row[n:])
+    assignment = instance_from_row(Assignment, row[:n])
+    assignment.item = instance_from_row(Item, row[n:])
     return assignment
-
-
-def _instance(model, values) -> models.Model:
-    """A model instance from its columns in field order, converted as a queryset would (JSON)."""
-    fields = model._meta.concrete_fields
-    values = [f.from_db_value(v, None, connection) if v is not None and hasattr(f, "from_db_value") else v
-              for f, v in zip(fields, values)]
-    return model.from_db(connection.alias, [f.attname for f in fields], values)
 
 
 class Assignment(models.Model):

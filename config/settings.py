@@ -97,12 +97,9 @@ DATABASES = {
 }
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-# Parameters bound by the server and statements prepared after a few runs on a connection: the
-# rating loop's statements are the same each time, and planning them anew was half of PostgreSQL's
-# CPU per rated item. Off for a pooler that cannot keep prepared statements (PgBouncer before 1.21
-# in transaction mode).
-if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
-    DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
+# The rating loop's statements are prepared on the server (annotation.db); off for a pooler that
+# cannot keep prepared statements (PgBouncer before 1.21 in transaction mode).
+DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")

@@ -35,6 +35,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
+from annotation.db import prepared_cursor
 from annotation.models import (
     Assignment, Item, Output, Study, StudyMember, assignment_from_row, assignment_item_columns,
 )
@@ -235,7 +236,7 @@ def _lock_rater(study: Study, rater) -> tuple[int | None, bool]:
     routed = (f"EXISTS (SELECT 1 FROM {Item._meta.db_table} i WHERE i.study_id = %(study)s AND i.priority > 0"
               " AND NOT i.is_attention_check AND i.slots_taken < %(rpi)s)")
     params = {"study": study.pk, "rater": rater.pk, "rpi": study.raters_per_item}
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             f"SELECT paused OR removed_at IS NOT NULL, pick_cursor, {routed} FROM {StudyMember._meta.db_table}"
             " WHERE study_id = %(study)s AND user_id = %(rater)s FOR NO KEY UPDATE",
@@ -253,7 +254,7 @@ def _lock_rater(study: Study, rater) -> tuple[int | None, bool]:
 
 def _own_active(study: Study, rater) -> Assignment | None:
     # Still held (nobody reclaimed it): keep it and give it a fresh lease.
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             f"UPDATE {Assignment._meta.db_table} SET expires_at = %s"
             " WHERE study_id = %s AND rater_id = %s AND status = 'active' RETURNING id",
@@ -316,7 +317,7 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int], key
         order = study_response_order(study, item_id=item_id, slot=slot, n_outputs=len(positions))
         perms.append(json.dumps([positions[i] for i in order]))
     now = timezone.now()
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_INSERT_SQL, {"rpi": rpi, "item": item_id, "study": study.pk, "rater": rater.pk,
                                      "perms": perms, "now": now, "expires": now + lease_duration(study),
                                      "key": key})
@@ -446,7 +447,7 @@ def _pick_regular(study: Study, rater, walk: tuple[int | None, bool], *, wait: b
     parts = [("i.priority > 0", "i.priority DESC, i.pick_key")] if routed else []
     parts += [(f"i.priority = 0 AND {key} > %(cursor)s", key), (f"i.priority = 0 AND {key} <= %(cursor)s", key)]
     lock = "" if wait else "FOR UPDATE OF i SKIP LOCKED"
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         for where, order in parts:
             cursor.execute(
                 f"""

@@ -30,6 +30,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.db import prepared_cursor
 from annotation.models import Assignment, Output, Rating, Study, StudyMember
 from annotation.services import comparative
 from annotation.services.assignments import assignment_reclaim, lease_duration
@@ -456,7 +457,7 @@ def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task
 def _locked(assignment: Assignment) -> Assignment:
     """Lock the assignment row and re-read what a concurrent submit or the expiry sweep may have
     changed since the caller loaded it (the rest never changes after creation)."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(f"SELECT status, slot, submitted_at, time_on_task_ms, expires_at FROM {Assignment._meta.db_table}"
                        " WHERE id = %s FOR UPDATE", [assignment.pk])
         row = cursor.fetchone()
@@ -537,7 +538,7 @@ _SUBMITTED_SQL = f"""
 def _save_submitted(a: Assignment) -> None:
     """Write what a submit changes on the assignment row. A plain statement: the ORM's save() cost
     more CPU than the database spent on it, on every submit (no signal listens to assignments)."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_SUBMITTED_SQL, {
             "status": a.status, "submitted_at": a.submitted_at, "draft": json.dumps(a.draft), "ignored": a.ignored,
             "ignore_reason": a.ignore_reason, "comment": a.comment, "time_on_task_ms": a.time_on_task_ms,
@@ -554,7 +555,7 @@ def _write_ratings(a: Assignment, rows: list[RatingRow], shown: list[Output], *,
     if rows:
         # ON CONFLICT DO UPDATE on (assignment, output, criterion), nulls not distinct: a retry or a
         # revision never adds a second row.
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(_UPSERT_SQL, {
                 "assignment": a.pk, "now": timezone.now(), "outputs": output_ids,
                 "criteria": [r.criterion for r in rows], "values": [json.dumps(r.value) for r in rows],
