@@ -118,9 +118,11 @@ def _long_from(study: Study, *, item_range: tuple[int, int] | None = None,
     params += [study.pk, Assignment.Status.SUBMITTED]
     where += _range_where(params, item_range=item_range, id_range=id_range)
     # Assignment order, then the rating_unique index's order: no full sort of the ratings.
-    sql = (f" FROM {_A} a JOIN {_I} i ON i.id = a.item_id JOIN {_U} u ON u.id = a.rater_id"
+    # The permutation joins the assignment before its ratings: unpacked (or found in the memo) once
+    # per assignment rather than once per rating.
+    sql = (f" FROM {_A} a {_PERM_JOIN} JOIN {_I} i ON i.id = a.item_id JOIN {_U} u ON u.id = a.rater_id"
            f" LEFT JOIN {_R} r ON r.assignment_id = a.id LEFT JOIN {_O} o ON o.id = r.output_id {kinds}"
-           f" {_PERM_JOIN} WHERE {where} ORDER BY a.id, r.output_id, r.criterion")
+           f" WHERE {where} ORDER BY a.id, r.output_id, r.criterion")
     return sql, params
 
 
@@ -354,8 +356,8 @@ def stats_frame(study: Study, criteria: Sequence[str], *,
             f"SELECT a.item_id, i.external_id, COALESCE(o.position, -1), o.system, a.rater_id, r.criterion,"
             f" r.score, {_VALUE_TEXT}, a.time_on_task_ms / 1000.0, {_SHOWN}::smallint, a.is_attention_check,"
             f" i.gold -> r.criterion #>> '{{}}'"
-            f" FROM {_A} a JOIN {_I} i ON i.id = a.item_id JOIN {_R} r ON r.assignment_id = a.id"
-            f" LEFT JOIN {_O} o ON o.id = r.output_id {_PERM_JOIN}"
+            f" FROM {_A} a {_PERM_JOIN} JOIN {_I} i ON i.id = a.item_id JOIN {_R} r ON r.assignment_id = a.id"
+            f" LEFT JOIN {_O} o ON o.id = r.output_id"
             f" WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND r.criterion = ANY(%s){where}"
         ), params
 
