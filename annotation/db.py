@@ -3,10 +3,11 @@
 The rating loop runs the same dozen statements on every request. Sent through `prepared_cursor`,
 their parameters are bound by the server and psycopg prepares each one after a few runs on a
 connection, so PostgreSQL stops parsing and planning them anew (that was half of its CPU per
-rated item). The ORM keeps Django's client-side binding: an `IN` list of 65,536 values or more
-does not fit the protocol's parameter count. DATABASE_PREPARED_STATEMENTS=0 turns preparing off
-for a connection pooler that cannot keep prepared statements (PgBouncer before 1.21 in
-transaction mode); the binding stays.
+rated item); PostgreSQL remakes a prepared plan when autovacuum brings new statistics. The ORM
+keeps Django's client-side binding: an `IN` list of 65,536 values or more does not fit the
+protocol's parameter count. DATABASE_PREPARED_STATEMENTS=0 turns preparing off for a connection
+pooler that cannot keep prepared statements (PgBouncer before 1.21 in transaction mode); the
+binding stays.
 """
 
 from __future__ import annotations
