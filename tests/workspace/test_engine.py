@@ -13,6 +13,7 @@ from django.utils import timezone
 from annotation.models import Assignment, Item, StudyMember
 from annotation.services.assignments import (
     RaterPaused,
+    _start_key,
     assignment_next,
     assignments_expire,
     attention_due,
@@ -102,8 +103,19 @@ def test_each_item_gets_raters_per_item_distinct_raters(make_study, raters):
 
 
 def test_item_order_differs_between_raters(make_study, raters):
+    """Each rater walks the study's random order from a starting point of their own: raters whose
+    starts fall between different items get different sequences (two starts in the same gap share
+    one, which the design allows)."""
     rs = raters(4)
     study = make_study("rrgen-001", annotators=rs, items_text=items_jsonl(40), raters_per_item=4)
+    keys = dict(Item.objects.filter(study=study).values_list("id", "pick_key"))
+    ring = sorted(keys, key=keys.get)
+    assert ring != sorted(ring)  # a random order, not the upload order
+
+    def walk_from(start: int) -> tuple[int, ...]:
+        k = next((n for n, item in enumerate(ring) if keys[item] > start), 0)
+        return tuple(ring[(k + j) % len(ring)] for j in range(6))
+
     firsts = []
     for r in rs:
         order = []
@@ -112,8 +124,9 @@ def test_item_order_differs_between_raters(make_study, raters):
             order.append(a.item_id)
             assignment_submit(assignment=a, answers=rrgen_answers(3), time_on_task_ms=1)
         firsts.append(tuple(order))
-    assert len(set(firsts)) == 4  # four independent random orders (collision odds ~1e-8)
-    assert firsts[0] != tuple(sorted(firsts[0]))
+    expected = [walk_from(_start_key(study, r)) for r in rs]
+    assert firsts == expected
+    assert len({_start_key(study, r) for r in rs}) == 4
 
 
 def test_item_order_follows_upload_when_not_randomised(make_study, raters):
