@@ -27,21 +27,26 @@ def _plain(line: str) -> str:
 
 
 def _block_sections(body: str) -> list[tuple[str, str]]:
-    """(section, plain line) for each line: 'score' before any heading or under Output/Scores,
-    'reasoning' under a Reasoning heading."""
-    section, out = "score", []
+    """(section, plain line) for each line: 'score' under Output/Scores (or, in an answer without
+    such a heading, before any heading), 'reasoning' under a Reasoning heading, and 'prose' before
+    the score heading of an answer that has one (a `- **Correctness**: 2 - but weak` line there is
+    the judge thinking aloud, not its score)."""
+    parsed = []
     for line in body.splitlines():
         plain = _plain(line)
         h = _HEADING.match(plain)
+        kind = None
         if h and (line.strip().startswith(("#", "*", "_")) or plain.endswith(":") or
                   h.group(1).lower() in _REASON_SECTIONS):
             name = h.group(1).strip().lower()
-            if name in _REASON_SECTIONS:
-                section = "reasoning"
-                continue
-            if name in _SCORE_SECTIONS:
-                section = "score"
-                continue
+            kind = "reasoning" if name in _REASON_SECTIONS else "score" if name in _SCORE_SECTIONS else None
+        parsed.append((kind, plain))
+    section = "prose" if any(kind == "score" for kind, _ in parsed) else "score"
+    out = []
+    for kind, plain in parsed:
+        if kind is not None:
+            section = kind
+            continue
         out.append((section, plain))
     return out
 
@@ -80,6 +85,8 @@ def parse_criteria_block(text: str, names: Mapping[str, str], lo: float, hi: flo
             if section == "reasoning":
                 if value and reasoning is None:
                     reasoning = value
+                continue
+            if section == "prose":
                 continue
             m = _BLOCK_VALUE.match(value)
             if m:

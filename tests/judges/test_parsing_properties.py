@@ -131,3 +131,15 @@ def test_subjudge_fields_ignore_text_around_them(meaning, source, target, reason
 def test_pairwise_verdict_ignores_text_around_it(verdict, before, after):
     r = parse_pairwise(f"{before}\n[[{verdict}]]\n{after}")
     assert (r.status, r.value) == ("ok", {"A": "A", "B": "B", "C": "tie"}[verdict])
+
+
+def test_a_score_like_line_before_the_output_heading_is_prose():
+    """Found by the property above: a preamble line `- **Correctness**: 2 - but weak …` read as a
+    second score made the criterion unparsed (two different values)."""
+    scores = "\n".join(f"- **{n}**: 3" for n in NAMES.values())
+    text = f"- **Correctness**: 2 - but weak evidence\n**Output:**\n{scores}\n\n**Reasoning:**\n- **Clarity**: 5"
+    r = parse_criteria_block(text, NAMES, 1, 5)
+    assert {k: p.value for k, p in r.items()} == dict.fromkeys(NAMES, 3)
+    # without a score heading, the lines before any heading are the scores, as before
+    assert parse_criteria_block("- **Correctness**: 2 - but weak", {"correctness": "Correctness"}, 1, 5)[
+        "correctness"].value == 2
