@@ -86,6 +86,7 @@
       });
       summary.focus();
     }
+    form.dataset.ready = "1";  // keys are handled from here on (browser tests wait for it)
   }
 
   function openDialog(id) {

@@ -164,7 +164,7 @@ def test_invited_person_creates_an_account_and_rates(make_study, admin_user, liv
     page.fill("#id_password2", "a-Long-pass-9")
     page.click("button:has-text('Create my account')")
     page.wait_for_url(f"{live_server.url}/studies/{study.slug}/rate/**")
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")
     assert StudyMember.objects.filter(study=study, user__username="newcomer", role="annotator").exists()
     other = context_page(width)
     other.goto(f"{live_server.url}/invite/{inv.token}/")

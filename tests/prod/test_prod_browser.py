@@ -198,7 +198,7 @@ def test_annotator_rates_an_item_end_to_end(browser, prod_server, people, studie
     try:
         log_in(page, prod_server, rater)
         page.goto(f"{prod_server.url}/studies/{gec.slug}/rate/")
-        page.wait_for_selector("#ws-form")
+        page.wait_for_selector("#ws-form[data-ready='1']")
         page.keyboard.press("1")  # TP, by the workspace script's keyboard path
         page.click("button.submit-btn")
         page.wait_for_selector("[data-progress]:has-text('1 done')")

@@ -83,7 +83,7 @@ def probes_from_workspace(page, live_server, make_study, outputs: dict[str, str]
     log_in(page, live_server, rater)
     workspace = f"{live_server.url}/studies/{study.slug}/rate/"
     page.goto(workspace)
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")
     assert page.locator("iframe[sandbox]").count() == len(outputs)
     page.wait_for_function(f"window.__probes.length >= {len(outputs)}", timeout=15_000)
     page.wait_for_timeout(300)  # a navigation attempt, had it worked, would have started by now

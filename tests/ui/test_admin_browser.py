@@ -47,7 +47,7 @@ def test_preview_is_the_raters_screen_blinded(page_at, live_server, make_study, 
     log_in(page, live_server, admin_user)
     posts.clear()
     page.goto(f"{live_server.url}/studies/{study.slug}/items/{study.items.get().pk}/preview/")
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")
     assert "secret-model" not in page.content()
     assert page.locator("[data-preview]").is_visible() and page.locator(".submit-btn").is_disabled()
     page.keyboard.press("6")  # the workspace's keys work in the preview too

@@ -23,7 +23,7 @@ def _items(preset: str, n: int = 2) -> str:
 
 def _open(page, live_server, study):
     page.goto(f"{live_server.url}/studies/{study.slug}/rate/")
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")
 
 
 def _submitted(rater) -> Assignment:

@@ -35,7 +35,7 @@ def _training_item() -> str:
 def _enter(page, live_server, link, pid: str) -> None:
     query = urlencode({"PROLIFIC_PID": pid, "STUDY_ID": "st-1", "SESSION_ID": f"se-{pid}"})
     page.goto(f"{live_server.url}/crowd/{link.token}/?{query}")
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")  # keys pressed before the script is ready are lost
 
 
 def _answer_pair(page, better: str) -> None:
@@ -59,7 +59,7 @@ def _train(page, width: int, name: str) -> None:
     assert horizontal_overflow(page) == 0
     shot(page, f"crowd-training-feedback-{name}-{width}", full_page=True)
     page.click("text=Start rating")
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")
     assert page.locator("[data-testid=training-banner]").count() == 0
 
 

@@ -40,7 +40,7 @@ LABEL_PROBLEMS = """() => {
 
 def _open(page, live_server, study):
     page.goto(f"{live_server.url}/studies/{study.slug}/rate/")
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -26,7 +26,7 @@ def shot(page, name: str) -> None:
 
 def open_workspace(page, live_server, study) -> None:
     page.goto(f"{live_server.url}/studies/{study.slug}/rate/")
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")
 
 
 def wait_saved(page) -> None:
@@ -89,7 +89,7 @@ def test_rrgen_item_with_keyboard_mouse_highlight_and_reload(page, live_server, 
     wait_saved(page)
 
     page.reload()  # mid-item: nothing may be lost
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")
     assert checked(page, "#response-1") == {"r1__semantic_relevance": "6", "r1__fluency": "7",
                                             "r1__sentiment_appropriateness": "6", "r1__domain_accuracy": "4",
                                             "r1__decision": "ACCEPT"}
@@ -133,7 +133,7 @@ def test_gec_item_label_survives_a_reload(page, live_server, make_study):
     page.keyboard.press("2")  # FP3
     wait_saved(page)
     page.reload()
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")
     assert checked(page, "#response-1") == {"r1__label": "FP3"}
     shot(page, "gec")
     page.keyboard.press("1")  # TP after all
@@ -183,7 +183,7 @@ def test_html_visualisation_renders_sandboxed_and_is_rated(page, live_server, ma
     page.fill("#r1-technical_quality-reasoning", "Clean SVG code.")
     wait_saved(page)
     page.reload()
-    page.wait_for_selector("#ws-form")
+    page.wait_for_selector("#ws-form[data-ready='1']")
     assert checked(page, "#response-1") == {"r1__technical_quality": "4", "r1__aesthetic_quality": "5"}
     assert page.input_value("#r1-technical_quality-reasoning") == "Clean SVG code."
     for r in range(2, n + 1):
