@@ -29,6 +29,7 @@ import logging
 import os
 import random
 import secrets
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -176,6 +177,31 @@ def _as_autovacuum_would(autovacuum: bool) -> None:
         cursor.execute("ANALYZE annotation_assignment, annotation_rating, annotation_item, annotation_studymember")
 
 
+class _AutovacuumStandIn(threading.Thread):
+    """On a server without autovacuum, VACUUM ANALYZE the loop's tables once per autovacuum_naptime
+    (PostgreSQL's default: a minute), as the autovacuum launcher would: without it a long phase
+    piles up dead row versions (every pick updates the item's hint and the rater's cursor)."""
+
+    TABLES = "annotation_assignment, annotation_rating, annotation_item, annotation_studymember"
+
+    def __init__(self, naptime_s: float):
+        super().__init__(daemon=True)
+        from django.db import connection
+
+        self.params = connection.get_connection_params()
+        self.naptime_s = naptime_s
+        self.halt = threading.Event()
+        self.runs = 0
+
+    def run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(**self.params, autocommit=True) as conn:
+            while not self.halt.wait(self.naptime_s):
+                conn.execute(f"VACUUM ANALYZE {self.TABLES}")
+                self.runs += 1
+
+
 def _measured_phase(base: str, slug: str, sessions: list[str], phase: Phase, server) -> None:
     server_before, db_before = _server_cpu_s(server), _db_cpu_by_backend()
     asyncio.run(_run_phase(base, slug, sessions, phase))
@@ -210,8 +236,13 @@ def run(full: bool = False) -> dict:
             cursor.execute("ANALYZE")  # fresh statistics, as autovacuum would give a long-lived study
             cursor.execute("SHOW autovacuum")
             autovacuum = cursor.fetchone()[0] == "on"
+            cursor.execute("SELECT setting::int FROM pg_settings WHERE name = 'autovacuum_naptime'")
+            naptime_s = cursor.fetchone()[0]
+        stand_in = None if autovacuum else _AutovacuumStandIn(naptime_s)
         port = free_port()
         server = start_server(port, secret_key, db_name=db_name, extra_env={"PGAPPNAME": SERVER_APP_NAME})
+        if stand_in:
+            stand_in.start()
         try:
             base = f"http://127.0.0.1:{port}"
             asyncio.run(warm_up(base, slug, sessions[0]))
@@ -222,6 +253,9 @@ def run(full: bool = False) -> dict:
             _as_autovacuum_would(autovacuum)
             _measured_phase(base, large_slug, large_sessions, large, server)
         finally:
+            if stand_in:
+                stand_in.halt.set()
+                stand_in.join()
             stop_server(server)
         audit = db_audit(slug, set().union(*(p.acknowledged for p in phases)))
         large_audit = db_audit(large_slug, large.acknowledged)
@@ -275,7 +309,8 @@ def run(full: bool = False) -> dict:
         "config": {"raters": RATERS, "raters_per_item": RATERS_PER_ITEM, "items": n_items,
                    "think_s": think, "phases_s": [p.seconds for p in phases],
                    "server": "gunicorn 4 workers x 4 threads (gthread), DEBUG=0", "client": "asyncio + httpx",
-                   "double_submit_share": 0.05, "autovacuum": autovacuum},
+                   "double_submit_share": 0.05, "autovacuum": autovacuum,
+                   "vacuum_stand_in_runs": stand_in.runs if stand_in else None},
         "samples": {p.name: {"next": len(p.next_ms), "submit": len(p.submit_ms), "errors": p.errors[:20]}
                     for p in phases},
     }
