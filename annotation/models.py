@@ -173,7 +173,8 @@ class Item(models.Model):
         HTML = "html", "HTML"
         CONVERSATION = "conversation", "Conversation"
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: item_external_id_unique (study, external_id) leads with it.
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items", db_index=False)
     external_id = models.CharField(max_length=200)
     context = models.TextField(blank=True)
     context_kind = models.CharField(max_length=20, choices=ContextKind.choices, default=ContextKind.TEXT)
@@ -293,11 +294,13 @@ class Assignment(models.Model):
         SUBMITTED = "submitted", "Submitted"
         EXPIRED = "expired", "Expired"
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    # study and item have no index of their own: the (study, rater, status) index and the
+    # (item, rater) constraint lead with them. Every index is paid on each submit (a non-HOT update).
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments", db_index=False)
     # Addresses the assignment in annotator URLs; reveals nothing about the item's systems.
     token = models.UUIDField(default=uuid.uuid4, db_default=Func(function="gen_random_uuid"), unique=True,
                              editable=False)
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments", db_index=False)
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     permutation = models.JSONField(default=list, help_text="Output positions in the order shown (Response 1..K).")
@@ -339,7 +342,8 @@ class Assignment(models.Model):
 class Rating(models.Model):
     """One criterion's answer for one output (or for the whole item when output is null)."""
 
-    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="ratings")
+    # No index of its own: rating_unique (assignment, output, criterion) leads with it.
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="ratings", db_index=False)
     output = models.ForeignKey(Output, null=True, blank=True, on_delete=models.CASCADE, related_name="ratings")
     criterion = models.CharField(max_length=80)
     value = models.JSONField(help_text="Number, label, text, or a list of spans {start, end, text, label}.")
