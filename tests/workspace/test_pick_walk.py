@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from annotation.db import PREPARE_AFTER
 from annotation.models import Assignment, Item, StudyMember
 from annotation.services.assignments import _start_key, assignment_next
 from annotation.services.ratings import assignment_submit
@@ -90,3 +91,36 @@ def test_the_pick_reads_an_index_range_not_the_open_items(make_study, raters, sh
     assert not any(n["Node Type"] == "Sort" and "pick_key" in json.dumps(n.get("Sort Key")) for n in nodes_of(pick))
     probe = [n for n in nodes_of(lock) if n.get("Relation Name") == "annotation_item"]
     assert [n.get("Index Name") for n in probe] == ["item_pick_routed_idx"]  # routed items: their small index
+
+
+def test_whether_the_rater_had_an_item_is_asked_by_the_item_in_the_cached_plan(make_study, raters):
+    """The loop's statements are prepared, and PostgreSQL may keep one generic plan per connection
+    for the rest of its life. Planned while the assignment table was small, the pick once joined it
+    whole (a sequential scan on every pick, growing with the table): the check must stay a per-item
+    index probe in the generic plan too."""
+    r, *others = raters(4)
+    earlier = make_study("rrgen-001", annotators=others, items_text=items_jsonl(700), slug="earlier")
+    Assignment.objects.bulk_create(Assignment(study=earlier, item=item, rater=o, status="submitted", slot=k)
+                                   for item in earlier.items.all() for k, o in enumerate(others))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE annotation_assignment")  # 2,100 rows, as early in a load run
+    study = make_study("rrgen-001", annotators=[r], items_text=items_jsonl(60))
+    for _ in range(PREPARE_AFTER + 1):  # the pick is prepared on this connection by now
+        take(study, r)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, cardinality(parameter_types) FROM pg_prepared_statements"
+                       " WHERE statement LIKE '%%SKIP LOCKED%%' AND statement LIKE '%%pick_key >%%'")
+        (statement, n_params), = cursor.fetchall()
+        cursor.execute("PREPARE pick_probe AS " + statement.replace("%", "%%"))
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+        cursor.execute(f"EXPLAIN (FORMAT JSON) EXECUTE pick_probe({', '.join(['0'] * n_params)})")
+        plan = cursor.fetchone()[0][0]["Plan"]
+        cursor.execute("RESET plan_cache_mode; DEALLOCATE pick_probe")
+    nodes, stack = [], [(plan, None)]
+    while stack:
+        node, parent = stack.pop()
+        nodes.append((node, parent))
+        stack.extend((child, node) for child in node.get("Plans", []))
+    reads = [(n["Node Type"], n.get("Parent Relationship"), n.get("Index Name")) for n, _ in nodes
+             if n.get("Relation Name") == "annotation_assignment"]
+    assert reads and all(kind in {"Index Scan", "Index Only Scan"} and rel == "SubPlan" for kind, rel, _ in reads), reads
