@@ -21,7 +21,8 @@ from annotation.datasets.tables import (
 from annotation.datasets.spreadsheet import spreadsheet_safe_column
 from annotation.models import Assignment, Output, Study
 from annotation.reports.comparisons import as_comparisons, comparative_answers, comparative_criteria
-from annotation.reports.ratings import LONG_SCHEMA, copy_ratings, rating_batches
+from annotation.reports.long_arrow import rating_batches
+from annotation.reports.ratings import LONG_SCHEMA, copy_ratings
 from annotation.stats import comparisons as cmp
 from annotation.stats.consensus import preference_pairs
 

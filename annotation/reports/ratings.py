@@ -3,7 +3,7 @@
 Three ways out of the same query, all with flat memory as studies grow:
 - `iter_rating_rows`: tuples in chunks from a server-side cursor (Python consumers);
 - `copy_ratings`: PostgreSQL COPY bytes (CSV, or one JSON object per line) for downloads;
-- `rating_batches`: Arrow record batches parsed from COPY CSV by pyarrow's streaming reader.
+- `long_arrow.rating_batches`: Arrow record batches (the same rows read by id, named in Arrow).
 
 The long format has one row per rating of a submitted assignment, in assignment order; a
 submitted assignment without ratings (an item the rater ignored) appears once with an empty
@@ -319,14 +319,6 @@ def arrow_parts(parts: list[tuple[str, list]], schema: pa.Schema) -> Iterator[pa
     statements = [(copy_statement(sql), params) for sql, params in parts]
     for table in parallel_copy.copy_in_parallel(statements, parse=lambda data: _arrow_table(data, schema)):
         yield from table.to_batches()
-
-
-def rating_batches(study: Study) -> Iterator[pa.RecordBatch]:
-    """The long format as Arrow record batches (LONG_SCHEMA)."""
-    parts = _long_parts(study, lambda r=None: long_sql(study, id_range=r))
-    if parts is None:
-        return arrow_batches(*long_sql(study), LONG_SCHEMA)
-    return arrow_parts(parts, LONG_SCHEMA)
 
 
 # Compact numeric view for statistics: ids instead of names, no free text.

@@ -13,7 +13,8 @@ import pytest
 from django.db import connection, transaction
 
 from annotation.reports import parallel_copy, ratings
-from annotation.reports.ratings import copy_ratings, rating_batches, stats_frame
+from annotation.reports.long_arrow import rating_batches
+from annotation.reports.ratings import copy_ratings, stats_frame
 from tests.conftest import make_user
 from tests.reports.conftest import rrgen_value
 from tests.reports.factories import rate_study

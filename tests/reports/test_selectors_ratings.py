@@ -10,8 +10,9 @@ import pyarrow as pa
 import pytest
 
 from annotation.models import Assignment, Rating
+from annotation.reports.long_arrow import rating_batches
 from annotation.reports.ratings import (
-    LONG_NAMES, copy_ratings, count_rating_rows, iter_rating_rows, rating_batches, stats_frame,
+    LONG_NAMES, copy_ratings, count_rating_rows, iter_rating_rows, stats_frame,
 )
 from tests.reports.conftest import N_ITEMS
 from tests.reports.factories import submit
@@ -128,3 +129,26 @@ def test_stats_frame_leaves_out_ignored_and_other_criteria(rated_study):
     assert len(df) == (N_ITEMS * 3 - 1) * n_outputs * 2
     assert df.loc[df.criterion == "decision", "label"].isin(["ACCEPT", "REJECT"]).all()
     assert (df["seconds"] >= 10).all()
+
+
+def test_arrow_rows_equal_the_sql_rows_at_the_edges(rated_study, raters):
+    """The Arrow read names ids itself (annotation.reports.long_arrow): on an item-level rating, a
+    criterion the pinned rubric no longer has, and an output missing from the stored permutation it
+    must give what the SQL read gives."""
+    item = rated_study.items.order_by("id")[1]
+    other = raters[0].__class__.objects.create_user(username="r-edges")
+    a = submit(rated_study, other, item, {(1, "fluency"): 4, (2, "fluency"): 2}, permutation=[2, 0])
+    Rating.objects.create(assignment=a, output=None, criterion="fluency", value=3, score=3.0, reasoning="")
+    Rating.objects.create(assignment=a, output=item.outputs.get(position=0), criterion="retired_key",
+                          value="old", score=None, reasoning="=1+1")
+    sql_rows = [dict(zip(LONG_NAMES, row)) for chunk in iter_rating_rows(rated_study) for row in chunk]
+    arrow_rows = pa.Table.from_batches(list(rating_batches(rated_study))).to_pylist()
+    assert len(arrow_rows) == len(sql_rows)
+    for got, want in zip(arrow_rows, sql_rows):
+        if want["value"] is not None and not isinstance(want["value"], str):
+            want["value"] = str(want["value"])
+        assert got == want
+    edges = [r for r in arrow_rows if r["rater"] == "r-edges"]
+    assert {(r["output"], r["criterion"], r["criterion_kind"], r["shown_position"]) for r in edges} == {
+        (0, "retired_key", None, 2), (1, "fluency", "likert", None), (2, "fluency", "likert", 1),
+        (None, "fluency", "likert", None)}
