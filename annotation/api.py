@@ -132,7 +132,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         body = MembersSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            added = study_members_add(study=study, **body.validated_data)
+            added = study_members_add(study=study, user=request.user, **body.validated_data)
         except StudyError as exc:
             return Response({"detail": str(exc)}, status=400)
         return Response({"added": [m.user.username for m in added]})

@@ -10,4 +10,5 @@ router.register("studies", StudyViewSet, basename="study")
 urlpatterns = [
     path("", include(router.urls)),
     path("", include("annotation.workspace_api_urls")),
+    path("", include("annotation.participants_api")),
 ]

@@ -71,14 +71,15 @@ class StudySettingsForm(forms.ModelForm):
         model = Study
         fields = ["name", "instructions", "raters_per_item", "assignment_expiry_minutes", "randomize_items",
                   "randomize_outputs", "counterbalance", "attention_check_rate", "attention_fail_pause",
-                  "training_pass_mark", "deadline"]
+                  "training_pass_mark", "deadline", "retention_days"]
         labels = {"name": "Title", "randomize_items": "Shuffle items per rater",
                   "randomize_outputs": "Shuffle responses within an item",
                   "counterbalance": "Counterbalance response order across raters",
                   "attention_check_rate": "Attention checks (share of items, 0–1)",
                   "attention_fail_pause": "Pause a rater after failed checks",
                   "training_pass_mark": "Training pass mark (share, 0–1)",
-                  "assignment_expiry_minutes": "Assignment expiry (minutes)"}
+                  "assignment_expiry_minutes": "Assignment expiry (minutes)",
+                  "retention_days": "Keep panel ids (days)"}
         help_texts = {"attention_fail_pause": "After this many failed checks (0: never).",
                       "training_pass_mark": "Raters first answer the training items (upload them with "
                                             "\"training\": true) and need this share right; one retry. "

@@ -50,6 +50,10 @@ class Study(models.Model):
                                          "(empty: the site's ASSIGNMENT_TTL_SECONDS)."
     )
     deadline = models.DateTimeField(null=True, blank=True, help_text="Planned end, for the team; nothing closes by itself.")
+    # annotation.services.participant_data.participant_ids_purge, run by Celery beat.
+    retention_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Days after a crowd participant started before their panel and session "
+                                         "ids are purged (empty: kept).")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -434,6 +438,8 @@ class CrowdParticipant(models.Model):
     deadline = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     returned_at = models.DateTimeField(null=True, blank=True)
+    # Set when the retention period replaced participant_id and session_id by a random id.
+    ids_purged_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["link", "participant_id"], name="crowd_participant_unique")]
@@ -461,3 +467,65 @@ class TrainingAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rater} training {self.number} on {self.study}"
+
+
+# ---------------------------------------------------------------- participants' data and the audit log
+
+
+class AuditEntry(models.Model):
+    """One admin action (annotation.audit.audit_record): who, what, when, on which study and target.
+    The actor's name is kept as text too, so an entry outlives the account."""
+
+    class Action(models.TextChoices):
+        DATA_DOWNLOAD = "data_download", "Data download"
+        PAYMENT_DOWNLOAD = "payment_download", "Payment sheet download"
+        PARTICIPANT_DOWNLOAD = "participant_download", "Participant's data download"
+        PARTICIPANT_ERASE = "participant_erase", "Participant's data erased"
+        IDS_PURGE = "ids_purge", "Panel ids purged (retention)"
+        MEMBER_CHANGE = "member_change", "Member change"
+        SETTING_CHANGE = "setting_change", "Setting change"
+        RELEASE = "release", "Dataset release"
+
+    at = models.DateTimeField(auto_now_add=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    actor_name = models.CharField(max_length=150, blank=True, help_text="Empty: the system (a scheduled task).")
+    action = models.CharField(max_length=32, choices=Action.choices)
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
+    target = models.CharField(max_length=200, blank=True, help_text="What was acted on: a rater, a file, a setting.")
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["study", "-at"], name="audit_study_at_idx"),
+                   models.Index(fields=["-at"], name="audit_at_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor_name or 'system'} {self.action} {self.target}"
+
+
+class ParticipantErasure(models.Model):
+    """The record of one erasure: the admin's choice, who made it, when, and what it touched. It names
+    the participant only by the random id their kept data now carries (or had, when deleted)."""
+
+    class Mode(models.TextChoices):
+        DELETE = "delete", "Delete their ratings"
+        PSEUDONYMISE = "pseudonymise", "Keep their ratings under a random id, panel ids removed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="erasures")
+    pseudonym = models.CharField(max_length=40, unique=True)
+    mode = models.CharField(max_length=12, choices=Mode.choices)
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                           related_name="+")
+    by_name = models.CharField(max_length=150, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+    assignments = models.PositiveIntegerField(default=0)
+    ratings = models.PositiveIntegerField(default=0)
+    releases = models.JSONField(default=list, blank=True,
+                                help_text="Ready releases made while their data was in the study (immutable).")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.pseudonym} ({self.mode}) in {self.study}"

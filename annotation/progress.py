@@ -72,7 +72,7 @@ def study_dashboard(study: Study, *, flags_limit: int = 20) -> Dashboard:
     for m in members.order_by("user__username"):
         row = per_rater.get(m.user_id, {})
         raters.append({
-            "username": m.user.username, "paused": m.paused,
+            "username": m.user.username, "user_id": m.user_id, "paused": m.paused,
             "submitted": row.get("submitted", 0), "active": row.get("active", 0),
             "last_hour": row.get("last_hour", 0), "median_seconds": _seconds(row.get("median_ms")),
             "checks": row.get("checks", 0), "checks_failed": row.get("checks_failed", 0),

@@ -34,3 +34,12 @@ def broker_held_builds() -> set[int]:
 def requeue_lost_builds(settle_s: float = 5.0) -> list[int]:
     """Send again the builds whose messages the broker lost (config/celery.py RequeueLostWork)."""
     return releases_requeue_lost(held=broker_held_builds, settle_s=settle_s)
+
+
+@shared_task(name="annotation.tasks.participant_ids_purge", ignore_result=True)
+def participant_ids_purge() -> int:
+    """Purge the panel and session ids whose study's retention period ran out (Celery beat, hourly).
+    No arguments: it finds its work; idempotent: a purged participant is never touched again."""
+    from annotation.services.participant_data import participant_ids_purge as purge
+
+    return purge()

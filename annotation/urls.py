@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from annotation.views import crowd, items, manage, progress, studies
+from annotation.views import crowd, items, manage, participants, progress, studies
 
 urlpatterns = [
     path("", studies.home, name="home"),
@@ -24,6 +24,11 @@ urlpatterns = [
     path("studies/<slug:slug>/items/<int:pk>/delete/", items.item_delete_view, name="item-delete"),
     path("studies/<slug:slug>/items/<int:pk>/replace/", items.item_replace_view, name="item-replace"),
     path("studies/<slug:slug>/progress/", progress.study_progress_view, name="progress-page"),
+    path("studies/<slug:slug>/participants/<int:user_id>/data.<str:fmt>", participants.participant_data_view,
+         name="participant-data"),
+    path("studies/<slug:slug>/participants/<int:user_id>/erase/", participants.participant_erase_view,
+         name="participant-erase"),
+    path("audit/", participants.audit_log_view, name="audit-log"),
     path("", include("annotation.workspace_urls")),
     path("", include("annotation.reports.urls")),
     path("", include("annotation.planning.urls")),

@@ -10,6 +10,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("concord")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Periodic tasks, by name (run by `celery -A config beat`: config/launcher.py, docker-compose.yml).
+# Each takes no arguments and is idempotent, so a missed or doubled beat does no harm.
+app.conf.beat_schedule = {
+    "purge-expired-panel-ids": {"task": "annotation.tasks.participant_ids_purge", "schedule": 3600.0},
+}
 
 
 @worker_init.connect

@@ -42,6 +42,9 @@ def _run(args: list[str]) -> int:
     children = [
         subprocess.Popen([PY, "-m", "celery", "-A", "config", "worker", "-Q", "default,judges", "-c", "2",
                           "--loglevel", "INFO"], cwd=ROOT),
+        # The scheduler of config.celery's beat_schedule (e.g. the retention purge), beside the worker.
+        subprocess.Popen([PY, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
+                          "--schedule", str(DATA / "celerybeat-schedule")], cwd=ROOT),
         subprocess.Popen([PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"], cwd=ROOT),
     ]
     # The demo judges' endpoint (judges/simulation.py demo_judge_endpoint): a loopback fake model server,

@@ -98,6 +98,10 @@ def releases_create(*, study: Study, version: str, formats: Iterable[str], chang
         raise ReleaseError(f"version: {version} already exists; releases are immutable") from exc
     from annotation.tasks import release_build  # tasks import this module
 
+    from annotation.audit import Action, audit_record
+
+    audit_record(actor=user, action=Action.RELEASE, study=study, target=version,
+                 detail={"formats": formats, "changelog": changelog.strip()[:500]})
     ids = [r.pk for r in made]
     transaction.on_commit(lambda: [release_build.delay(pk) for pk in ids])
     return made

@@ -17,6 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import get_study_for_reader
+from annotation.audit import Action, audit_record
 from annotation.datasets import FORMATS, export_chunks, export_filename
 from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.models import DatasetRelease
@@ -72,6 +73,8 @@ def study_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
         delta = _delta(request)
     except ValueError:
         return HttpResponseBadRequest(f"delta: {request.GET.get('delta')!r} is not a positive number")
+    audit_record(actor=request.user, action=Action.DATA_DOWNLOAD, study=study, target=export_filename(study, fmt),
+                 detail={"format": fmt, "live": True})
     response = StreamingHttpResponse(export_chunks(study, fmt, delta=delta), content_type=FORMATS[fmt].content_type)
     response["Content-Disposition"] = f'attachment; filename="{export_filename(study, fmt)}"'
     response["Cache-Control"] = "no-store"
@@ -105,6 +108,8 @@ def release_download(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     path = release_path(release)
     if not path.exists():
         raise Http404("The release file is missing")
+    audit_record(actor=request.user, action=Action.DATA_DOWNLOAD, study=study, target=path.name,
+                 detail={"format": release.format, "release": release.version})
     response = FileResponse(path.open("rb"), as_attachment=True, filename=path.name,
                             content_type=FORMATS[release.format].content_type)
     response["Digest"] = "sha-256=" + base64.b64encode(bytes.fromhex(release.sha256)).decode()

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from annotation.audit import Action, audit_record
 from annotation.models import Study, StudyChange, StudyMember
 
 MAX_MEMBERS_PER_ADD = 5000
@@ -106,8 +107,10 @@ def members_add(*, study: Study, rows: list[MemberRow], role: str, user=None) ->
         member, _ = StudyMember.objects.update_or_create(
             study=study, user=u, defaults={"role": r.role or role, "removed_at": None, "paused": False})
         members[u.pk] = member
-    StudyChange.objects.create(study=study, user=user, field="members", old="",
-                               new="added " + ", ".join(m.user.username for m in members.values()))
+    names = [m.user.username for m in members.values()]
+    StudyChange.objects.create(study=study, user=user, field="members", old="", new="added " + ", ".join(names))
+    audit_record(actor=user, action=Action.MEMBER_CHANGE, study=study, target=", ".join(names)[:200],
+                 detail={"added": names, "role": role})
     return list(members.values())
 
 
@@ -128,6 +131,8 @@ def _set(study: Study, member: StudyMember, user, *, paused: bool, removed: bool
     released = assignments_release(study=study, rater=member.user) if paused else 0
     StudyChange.objects.create(study=study, user=user, field=f"member {member.user.username}", old=old,
                                new=member.status + (f" ({released} open assignments released)" if released else ""))
+    audit_record(actor=user, action=Action.MEMBER_CHANGE, study=study, target=member.user.username,
+                 detail={"status": [old, member.status], "released": released})
     member.released = released
     return member
 

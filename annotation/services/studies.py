@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.text import slugify
 
+from annotation.audit import Action, audit_record
 from annotation.models import Assignment, Rating, Study, StudyChange, StudyMember
 from rubrics.models import RubricVersion
 
@@ -99,6 +100,8 @@ def study_set_status(*, study: Study, status: str, user=None) -> Study:
     if old == S.OPEN:
         assignments_release(study=study)
     StudyChange.objects.create(study=study, user=user, field="status", old=old, new=status)
+    audit_record(actor=user, action=Action.SETTING_CHANGE, study=study, target="status",
+                 detail={"status": [old, status]})
     return study
 
 
@@ -118,6 +121,7 @@ EDITABLE = {
     "attention_fail_pause": "raters already over the new limit are not paused retroactively",
     "training_pass_mark": None,  # training results keep the mark they were judged by
     "deadline": None,
+    "retention_days": None,  # annotation.services.participant_data.participant_ids_purge
 }
 
 
@@ -163,6 +167,8 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
         setattr(study, f, v)
     study.full_clean(exclude=["rubric_version", "created_by", "slug"])
     study.save(update_fields=list(changed))
+    audit_record(actor=user, action=Action.SETTING_CHANGE, study=study, target=", ".join(c.field for c in log),
+                 detail={c.field: [c.old, c.new] for c in log})
     return StudyChange.objects.bulk_create(log)
 
 
@@ -170,7 +176,7 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
 
 
 @transaction.atomic
-def study_members_add(*, study: Study, usernames: list[str], role: str) -> list[StudyMember]:
+def study_members_add(*, study: Study, usernames: list[str], role: str, user=None) -> list[StudyMember]:
     """Add existing users by username; refuse the whole list if one is unknown."""
     if role not in StudyMember.Role.values:
         raise StudyError(f"role: must be one of {StudyMember.Role.values}")
@@ -183,4 +189,6 @@ def study_members_add(*, study: Study, usernames: list[str], role: str) -> list[
     for name in names:
         member, _ = StudyMember.objects.update_or_create(study=study, user=users[name], defaults={"role": role})
         members.append(member)
+    audit_record(actor=user, action=Action.MEMBER_CHANGE, study=study, target=", ".join(names)[:200],
+                 detail={"added": names, "role": role})
     return members

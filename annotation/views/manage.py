@@ -364,6 +364,10 @@ def study_crowd_payments(request: HttpRequest, slug: str) -> HttpResponse:
     except InvalidOperation:
         return HttpResponse(f"pay_per_item: {raw!r} is not an amount of 0 or more", status=400,
                             content_type="text/plain; charset=utf-8")
+    from annotation.audit import Action, audit_record
+
+    audit_record(actor=request.user, action=Action.PAYMENT_DOWNLOAD, study=study, target=f"{study.slug}-payments.csv",
+                 detail={"pay_per_item": raw})
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-payments.csv"'
     writer = csv.DictWriter(response, fieldnames=PAYMENT_COLUMNS, lineterminator="\n")

@@ -1,0 +1,199 @@
+"""A participant's data rights: download everything they gave a study, erase it, and the retention
+period after which crowd panels' ids are purged.
+
+    participant_export(study=..., user_id=...) -> dict            # JSON-ready: ratings, times, training
+    participant_csv_rows(export) -> (columns, rows)                # one row per rating
+    participant_erase(study=..., user_id=..., mode="delete"|"pseudonymise", by=admin) -> ParticipantErasure
+    participant_ids_purge(now=None) -> int                          # Celery beat, daily; idempotent
+
+Erasure keeps the study consistent: the participant's open assignments go back to the pool; with
+"delete" their submitted assignments (and ratings, training attempts, crowd entries, membership)
+go and the items' slot counters are recounted, so those items are served to other raters again;
+with "pseudonymise" everything moves to a new inactive account named by a random id, the crowd
+entries lose their panel and session ids, and the ratings' updated_at is touched so that cached
+reports and consensus are recomputed. A crowd account (no password, named after the panel id)
+left with no study is deleted. Dataset releases are immutable: a ready release made while the
+participant's data was in the study is not rewritten; the erasure record lists it so the admin
+can publish a new version, and exports made afterwards leave the data out (or show the random id).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.db.models import Value
+from django.db.models.functions import Replace
+from django.utils import timezone
+
+from annotation.audit import Action, audit_record, audit_rename_target
+from annotation.models import (Assignment, CrowdParticipant, DatasetRelease, ParticipantErasure, Rating, Study,
+                               StudyChange, StudyMember, TrainingAttempt)
+from annotation.services.assignments import _recount_items, assignments_release
+
+CSV_COLUMNS = ("item", "assignment_status", "created_at", "submitted_at", "time_on_task_ms", "is_attention_check",
+               "attention_passed", "ignored", "ignore_reason", "comment", "response", "criterion", "value", "score",
+               "reasoning", "rated_at", "updated_at")
+
+
+class ParticipantError(ValueError):
+    """`field` names what was wrong."""
+
+    def __init__(self, field: str, message: str):
+        self.field, self.message = field, message
+        super().__init__(f"{field}: {message}")
+
+
+def _member(study: Study, user_id, *, lock: bool = False) -> StudyMember:
+    members = StudyMember.objects.select_related("user")
+    try:
+        return (members.select_for_update() if lock else members).get(study=study, user_id=int(user_id))
+    except (StudyMember.DoesNotExist, ValueError, TypeError):
+        raise ParticipantError("user", f"{user_id!r} is not a participant of this study") from None
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def questionnaire_answers(study: Study, user) -> list[dict]:
+    """HOOK (issue 23 §1, engineer h1's questionnaires): fill after the merge with the participant's
+    answers, one dict per answer. Until then the download has no questionnaire answers."""
+    return []
+
+
+def participant_export(*, study: Study, user_id) -> dict:
+    """Everything the participant gave this study, as plain JSON-ready data. Responses are named by
+    their position in the item (never by system)."""
+    member = _member(study, user_id)
+    user = member.user
+    assignments = list(Assignment.objects.filter(study=study, rater=user).select_related("item")
+                       .order_by("created_at", "id"))
+    ratings: dict[int, list[dict]] = {}
+    for r in (Rating.objects.filter(assignment__in=assignments).select_related("output")
+              .order_by("assignment_id", "output__position", "criterion")):
+        ratings.setdefault(r.assignment_id, []).append({
+            "response": r.output.position if r.output else None, "criterion": r.criterion, "value": r.value,
+            "score": r.score, "reasoning": r.reasoning, "rated_at": _iso(r.created_at),
+            "updated_at": _iso(r.updated_at)})
+    crowd = CrowdParticipant.objects.filter(link__study=study, user=user).select_related("link")
+    return {
+        "study": study.slug,
+        "participant": {"username": user.get_username(), "role": member.role, "status": member.status,
+                        "added_at": _iso(member.added_at)},
+        "crowd": [{"provider": p.link.provider, "participant_id": p.participant_id, "session_id": p.session_id,
+                   "started_at": _iso(p.started_at), "deadline": _iso(p.deadline),
+                   "finished_at": _iso(p.finished_at), "returned_at": _iso(p.returned_at)} for p in crowd],
+        "training": [{"attempt": t.number, "items": t.n_items, "answered": t.n_answered, "correct": t.n_correct,
+                      "passed": t.passed, "answers": t.answers, "started_at": _iso(t.started_at),
+                      "finished_at": _iso(t.finished_at)}
+                     for t in TrainingAttempt.objects.filter(study=study, rater=user)],
+        "questionnaires": questionnaire_answers(study, user),
+        "assignments": [{
+            "item": a.item.external_id, "status": a.status, "created_at": _iso(a.created_at),
+            "submitted_at": _iso(a.submitted_at), "time_on_task_ms": a.time_on_task_ms,
+            "is_attention_check": a.is_attention_check, "attention_passed": a.attention_passed,
+            "ignored": a.ignored, "ignore_reason": a.ignore_reason, "comment": a.comment,
+            "ratings": ratings.get(a.pk, [])} for a in assignments],
+    }
+
+
+def participant_csv_rows(export: dict) -> list[dict]:
+    """One row per rating (an assignment without ratings gets one row with empty rating columns)."""
+    rows = []
+    for a in export["assignments"]:
+        base = {k: a[k] for k in ("item", "created_at", "submitted_at", "time_on_task_ms", "is_attention_check",
+                                  "attention_passed", "ignored", "ignore_reason", "comment")}
+        base["assignment_status"] = a["status"]
+        for r in a["ratings"] or [{}]:
+            rows.append({**base, "response": r.get("response"), "criterion": r.get("criterion"),
+                         "value": json.dumps(r["value"]) if "value" in r else None, "score": r.get("score"),
+                         "reasoning": r.get("reasoning"), "rated_at": r.get("rated_at"),
+                         "updated_at": r.get("updated_at")})
+    return rows
+
+
+def _rename_in_logs(study: Study, old: str, new: str) -> None:
+    audit_rename_target(study=study, old=old, new=new)
+    StudyChange.objects.filter(study=study, field=f"member {old}").update(field=f"member {new}")
+    StudyChange.objects.filter(study=study, new__contains=old).update(new=Replace("new", Value(old), Value(new)))
+
+
+@transaction.atomic
+def participant_erase(*, study: Study, user_id, mode: str, by) -> ParticipantErasure:
+    """Erase one participant's data from `study` (see the module's docstring); all or nothing."""
+    if mode not in ParticipantErasure.Mode.values:
+        raise ParticipantError("mode", f"one of {', '.join(ParticipantErasure.Mode.values)}")
+    member = _member(study, user_id, lock=True)
+    user, username = member.user, member.user.get_username()
+    assignments_release(study=study, rater=user)
+    owned = Assignment.objects.filter(study=study, rater=user)
+    counts = {"assignments": owned.count(), "ratings": Rating.objects.filter(assignment__in=owned).count()}
+    first = owned.filter(submitted_at__isnull=False).order_by("submitted_at").values_list("submitted_at", flat=True)
+    releases = []
+    if first:
+        releases = sorted({r.version for r in DatasetRelease.objects.filter(
+            study=study, status=DatasetRelease.Status.READY, created_at__gte=first[0])})
+    pseudonym = f"erased-{secrets.token_hex(8)}"
+    crowd = CrowdParticipant.objects.filter(link__study=study, user=user)
+    crowd_account = not user.has_usable_password() and crowd.exists()
+    if mode == ParticipantErasure.Mode.DELETE:
+        item_ids = sorted(set(owned.filter(slot__isnull=False).values_list("item_id", flat=True)))
+        owned.delete()  # cascades to the ratings
+        if item_ids:
+            with connection.cursor() as cursor:
+                _recount_items(cursor, item_ids)
+        TrainingAttempt.objects.filter(study=study, rater=user).delete()
+        crowd.delete()
+        member.delete()
+    else:
+        stand_in = get_user_model()(username=pseudonym, is_active=False)
+        stand_in.set_unusable_password()
+        stand_in.save()
+        Rating.objects.filter(assignment__in=owned).update(updated_at=timezone.now())  # new report fingerprint
+        owned.update(rater=stand_in)
+        TrainingAttempt.objects.filter(study=study, rater=user).update(rater=stand_in)
+        crowd.update(user=stand_in, participant_id=pseudonym, session_id="")
+        StudyMember.objects.filter(pk=member.pk).update(user=stand_in, paused=True,
+                                                        removed_at=member.removed_at or timezone.now())
+    _rename_in_logs(study, username, pseudonym)
+    if crowd_account and not StudyMember.objects.filter(user=user).exists():
+        user.delete()  # a crowd account was named after the panel id, and now belongs to no study
+    erasure = ParticipantErasure.objects.create(
+        study=study, pseudonym=pseudonym, mode=mode, by=by, by_name=by.get_username() if by else "",
+        releases=releases, **counts)
+    audit_record(actor=by, action=Action.PARTICIPANT_ERASE, study=study, target=pseudonym,
+                 detail={"mode": mode, **counts, "releases_kept": releases})
+    return erasure
+
+
+def participant_ids_purge(*, now=None) -> int:
+    """Replace the panel and session ids of every crowd participant whose study's retention period
+    has run out (counted from when they started) by a random id, and rename their account to match.
+    Touches only participants not purged yet, so a second run changes nothing. Returns how many."""
+    now = now or timezone.now()
+    purged = 0
+    for study in Study.objects.filter(retention_days__isnull=False):
+        due = (CrowdParticipant.objects.filter(link__study=study, ids_purged_at__isnull=True,
+                                               started_at__lte=now - timedelta(days=study.retention_days))
+               .select_related("user", "link"))
+        n = 0
+        for p in due.iterator():
+            with transaction.atomic():
+                new_id = f"purged-{secrets.token_hex(8)}"
+                old_name = f"{p.link.provider}-{p.participant_id}"[:150]
+                if p.user.get_username() == old_name:
+                    p.user.username = f"{p.link.provider}-{new_id}"
+                    p.user.save(update_fields=["username"])
+                    _rename_in_logs(study, old_name, p.user.username)
+                p.participant_id, p.session_id, p.ids_purged_at = new_id, "", now
+                p.save(update_fields=["participant_id", "session_id", "ids_purged_at"])
+                n += 1
+        if n:
+            audit_record(actor=None, action=Action.IDS_PURGE, study=study, target=f"{n} participants",
+                         detail={"retention_days": study.retention_days, "participants": n})
+        purged += n
+    return purged
