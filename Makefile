@@ -35,6 +35,7 @@ test: install-dev browsers
 
 ## Benchmarks at a size that ends in minutes; FULL=1 for DESIGN.md's full sizes.
 bench: install-dev
+	@bash scripts/ensure-pgbouncer.sh
 	$(PY) -m config.launcher bench $(if $(FULL),--full)
 
 ## Debian's Chromium for the browser tests (Playwright drives it; it downloads no browser).

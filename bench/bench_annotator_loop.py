@@ -315,3 +315,149 @@ def run(full: bool = False) -> dict:
                     for p in phases},
     }
 
+
+
+# ---------------------------------------------------------------- 1,000 raters through PgBouncer
+
+THOUSAND = 1000
+POOLED_WEB_PROCESSES = 2
+POOLED_THREADS = 16  # per web process: 32 client connections to PgBouncer in all
+POOL_SIZE = 10  # PostgreSQL connections PgBouncer keeps for the two web processes
+POOLED_APP_NAME = "concord-bench-pooled"
+
+
+def _database_backends(db_name: str) -> dict[int, float]:
+    """CPU seconds so far of every PostgreSQL backend on `db_name` but this process's own (through
+    PgBouncer the server connections carry no application name of ours)."""
+    import psutil
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
+                       " AND backend_type = 'client backend'", [db_name])
+        pids = [row[0] for row in cursor.fetchall()]
+    out = {}
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(pid).cpu_times()
+            out[pid] = times.user + times.system
+    return out
+
+
+class _BackendCounter(threading.Thread):
+    """The most PostgreSQL connections seen on the bench database, sampled once a second."""
+
+    def __init__(self, db_name: str):
+        super().__init__(daemon=True)
+        from django.db import connection
+
+        self.params, self.db_name = connection.get_connection_params(), db_name
+        self.halt, self.most = threading.Event(), 0
+
+    def run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(**self.params, autocommit=True) as conn:
+            while not self.halt.wait(1.0):
+                n = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
+                                 " AND backend_type = 'client backend'", [self.db_name]).fetchone()[0]
+                self.most = max(self.most, n)
+
+
+def _cpu_s(pid: int) -> float:
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def run_thousand(full: bool = False) -> dict:
+    """1,000 raters at a human pace (5-15 s per item) through PgBouncer in transaction mode and two
+    gunicorn processes: next-item and submit p95 < 50 ms, nothing lost, duplicated or over-assigned."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from bench.pgbouncer import POOLED_ENV, pgbouncer_version, running_pgbouncer
+
+    seconds, n_items = (180.0, 40_000) if full else (75.0, 12_000)
+    seconds = float(os.environ.get("BENCH_1K_SECONDS", seconds))  # a shorter run, to try the setup
+    think = (THINK_SECONDS[0] * THINK_SCALE, THINK_SECONDS[1] * THINK_SCALE)
+    phase = Phase(f"{THOUSAND:,} raters, human pace, PgBouncer", seconds, think)
+    with bench_database("annotator1k") as db_name:
+        secret_key = secrets.token_urlsafe(40)
+        slug, sessions = setup_study(n_items, secret_key, raters=THOUSAND, raters_per_item=RATERS_PER_ITEM,
+                                     name="bench annotator loop, 1,000 raters", user_prefix="bench-1k")
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+            cursor.execute("SHOW autovacuum")
+            autovacuum = cursor.fetchone()[0] == "on"
+        direct = urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path="/" + db_name))
+        args = ["--workers", str(POOLED_WEB_PROCESSES), "--worker-class", "gthread", "--threads", str(POOLED_THREADS),
+                "--worker-connections", str(THOUSAND), "--log-level", "warning", "--keep-alive", "75",
+                "--backlog", "2048"]
+        counter = _BackendCounter(db_name)
+        with running_pgbouncer(direct, pool_size=POOL_SIZE, max_clients=4 * POOLED_WEB_PROCESSES * POOLED_THREADS
+                               ) as (pooled, bouncer):
+            port = free_port()
+            server = start_server(port, secret_key, database_url=pooled, gunicorn_args=args,
+                                  extra_env={**POOLED_ENV, "PGAPPNAME": POOLED_APP_NAME})
+            try:
+                base = f"http://127.0.0.1:{port}"
+                asyncio.run(warm_up(base, slug, sessions[0]))
+                _as_autovacuum_would(autovacuum)
+                counter.start()
+                web_before, db_before, bouncer_before = (_server_cpu_s(server), _database_backends(db_name),
+                                                         _cpu_s(bouncer.pid))
+                asyncio.run(_run_phase(base, slug, sessions, phase))
+                phase.server_cpu_s = _server_cpu_s(server) - web_before
+                db_after = _database_backends(db_name)
+                phase.db_cpu_s = sum(cpu - db_before.get(pid, 0.0) for pid, cpu in db_after.items())
+                bouncer_cpu_s = _cpu_s(bouncer.pid) - bouncer_before
+            finally:
+                counter.halt.set()
+                stop_server(server)
+        counter.join()
+        audit = db_audit(slug, phase.acknowledged)
+    duration = phase.ended - phase.started
+    n = max(len(phase.acknowledged), 1)
+    rows = []
+    for label, values in (("next item", phase.next_ms), ("submit", phase.submit_ms)):
+        for q in (50, 95, 99):
+            value = _pct(values, q)
+            target = f"< {TARGET_P95_MS:.0f} ms" if q == 95 else None
+            rows.append({"metric": f"{phase.name}: {label} p{q}", "value": value, "unit": "ms", "target": target,
+                         "ok": value < TARGET_P95_MS if target else None})
+    rows += [
+        {"metric": f"{phase.name}: rated items/s", "value": len(phase.acknowledged) / duration, "unit": "items/s",
+         "target": None, "ok": None},
+        {"metric": f"{phase.name}: requests failed", "value": float(len(phase.errors)), "unit": "", "target": "0",
+         "ok": not phase.errors},
+        {"metric": f"{phase.name}: PostgreSQL connections, most seen", "value": float(counter.most), "unit": "",
+         "target": f"<= {POOL_SIZE}", "ok": counter.most <= POOL_SIZE},
+    ]
+    for label, cpu_s in (("gunicorn", phase.server_cpu_s), ("PostgreSQL", phase.db_cpu_s),
+                         ("PgBouncer", bouncer_cpu_s), ("load generator", phase.client_cpu_s)):
+        rows.append({"metric": f"{phase.name}: {label} CPU per rated item", "value": 1000 * cpu_s / n, "unit": "ms",
+                     "target": None, "ok": None})
+        rows.append({"metric": f"{phase.name}: {label} CPU", "value": cpu_s / duration, "unit": "cores",
+                     "target": None, "ok": None})
+    for key, label in (("lost_or_incomplete", "acknowledged submits lost or incomplete"),
+                       ("duplicate_ratings", "duplicated ratings"),
+                       ("stored_not_acknowledged", "submits stored but not acknowledged"),
+                       ("over_assigned_items", "over-assigned items"),
+                       ("rater_item_twice", "raters given an item twice")):
+        rows.append({"metric": f"1,000 raters audit: {label}", "value": float(audit[key]), "unit": "", "target": "0",
+                     "ok": audit[key] == 0})
+    rows.append({"metric": "1,000 raters audit: acknowledged submits", "value": float(audit["acknowledged"]),
+                 "unit": "items", "target": None, "ok": None})
+    return {
+        "name": "annotator_loop_1000", "rows": rows, "audit": audit,
+        "config": {"raters": THOUSAND, "raters_per_item": RATERS_PER_ITEM, "items": n_items, "think_s": think,
+                   "phase_s": seconds, "pgbouncer": f"{pgbouncer_version()}, pool_mode=transaction, "
+                                                    f"default_pool_size={POOL_SIZE}",
+                   "server": f"gunicorn {POOLED_WEB_PROCESSES} workers x {POOLED_THREADS} threads (gthread), DEBUG=0, "
+                             "DATABASE_PREPARED_STATEMENTS=0", "client": "asyncio + httpx, one client per rater",
+                   "double_submit_share": 0.05, "autovacuum": autovacuum},
+        "samples": {"next": len(phase.next_ms), "submit": len(phase.submit_ms), "errors": phase.errors[:20]},
+    }

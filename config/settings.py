@@ -100,6 +100,8 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # The rating loop's statements are prepared on the server (annotation.db); off for a pooler that
 # cannot keep prepared statements (PgBouncer before 1.21 in transaction mode).
 DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
+# Behind a transaction-mode pooler a cursor cannot outlive its transaction (Django's advice: turn them off).
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE_SERVER_SIDE_CURSORS", default=False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")

@@ -83,6 +83,9 @@ RULES = {
     "page:item-delete": site_admin,
     "page:item-replace": site_admin,
     "page:progress-page": study_reader,
+    "page:participant-data": site_admin,
+    "page:participant-erase": site_admin,
+    "page:audit-log": site_admin,
     "page:workspace": study_rater,
     "page:workspace-guidelines": study_rater,
     "page:workspace-history": study_rater,
@@ -123,6 +126,10 @@ RULES = {
     "api:study-members": site_admin,
     "api:study-progress": study_reader,
     "api:study-status": site_admin,
+    "api:api-participant-data": site_admin,
+    "api:api-participant-data-csv": site_admin,
+    "api:api-participant-erase": site_admin,
+    "api:api-audit-log": site_admin,
     "api:api-workspace-next": study_rater,
     "api:api-workspace-assignment": study_rater,
     "api:api-workspace-draft": study_rater,
@@ -176,6 +183,7 @@ GET_OK = {
     "api:study-items": {405},
     "api:study-members": {405},
     "api:study-status": {405},
+    "api:api-participant-erase": {405},
     "api:judge-run-cancel": {405},
     "api:judge-run-resume": {405},
 }
@@ -234,6 +242,7 @@ def variants(route: Route, world: dict) -> dict[str, str]:
               else side["rubric"] if "rubric" in route.key else "1")
         name = "matrix-judge" if "judge-config" in route.key else "report.json"
         values = {"slug": side["slug"], "token": side["token"], "pk": str(pk), "fmt": "csv", "name": name,
+                  "user_id": str(side["rater_id"]),
                   "format": "json", "app_label": "annotation", "object_id": "1", "content_type_id": "1", "id": "1",
                   "url": "nope/"}
         out[variant] = build_path(route.pattern, values)
@@ -253,7 +262,7 @@ def world(make_study, admin_user, annotator, researcher, outsider, settings, tmp
     sides = {}
     for name, study, rater in (("member", member, annotator), ("foreign", foreign, other_rater)):
         assignment = assignment_next(study=study, rater=rater)
-        sides[name] = {"study": study, "slug": study.slug, "token": str(assignment.token),
+        sides[name] = {"study": study, "slug": study.slug, "token": str(assignment.token), "rater_id": rater.pk,
                        "rubric": study.rubric_version_id, "run": _judge_run(study).pk,
                        "release": _release(study, admin_user, settings, tmp_path)}
     from judges.models import JudgeConfig

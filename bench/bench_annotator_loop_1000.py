@@ -1,0 +1,8 @@
+"""The annotator loop's 1,000-rater phase (bench/bench_annotator_loop.py run_thousand): its own
+results file, so that `python -m bench annotator_loop_1000` runs it alone.
+
+    python -m bench annotator_loop_1000          # 75 s at a human pace, about 2-3 minutes in all
+    python -m bench annotator_loop_1000 --full   # 180 s
+"""
+
+from bench.bench_annotator_loop import run_thousand as run  # noqa: F401  (the bench runner's entry point)

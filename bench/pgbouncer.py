@@ -1,0 +1,102 @@
+"""Debian's PgBouncer in transaction mode in front of the bench's PostgreSQL, started and stopped by the
+bench as config/embedded.py starts the embedded servers (scripts/ensure-pgbouncer.sh installs it).
+
+    with running_pgbouncer(database_url, pool_size=10) as (url, proc):   # url: the same database via PgBouncer
+        start_server(port, key, database_url=url, extra_env=POOLED_ENV)
+
+PgBouncer 1.18 (Debian 12) keeps no prepared statements in transaction mode (max_prepared_statements
+came with 1.21), so the web processes run with DATABASE_PREPARED_STATEMENTS=0 (annotation.db binds
+on the server without naming statements) and without server-side cursors (Django's advice for
+transaction pooling). Authentication: trust on 127.0.0.1, the users listed in a private auth file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from bench.loadclient import free_port
+
+PGBOUNCER = os.environ.get("CONCORD_PGBOUNCER", "/usr/sbin/pgbouncer")
+RUN_AS = os.environ.get("CONCORD_PGBOUNCER_USER", "postgres")  # when started by root
+# What a web process needs behind a transaction-mode pooler (config/settings.py reads both).
+POOLED_ENV = {"DATABASE_PREPARED_STATEMENTS": "0", "DATABASE_DISABLE_SERVER_SIDE_CURSORS": "1"}
+
+
+def pgbouncer_version() -> str:
+    out = subprocess.run([PGBOUNCER, "--version"], capture_output=True, text=True, check=True).stdout
+    return out.splitlines()[0].split()[-1]
+
+
+@contextlib.contextmanager
+def running_pgbouncer(database_url: str, *, pool_size: int = 10, max_clients: int = 1000,
+                      port: int | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """PgBouncer on 127.0.0.1:port (a free one by default) pooling `database_url`'s server in transaction
+    mode with at most `pool_size` server connections per database and user; yields the URL that reaches
+    the same database through it, and the process."""
+    if not Path(PGBOUNCER).exists():
+        raise RuntimeError(f"PgBouncer not found at {PGBOUNCER}: run scripts/ensure-pgbouncer.sh")
+    parts = urlsplit(database_url)
+    user = parts.username or "postgres"
+    port = port or free_port()
+    work = Path(tempfile.mkdtemp(prefix="concord-pgbouncer-"))
+    (work / "users.txt").write_text(f'"{user}" ""\n')
+    (work / "pgbouncer.ini").write_text(f"""[databases]
+* = host={parts.hostname or '127.0.0.1'} port={parts.port or 5432}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {work / 'users.txt'}
+pool_mode = transaction
+default_pool_size = {pool_size}
+min_pool_size = 0
+reserve_pool_size = 0
+max_client_conn = {max_clients}
+max_db_connections = {pool_size}
+server_reset_query =
+ignore_startup_parameters = extra_float_digits
+logfile = {work / 'pgbouncer.log'}
+pidfile = {work / 'pgbouncer.pid'}
+log_connections = 0
+log_disconnections = 0
+""")
+    command = [PGBOUNCER, str(work / "pgbouncer.ini")]
+    if os.geteuid() == 0:  # PgBouncer refuses to run as root: as the package's own account
+        owner = pwd.getpwnam(RUN_AS)
+        for path in (work, *work.iterdir()):
+            os.chown(path, owner.pw_uid, owner.pw_gid)
+        command[1:1] = ["-u", RUN_AS]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log = (work / "pgbouncer.log")
+                raise RuntimeError("PgBouncer did not start: " + (log.read_text()[-2000:] if log.exists() else ""))
+            time.sleep(0.1)
+        netloc = f"{parts.username or 'postgres'}@127.0.0.1:{port}"
+        yield urlunsplit(parts._replace(netloc=netloc)), proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
