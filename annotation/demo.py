@@ -110,4 +110,7 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
             _training_and_crowd(sim.study, users["admin"])
         if judges_hook is not None:
             judges_hook(sim.study, preset, seed)
+    from annotation.demo_participants import demo_participant_erasure
+
+    demo_participant_erasure(users["admin"])
     return [(name, demo_password(name), role) for name, role in ACCOUNTS.items()]

@@ -345,13 +345,16 @@ def _database_backends(db_name: str) -> dict[int, float]:
 
 
 class _BackendCounter(threading.Thread):
-    """The most PostgreSQL connections seen on the bench database, sampled once a second."""
+    """The most PostgreSQL connections the web processes held on the bench database (through
+    PgBouncer), sampled once a second: the bench's own two connections are not counted."""
 
     def __init__(self, db_name: str):
         super().__init__(daemon=True)
         from django.db import connection
 
+        connection.ensure_connection()
         self.params, self.db_name = connection.get_connection_params(), db_name
+        self.own_pid = connection.connection.info.backend_pid
         self.halt, self.most = threading.Event(), 0
 
     def run(self) -> None:
@@ -359,8 +362,9 @@ class _BackendCounter(threading.Thread):
 
         with psycopg.connect(**self.params, autocommit=True) as conn:
             while not self.halt.wait(1.0):
-                n = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
-                                 " AND backend_type = 'client backend'", [self.db_name]).fetchone()[0]
+                n = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND backend_type ="
+                                 " 'client backend' AND pid NOT IN (pg_backend_pid(), %s)",
+                                 [self.db_name, self.own_pid]).fetchone()[0]
                 self.most = max(self.most, n)
 
 
@@ -409,7 +413,9 @@ def run_thousand(full: bool = False) -> dict:
                 counter.start()
                 web_before, db_before, bouncer_before = (_server_cpu_s(server), _database_backends(db_name),
                                                          _cpu_s(bouncer.pid))
+                load_before = os.getloadavg()[0]
                 asyncio.run(_run_phase(base, slug, sessions, phase))
+                load_after = os.getloadavg()[0]
                 phase.server_cpu_s = _server_cpu_s(server) - web_before
                 db_after = _database_backends(db_name)
                 phase.db_cpu_s = sum(cpu - db_before.get(pid, 0.0) for pid, cpu in db_after.items())
@@ -458,6 +464,8 @@ def run_thousand(full: bool = False) -> dict:
                                                     f"default_pool_size={POOL_SIZE}",
                    "server": f"gunicorn {POOLED_WEB_PROCESSES} workers x {POOLED_THREADS} threads (gthread), DEBUG=0, "
                              "DATABASE_PREPARED_STATEMENTS=0", "client": "asyncio + httpx, one client per rater",
-                   "double_submit_share": 0.05, "autovacuum": autovacuum},
+                   "double_submit_share": 0.05, "autovacuum": autovacuum,
+                   # The machine's 1-minute load average around the phase: other work on the same cores.
+                   "load_average_before_after": [load_before, load_after]},
         "samples": {"next": len(phase.next_ms), "submit": len(phase.submit_ms), "errors": phase.errors[:20]},
     }
