@@ -67,8 +67,12 @@ def test_delete_frees_the_places_and_leaves_nothing_of_them(rated, crowd_rater, 
 
 
 def test_pseudonymise_keeps_ratings_under_a_random_id_without_panel_ids(rated, crowd_rater, admin_user):
+    from annotation.reports.ratings import ratings_fingerprint
+
     mine = set(Rating.objects.filter(assignment__rater=crowd_rater).values_list("id", flat=True))
+    fingerprint = ratings_fingerprint(rated)
     erasure = participant_erase(study=rated, user_id=crowd_rater.pk, mode="pseudonymise", by=admin_user)
+    assert ratings_fingerprint(rated) != fingerprint  # cached reports naming them are recomputed
     stand_in = get_user_model().objects.get(username=erasure.pseudonym)
     assert erasure.pseudonym.startswith("erased-") and not stand_in.is_active and not stand_in.has_usable_password()
     assert set(Rating.objects.filter(assignment__rater=stand_in).values_list("id", flat=True)) == mine
