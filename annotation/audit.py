@@ -38,3 +38,15 @@ def audit_entries(*, study: Study | None = None, action: str = "", limit: int = 
     if action:
         entries = entries.filter(action=action)
     return entries[:limit]
+
+
+def audit_detail_text(detail: dict) -> str:
+    """An entry's detail for people: `field: old → new` for changes, lists joined, empty values left out."""
+    parts = []
+    for key, value in detail.items():
+        if isinstance(value, list) and len(value) == 2 and key not in ("added", "formats", "releases_kept"):
+            value = f"{value[0]} → {value[1]}"
+        elif isinstance(value, list):
+            value = ", ".join(map(str, value)) or "–"
+        parts.append(f"{key.replace('_', ' ')}: {value}")
+    return "; ".join(parts)

@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation.access import get_study_for_admin, is_admin
-from annotation.audit import Action, audit_entries, audit_record
+from annotation.audit import Action, audit_detail_text, audit_entries, audit_record
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import AuditEntry, ParticipantErasure, Study
 from annotation.services.participant_data import (CSV_COLUMNS, ParticipantError, participant_csv_rows,
@@ -92,7 +92,10 @@ def audit_log_view(request: HttpRequest) -> HttpResponse:
     action = request.GET.get("action", "")
     if action and action not in Action.values:
         action = ""
+    entries = list(audit_entries(study=study, action=action))
+    for entry in entries:
+        entry.detail_text = audit_detail_text(entry.detail)
     return render(request, "annotation/audit.html", {
-        "entries": audit_entries(study=study, action=action), "study": study, "action": action,
+        "entries": entries, "study": study, "action": action,
         "actions": AuditEntry.Action.choices,
         "erasures": (study.erasures.all() if study else ParticipantErasure.objects.select_related("study"))[:50]})

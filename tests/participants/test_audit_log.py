@@ -38,3 +38,10 @@ def test_a_researchers_download_is_recorded_too(rated, researcher, client_for):
     assert client_for(researcher).get(f"/studies/{rated.slug}/datasets/export/jsonl/").status_code == 200
     entry = AuditEntry.objects.get(action="data_download")
     assert entry.actor == researcher and entry.study == rated
+
+
+def test_details_read_as_changes():
+    from annotation.audit import audit_detail_text
+
+    assert audit_detail_text({"status": ["active", "paused"], "released": 2}) == "status: active → paused; released: 2"
+    assert audit_detail_text({"added": ["a", "b"], "releases_kept": []}) == "added: a, b; releases kept: –"
