@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from bench.loadclient import free_port
 
@@ -47,11 +47,14 @@ def running_pgbouncer(database_url: str, *, pool_size: int = 10, max_clients: in
         raise RuntimeError(f"PgBouncer not found at {PGBOUNCER}: run scripts/ensure-pgbouncer.sh")
     parts = urlsplit(database_url)
     user = parts.username or "postgres"
+    query = parse_qs(parts.query)
+    # The embedded server (config/embedded.py) is reached by its socket directory: ?host=/path.
+    upstream = query.pop("host", [parts.hostname or "127.0.0.1"])[0]
     port = port or free_port()
     work = Path(tempfile.mkdtemp(prefix="concord-pgbouncer-"))
     (work / "users.txt").write_text(f'"{user}" ""\n')
     (work / "pgbouncer.ini").write_text(f"""[databases]
-* = host={parts.hostname or '127.0.0.1'} port={parts.port or 5432}
+* = host={upstream} port={parts.port or 5432}
 
 [pgbouncer]
 listen_addr = 127.0.0.1
@@ -89,8 +92,8 @@ log_disconnections = 0
                 log = (work / "pgbouncer.log")
                 raise RuntimeError("PgBouncer did not start: " + (log.read_text()[-2000:] if log.exists() else ""))
             time.sleep(0.1)
-        netloc = f"{parts.username or 'postgres'}@127.0.0.1:{port}"
-        yield urlunsplit(parts._replace(netloc=netloc)), proc
+        netloc = f"{user}@127.0.0.1:{port}"
+        yield urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, doseq=True))), proc
     finally:
         if proc.poll() is None:
             proc.terminate()
