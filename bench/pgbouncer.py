@@ -76,11 +76,12 @@ log_connections = 0
 log_disconnections = 0
 """)
     command = [PGBOUNCER, str(work / "pgbouncer.ini")]
-    if os.geteuid() == 0:  # PgBouncer refuses to run as root: as the package's own account
-        owner = pwd.getpwnam(RUN_AS)
+    if os.geteuid() == 0:  # PgBouncer refuses to run as root: as the package's own account, or as the
+        # embedded server's, whose socket directory only its owner may enter
+        owner = pwd.getpwuid(os.stat(upstream).st_uid) if upstream.startswith("/") else pwd.getpwnam(RUN_AS)
         for path in (work, *work.iterdir()):
             os.chown(path, owner.pw_uid, owner.pw_gid)
-        command[1:1] = ["-u", RUN_AS]
+        command[1:1] = ["-u", owner.pw_name]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
