@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev run test bench browsers clean
+.PHONY: install install-dev run test bench browsers pgbouncer clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,17 +30,20 @@ run: install
 	$(PY) -m config.launcher run
 
 ## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium.
-test: install-dev browsers
+test: install-dev browsers pgbouncer
 	$(PY) -m config.launcher test $(ARGS)
 
 ## Benchmarks at a size that ends in minutes; FULL=1 for DESIGN.md's full sizes.
-bench: install-dev
-	@bash scripts/ensure-pgbouncer.sh
+bench: install-dev pgbouncer
 	$(PY) -m config.launcher bench $(if $(FULL),--full)
 
 ## Debian's Chromium for the browser tests (Playwright drives it; it downloads no browser).
 browsers:
 	@bash scripts/ensure-chromium.sh
+
+## Debian's PgBouncer for the 1,000-rater bench and tests/prod/test_pgbouncer.py (they start it themselves).
+pgbouncer:
+	@bash scripts/ensure-pgbouncer.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache

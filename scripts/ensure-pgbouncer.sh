@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The 1,000-rater phase of bench/bench_annotator_loop.py runs the web processes through Debian's
-# PgBouncer (transaction mode), started by the bench itself; install it when missing.
+# The 1,000-rater phase of bench/bench_annotator_loop.py and tests/prod/test_pgbouncer.py run the web
+# processes through Debian's PgBouncer (transaction mode), which they start themselves; install it when missing.
 set -euo pipefail
 PGBOUNCER="${CONCORD_PGBOUNCER:-/usr/sbin/pgbouncer}"
 if [ -x "$PGBOUNCER" ]; then exit 0; fi
