@@ -93,7 +93,9 @@ class OpenAICompatible(Provider):
                     logprobs.append(lp[0])
                     chosen.append(lp[1])
             usage = data.get("usage") or {}
+            details = usage.get("completion_tokens_details") or {}
             return JudgeResponse(
+                reasoning_tokens=int(details.get("reasoning_tokens") or 0),
                 texts=texts, finish_reasons=reasons,
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),

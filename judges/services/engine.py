@@ -26,7 +26,7 @@ from judges.prompts import check_rubric_overrides
 from judges.providers import settings_from_judge
 from judges.prompts.base import LABEL_KINDS, judgeable
 
-STATUS_MAP = {"ok": "scored", "refusal": "refusal", "error": "error"}  # anything else: unparsed
+STATUS_MAP = {"ok": "scored", "refusal": "refusal", "error": "error", "truncated": "truncated"}  # else: unparsed
 RETRYABLE_NAMES = {name for name, obj in vars(backend_errors).items()
                    if isinstance(obj, type) and issubclass(obj, backend_errors.BackendError) and obj.retryable}
 
@@ -203,7 +203,7 @@ def settings_for(config: Mapping[str, Any], cache: CacheStore | None,
         temperature=float(sampling.get("temperature", 0.0)), top_p=float(sampling.get("top_p", 1.0)),
         max_tokens=int(sampling.get("max_tokens", 512)), seed=sampling.get("seed"), pricing=pricing(config),
         overrides=config.get("prompt_overrides") or None, output_format=mo.get("output_format"),
-        use_json_schema=bool(mo.get("use_json_schema", False)),
+        use_json_schema=bool(mo.get("use_json_schema", False)), structured=bool(config.get("structured_output")),
         cache=cache if mo.get("use_cache", True) else None, criteria=list(criteria) if criteria else None,
     )
 
