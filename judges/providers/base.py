@@ -140,18 +140,22 @@ class Provider:
 
 
 def error_message(text: str) -> str:
-    """The message of an OpenAI-style `{"error": {"message"}}` or Anthropic-style
-    `{"type": "error", "error": {"type", "message"}}` body; '' when there is none."""
+    """The message of an error body: OpenAI, llama.cpp `{"error": {"message"}}`, Anthropic
+    `{"type": "error", "error": {"type", "message"}}`, TGI `{"error": "...", "error_type"}`, vLLM's
+    older `{"object": "error", "message"}`, FastAPI `{"detail"}`; '' when there is none."""
     try:
         data = json.loads(text)
     except (ValueError, TypeError):
         return ""
-    err = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return ""
+    err = data.get("error")
     if isinstance(err, dict):
         return str(err.get("message") or err.get("type") or "")
     if isinstance(err, str):
         return err
-    return ""
+    found = data.get("message") or data.get("detail")
+    return found if isinstance(found, str) else json.dumps(found) if found else ""
 
 
 def api_key(settings: ProviderSettings) -> str | None:

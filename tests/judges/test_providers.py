@@ -147,3 +147,18 @@ def test_key_is_masked_for_printing(monkeypatch):
 def test_every_provider_is_named_in_the_config_error():
     errs = refusals(provider="bedrock", model="m")
     assert all(name in errs["provider"] for name in PROVIDERS)
+
+
+@pytest.mark.parametrize("body,message", [
+    ({"error": {"message": "bad schema", "type": "invalid_request_error"}}, "bad schema"),
+    ({"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"}},
+     "max_tokens: Field required"),
+    ({"error": "Input validation error: `top_n_tokens` must be <= 5", "error_type": "validation"}, "must be <= 5"),
+    ({"object": "error", "message": "guided_json is not supported", "type": "BadRequestError", "code": 400},
+     "guided_json is not supported"),
+    ({"detail": [{"loc": ["body", "messages"], "msg": "field required"}]}, "field required"),
+])
+def test_each_servers_error_body_gives_its_message(body, message):
+    j = judge(provider="vllm", model="m", endpoint="http://x")
+    with pytest.raises(PermanentBackendError, match=message.replace("`", ".").replace("[", ".")):
+        read_response(j, 400, json.dumps(body))
