@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 from judges.backends.base import JudgeRequest, JudgeResponse
 from judges.backends.errors import (
@@ -29,6 +30,11 @@ class HttpRequest:
     url: str
     headers: dict[str, str]
     json: dict[str, Any]
+
+    @property
+    def path(self) -> str:
+        """The URL's path, e.g. /v1/chat/completions (what an OpenAI Batch line's `url` holds)."""
+        return urlsplit(self.url).path
 
     def masked(self) -> "HttpRequest":
         """The same request with credentials replaced by a mask keeping the first 3 characters."""

@@ -30,7 +30,7 @@ def test_old_files_are_the_generic_provider():
     j = judge(backend="openai", model="m", endpoint="http://127.0.0.1:9/v1", sampling={"max_tokens": 30})
     assert j["provider"] == "openai-compatible"
     req = http(j)
-    assert req.url == "http://127.0.0.1:9/v1/chat/completions"
+    assert req.url == "http://127.0.0.1:9/v1/chat/completions" and req.path == "/v1/chat/completions"
     assert req.json["max_tokens"] == 30 and req.json["temperature"] == 0.0
     assert req.headers["Authorization"] == "Bearer sk-test-123456789"
     assert "response_format" not in http(j, {"type": "object"}).json  # only when the server is said to take it
