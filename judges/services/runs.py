@@ -403,6 +403,7 @@ def run_totals(run: JudgeRun) -> dict[str, Any]:
         done=Count("id"),
         scored=Count("id", filter=Q(status="scored")), unparsed=Count("id", filter=Q(status="unparsed")),
         refusal=Count("id", filter=Q(status="refusal")), error=Count("id", filter=Q(status="error")),
+        truncated=Count("id", filter=Q(status="truncated")),
         tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost=Sum("cost_usd"),
     )
     return {k: (v or 0) for k, v in agg.items()}
@@ -411,8 +412,10 @@ def run_totals(run: JudgeRun) -> dict[str, Any]:
 def judge_run_refresh_totals(*, run: JudgeRun) -> JudgeRun:
     t = run_totals(run)
     run.n_scored, run.n_unparsed, run.n_refusal, run.n_error = t["scored"], t["unparsed"], t["refusal"], t["error"]
+    run.n_truncated = t["truncated"]
     run.tokens_in, run.tokens_out, run.cost_usd = t["tokens_in"], t["tokens_out"], float(t["cost"])
-    run.save(update_fields=["n_scored", "n_unparsed", "n_refusal", "n_error", "tokens_in", "tokens_out", "cost_usd"])
+    run.save(update_fields=["n_scored", "n_unparsed", "n_refusal", "n_error", "n_truncated", "tokens_in",
+                            "tokens_out", "cost_usd"])
     return run
 
 
