@@ -248,3 +248,8 @@ def question_fields(questions: list[dict], answers: dict, errors: dict | None = 
                     "max_length": q.get("max_length", TEXT_MAX), "value": given_list[0] if given_list else "",
                     "error": errors.get(q["key"], "")})
     return out
+
+
+def phases_dump(phases: dict) -> str:
+    """The settings as the YAML an admin edits (empty for none)."""
+    return yaml.safe_dump(phases, sort_keys=False, allow_unicode=True, width=100) if phases else ""

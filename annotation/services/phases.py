@@ -235,3 +235,40 @@ def phase_instructions(*, study: Study, rater, answers: Any = None) -> PhaseReco
         raise AnswersError(wrong)
     return _record(study=study, rater=rater, phase=Phase.INSTRUCTIONS, outcome=PhaseRecord.Outcome.ANSWERED,
                    answers=clean)
+
+
+def study_phases_update(*, study: Study, user, text: str) -> bool:
+    """Set the study's phases from YAML or JSON text (validated whole: PhasesError names each
+    path); the change is logged. Returns whether anything changed."""
+    from annotation.questionnaires import phases_parse
+
+    phases = phases_parse(text)
+    with transaction.atomic():
+        old = Study.objects.select_for_update().values_list("phases", flat=True).get(pk=study.pk)
+        if old == phases:
+            return False
+        Study.objects.filter(pk=study.pk).update(phases=phases)
+        StudyChange.objects.create(study=study, user=user, field="participant phases",
+                                   old=", ".join(old) or "—", new=", ".join(phases) or "—")
+    study.phases = phases
+    return True
+
+
+def phase_answers_table(study: Study) -> tuple[list[str], list[dict]]:
+    """One row per participant who answered a phase: rater, panel id, consent, then one column per
+    question (`pre.<key>`, `instructions.<key>`, `post.<key>`); multiple choices joined by '; '."""
+    from annotation.models import CrowdParticipant
+
+    columns = ["rater", "participant_id", "consent", "consent_at"]
+    for prefix, section, key in (("pre", "pre_questionnaire", "questions"), ("instructions", "instructions", "check"),
+                                 ("post", "post_questionnaire", "questions")):
+        columns += [f"{prefix}.{q['key']}" for q in study.phases.get(section, {}).get(key, [])]
+    pids = dict(CrowdParticipant.objects.filter(link__study=study).values_list("user_id", "participant_id"))
+    rows: dict[int, dict] = {}
+    for r in PhaseRecord.objects.filter(study=study).select_related("rater").order_by("rater__username", "at"):
+        row = rows.setdefault(r.rater_id, {"rater": r.rater.username, "participant_id": pids.get(r.rater_id, "")})
+        if r.phase == Phase.CONSENT:
+            row.update(consent=r.outcome, consent_at=r.at.isoformat(timespec="seconds"))
+        for key, value in r.answers.items():
+            row[f"{r.phase}.{key}"] = "; ".join(map(str, value)) if isinstance(value, list) else value
+    return columns, list(rows.values())

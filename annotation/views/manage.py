@@ -26,6 +26,7 @@ from annotation.forms import (AddMembersForm, CrowdLinkForm, CrowdLinkRevokeForm
                               StudySettingsForm)
 from annotation.importers import MAX_ERRORS, ItemFileError
 from annotation.models import Study, StudyMember
+from annotation.questionnaires import phases_dump
 from annotation.services import invitations as invitation_services
 from annotation.services import members as member_services
 from annotation.services.items import items_import
@@ -62,6 +63,7 @@ def _context(request: HttpRequest, study: Study, **forms) -> dict:
         "invitation_form": forms.get("invitation_form") or InvitationForm(),
         "crowd_links": _crowd_links(request, study),
         "crowd_form": forms.get("crowd_form") or CrowdLinkForm(),
+        "phases_text": forms.get("phases_text", phases_dump(study.phases)),
         **{k: v for k, v in forms.items() if not k.endswith("_form")},
     }
 

@@ -76,6 +76,8 @@ RULES = {
     "page:manage-crowd": site_admin,
     "page:manage-crowd-revoke": site_admin,
     "page:manage-crowd-payments": site_admin,
+    "page:manage-phases": site_admin,
+    "page:manage-phase-answers": site_admin,
     "page:crowd-entry": anyone,  # the link and the participant id are the key; here the token is no link
     "page:crowd-return": study_rater,
     "page:items-page": site_admin,
@@ -154,6 +156,7 @@ GET_OK = {
     "page:workspace-submit": {405},
     "page:training-retry": {405},
     "page:phase-consent": {405},
+    "page:manage-phases": {405},
     "page:phase-questionnaire": {405},
     "page:phase-instructions": {405},
     "page:training-feedback": {200, 302},  # the member's assignment is no training item: back to the workspace
