@@ -144,6 +144,8 @@ def phase_state(*, study: Study, rater, crowd: CrowdState | None = None) -> Phas
     """Where the participant stands, with what that phase needs; in `training` and `rate` the
     assignment to answer (taken from the assignment engine)."""
     blocked = _before_rating(study, rater, crowd)
+    if blocked is not None and blocked.state == "screened_out" and crowd is not None:
+        crowd_finish(crowd)  # their participation ends here: the time is recorded, nothing is held
     if blocked is not None and blocked.state != "training":
         return blocked
     if crowd is not None and (crowd.quota_reached or crowd.time_up) and blocked is None:
