@@ -71,7 +71,8 @@ def study_close_if_past_deadline(*, study: Study) -> bool:
 
 
 def _records(study: Study, rater) -> dict[str, PhaseRecord]:
-    if not any(k in study.phases for k in ("consent", "pre_questionnaire", "instructions", "post_questionnaire")):
+    if not any(k in study.phases for k in ("consent", "pre_questionnaire", "instructions", "attention_policy",
+                                           "post_questionnaire")):
         return {}
     return {r.phase: r for r in PhaseRecord.objects.filter(study=study, rater=rater)}
 
@@ -118,8 +119,9 @@ def _before_rating(study: Study, rater, crowd: CrowdState | None) -> PhaseState 
             return _screened_out(study, "consent_declined", crowd)
     if "pre_questionnaire" in phases and Phase.PRE not in records:
         return PhaseState("questionnaire", _questionnaire(study, "pre"))
-    if "instructions" in phases and Phase.INSTRUCTIONS not in records:
-        instructions = phases["instructions"]
+    # The attention policy is shown in the instructions, so a policy alone makes an instructions phase.
+    if ("instructions" in phases or "attention_policy" in phases) and Phase.INSTRUCTIONS not in records:
+        instructions = phases.get("instructions", {})
         return PhaseState("instructions", {
             "text": instructions.get("text", ""), "check": [
                 {k: v for k, v in q.items() if k != "correct"} for q in instructions.get("check", [])],
@@ -231,7 +233,7 @@ def phase_questionnaire(*, study: Study, rater, which: str, answers: Any,
 def phase_instructions(*, study: Study, rater, answers: Any = None) -> PhaseRecord:
     """The instructions read; with a comprehension check, every check answered as they say."""
     _expect(study, rater, "instructions")
-    check = study.phases["instructions"].get("check", [])
+    check = study.phases.get("instructions", {}).get("check", [])
     clean = answers_clean(check, answers or {}) if check else {}
     if check and (wrong := check_errors(check, clean)):
         raise AnswersError(wrong)

@@ -116,9 +116,6 @@ def test_the_payment_sheet_rejects_under_the_written_attention_policy_only(link,
     import csv
     import io
 
-    study.phases = {"attention_policy": {"reject_after_failed": 1}}
-    study.save(update_fields=["phases"])
-
     a_client, _ = enter(link, pid="good1")
     rate_in_browser(a_client, study)
     rate_in_browser(a_client, study)
@@ -130,6 +127,8 @@ def test_the_payment_sheet_rejects_under_the_written_attention_policy_only(link,
         is_attention_check=True, attention_passed=False)
     c_client, _ = enter(link, pid="gone3")
     c_client.post(f"/studies/{study.slug}/crowd/return/")
+    study.phases = {"attention_policy": {"reject_after_failed": 1}}  # written and shown in the instructions
+    study.save(update_fields=["phases"])
     admin = client_for(admin_user)
     resp = admin.get(f"/studies/{study.slug}/crowd-links/payments.csv", {"pay_per_item": "0.35"})
     assert resp.status_code == 200 and resp["Content-Type"].startswith("text/csv")

@@ -199,3 +199,13 @@ def test_the_schema_documents_each_phase_endpoint(api_for, admin_user):
     schema = api_for(admin_user).get("/api/schema/?format=json").json()
     for path in ("consent/", "questionnaire/{which}/", "instructions/", "training/retry/", "rate/next/"):
         assert f"/api/studies/{{slug}}/{path}" in schema["paths"], path
+
+
+def test_an_attention_policy_alone_is_shown_before_rating(api, study):
+    study.phases = {"attention_policy": {"reject_after_failed": 3, "text": "Checks look like ordinary items."}}
+    study.training_pass_mark = None
+    study.save(update_fields=["phases", "training_pass_mark"])
+    state = nxt(api, study)
+    assert state["state"] == "instructions" and state["attention_policy"]["reject_after_failed"] == 3
+    assert state["check"] == []
+    assert post(api, study, "instructions/").json()["state"] == "rate"
