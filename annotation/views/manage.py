@@ -27,6 +27,7 @@ from annotation.forms import (AddMembersForm, CrowdLinkForm, CrowdLinkRevokeForm
 from annotation.importers import MAX_ERRORS, ItemFileError
 from annotation.models import Study, StudyMember
 from annotation.questionnaires import phases_dump
+from annotation.services.phases import study_close_if_past_deadline
 from annotation.services import invitations as invitation_services
 from annotation.services import members as member_services
 from annotation.services.items import items_import
@@ -39,6 +40,7 @@ ALWAYS_FRESH = ("header", "changes")
 
 
 def _context(request: HttpRequest, study: Study, **forms) -> dict:
+    study_close_if_past_deadline(study=study)  # the page shows the study closed once its deadline passed
     invitation_list = list(study.invitations.select_related("created_by")[:50])
     for inv in invitation_list:
         inv.problem = invitation_services.invitation_problem(inv)

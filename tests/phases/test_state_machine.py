@@ -187,6 +187,18 @@ def test_a_passed_deadline_closes_the_study(api, study):
     assert study.changes.filter(field="deadline", new__contains="closed").exists()
 
 
+def test_the_manage_page_shows_a_study_past_its_deadline_closed(study, client_for, admin_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    study.deadline = timezone.now() - timedelta(seconds=1)
+    study.save(update_fields=["deadline"])
+    client_for(admin_user).get(f"/studies/{study.slug}/manage/")
+    study.refresh_from_db()
+    assert study.status == Study.Status.CLOSED
+
+
 def test_a_paused_rater_is_told_so(api, study, annotator):
     study.phases = {}
     study.training_pass_mark = None
