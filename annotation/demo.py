@@ -58,6 +58,34 @@ TRAINING = [
 ]
 
 
+# The crowd study's participant phases (annotation.questionnaires): consent, a questionnaire,
+# instructions with the attention policy and a comprehension check, a closing question.
+CROWD_PHASES = {
+    "consent": {"text": "## Taking part\n\nYou will compare pairs of answers from AI assistants for about 15 "
+                        "minutes. We keep your ratings and answers under your panel id only; you may stop at any "
+                        "time by returning the study. Do you agree to take part?",
+                "return_code": "NOCONSENT"},
+    "pre_questionnaire": {"title": "About you", "questions": [
+        {"key": "native_english", "text": "Is English your first language?", "kind": "single", "options": ["yes", "no"]},
+        {"key": "ai_use", "text": "How often do you use AI assistants?", "kind": "likert", "min": 1, "max": 5,
+         "labels": {"1": "never", "3": "weekly", "5": "daily"}},
+        {"key": "age", "text": "Your age", "kind": "number", "min": 18, "max": 100, "integer": True, "required": False},
+    ]},
+    "instructions": {
+        "text": "Read the request, then both answers in full. Score each answer's helpfulness, then say which is "
+                "better and how clearly. Choose **Tie** only when you cannot prefer either. Length is not quality.",
+        "check": [{"key": "length", "text": "Is the longer answer the better one?", "kind": "single",
+                   "options": ["yes", "not necessarily"], "correct": "not necessarily"}]},
+    "post_questionnaire": {"questions": [
+        {"key": "difficulty", "text": "How hard was it to choose?", "kind": "likert", "min": 1, "max": 5,
+         "labels": {"1": "very easy", "5": "very hard"}},
+        {"key": "comments", "text": "Anything you want to tell us?", "kind": "text", "required": False}]},
+    "attention_policy": {"reject_after_failed": 2},
+    "screened_out": {"payment": "0.40", "code": "SCREENOUT"},
+    "completion": {"text": "Thank you for taking part."},
+}
+
+
 def _training_and_crowd(study: Study, admin) -> None:
     import json
 
@@ -67,7 +95,8 @@ def _training_and_crowd(study: Study, admin) -> None:
     rows = [{**row, "training": True} for row in TRAINING]
     items_import(study=study, text="".join(json.dumps(r) + "\n" for r in rows), filename="training.jsonl")
     study.training_pass_mark = 0.5
-    study.save(update_fields=["training_pass_mark"])
+    study.phases = CROWD_PHASES
+    study.save(update_fields=["training_pass_mark", "phases"])
     crowd_link_create(study=study, user=admin, provider="prolific", completion_code="DEMO2026",
                       items_per_participant=5, time_limit_minutes=30)
 

@@ -49,11 +49,15 @@ class Study(models.Model):
         null=True, blank=True, help_text="Minutes a rater holds an item before it goes back to the pool "
                                          "(empty: the site's ASSIGNMENT_TTL_SECONDS)."
     )
-    deadline = models.DateTimeField(null=True, blank=True, help_text="Planned end, for the team; nothing closes by itself.")
+    deadline = models.DateTimeField(null=True, blank=True, help_text="When it passes, the study closes.")
     # annotation.services.participant_data.participant_ids_purge, run by Celery beat.
     retention_days = models.PositiveIntegerField(
         null=True, blank=True, help_text="Days after a crowd participant started before their panel and session "
                                          "ids are purged (empty: kept).")
+    # The participant's way through the study besides training and rating: consent, questionnaires,
+    # instructions with a comprehension check, the attention policy, screen-out payment
+    # (validated by annotation.questionnaires.phases_validate; {} means none of them).
+    phases = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -529,3 +533,33 @@ class ParticipantErasure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pseudonym} ({self.mode}) in {self.study}"
+
+
+class PhaseRecord(models.Model):
+    """A participant's answer to one phase of a study (annotation.services.phases): consent given or
+    declined, a questionnaire's answers, the instructions read (and their comprehension check)."""
+
+    class Phase(models.TextChoices):
+        CONSENT = "consent", "Consent"
+        PRE = "pre", "Pre-study questionnaire"
+        INSTRUCTIONS = "instructions", "Instructions"
+        POST = "post", "Post-study questionnaire"
+
+    class Outcome(models.TextChoices):
+        AGREED = "agreed", "Agreed"
+        DECLINED = "declined", "Declined"
+        ANSWERED = "answered", "Answered"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="phase_records")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="phase_records")
+    phase = models.CharField(max_length=12, choices=Phase.choices)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices)
+    answers = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "rater", "at"]
+        constraints = [models.UniqueConstraint(fields=["study", "rater", "phase"], name="phase_record_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.rater} {self.phase} {self.outcome} on {self.study}"

@@ -1,62 +1,184 @@
-"""The per-rater time and payment sheet of a study: what each rater did, how long it took, what
-failed an attention check (work to reject), and, given a rate, what to pay.
+"""The per-rater time and payment sheet of a study, and the payment decision it shares with the
+Progress page: what each rater did, how long it took, the decision with its reason, and, given a
+rate, what to pay and any bonus.
 
-    payment_rows(study, pay_per_item=None) -> [dict]   # PAYMENT_COLUMNS, one row per rater
+    payment_decision(...) -> Decision                  # pure: the decision and its reason
+    rater_decisions(study) -> {rater id: Decision}     # what the Progress page shows
+    payment_rows(study, pay_per_item=None, bonus_per_item=None) -> [dict]   # PAYMENT_COLUMNS
+    bulk_approve_lines(rows) / bulk_bonus_lines(rows)  # the panel's paste formats
 
-A rater who failed any attention check is marked `reject` (panels such as Prolific allow
-rejecting a submission for failed attention checks); the others `approve`. Only approved raters'
-rated items are payable; attention-check items count as work but not as payable items.
+Fair by construction: training answers are never attention checks (failing training screens the
+participant out, with the study's fixed screen-out payment, and is never a rejection); a rejection
+follows only the study's written attention policy (`phases.attention_policy.reject_after_failed`,
+shown to participants in the instructions); a participant who declined consent or returned the
+task is a `return` (the panel's own way out, unpaid). Attention-check items count as work but are
+not payable items.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from statistics import median
 
-from annotation.models import Assignment, CrowdParticipant, Study
+from django.db.models import Count, Q
+
+from annotation.models import Assignment, CrowdParticipant, PhaseRecord, Study, TrainingAttempt
 
 PAYMENT_COLUMNS = (
     "rater", "provider", "participant_id", "session_id", "started_at", "finished_at", "returned_at",
-    "items_submitted", "attention_checks", "attention_failed", "decision", "payable_items",
-    "time_on_task_s", "median_s_per_item", "pay_per_item", "payment",
+    "items_submitted", "training", "attention_checks", "attention_failed", "decision", "reason", "payable_items",
+    "time_on_task_s", "median_s_per_item", "pay_per_item", "payment", "bonus",
 )
+APPROVE, REJECT, SCREENED_OUT, RETURN, PENDING = "approve", "reject", "screened_out", "return", "pending"
 
 
-def payment_rows(study: Study, pay_per_item: Decimal | None = None) -> list[dict]:
+@dataclass(frozen=True)
+class Decision:
+    decision: str
+    reason: str
+
+
+def _share(mark: float | None) -> str:
+    return f"{mark * 100:g}%" if mark is not None else ""
+
+
+def training_summary(attempts: list[tuple[int, int, bool | None]]) -> str:
+    """'passed 1/2', 'failed 0/2, then 1/2', 'in progress' from (correct, items, passed) per attempt."""
+    if not attempts:
+        return ""
+    scores = ", then ".join(f"{c}/{n}" for c, n, _ in attempts if _ is not None)
+    last = attempts[-1][2]
+    if last is None:
+        return f"in progress{f' (after {scores})' if scores else ''}"
+    return f"{'passed' if last else 'failed'} {scores}"
+
+
+def payment_decision(*, consent_declined: bool = False, returned: bool = False,
+                     training: list[tuple[int, int, bool | None]] = (), training_failed_out: bool = False,
+                     pass_mark: float | None = None, checks: int = 0, failed: int = 0,
+                     reject_after: int | None = None) -> Decision:
+    """One participant's decision and why, from plain facts."""
+    if consent_declined:
+        return Decision(RETURN, "declined consent: only the decline is kept; asked to return the study")
+    if training_failed_out:
+        return Decision(SCREENED_OUT, f"did not reach the training pass mark ({_share(pass_mark)}): "
+                                      f"{training_summary(training)}; screened out with the fixed payment, not rejected")
+    policy = (f"the study's policy rejects at {reject_after} failed attention checks" if reject_after
+              else "the study has no attention policy, so failed checks never reject")
+    if reject_after and failed >= reject_after:
+        return Decision(REJECT, f"failed {failed} of {checks} attention checks; {policy}")
+    if returned:
+        return Decision(RETURN, "returned the task")
+    if training and training[-1][2] is not True:
+        return Decision(PENDING, f"training {training_summary(training)}")
+    parts = [f"passed training {training_summary(training)[len('passed '):]}"] if training else []
+    parts.append(f"failed {failed} of {checks} attention checks ({policy})")
+    return Decision(APPROVE, "; ".join(parts))
+
+
+def _facts(study: Study) -> dict[int, dict]:
+    """Per rater: submitted work, attention checks (training excluded), training attempts, consent."""
+    facts: dict[int, dict] = {}
+
+    def row(rater_id: int) -> dict:
+        return facts.setdefault(rater_id, {"training": [], "checks": 0, "failed": 0, "consent_declined": False})
+
+    counts = (Assignment.objects.filter(study=study, status=Assignment.Status.SUBMITTED).values("rater_id")
+              .annotate(checks=Count("id", filter=Q(is_attention_check=True, item__is_training=False)),
+                        failed=Count("id", filter=Q(is_attention_check=True, item__is_training=False,
+                                                    attention_passed=False))))
+    for c in counts:
+        row(c["rater_id"]).update(checks=c["checks"], failed=c["failed"])
+    for rater_id, correct, n, passed in (TrainingAttempt.objects.filter(study=study).order_by("rater_id", "number")
+                                         .values_list("rater_id", "n_correct", "n_items", "passed")):
+        row(rater_id)["training"].append((correct, n, passed))
+    for rater_id in PhaseRecord.objects.filter(study=study, phase=PhaseRecord.Phase.CONSENT,
+                                               outcome=PhaseRecord.Outcome.DECLINED).values_list("rater_id", flat=True):
+        row(rater_id)["consent_declined"] = True
+    return facts
+
+
+def _decide(study: Study, f: dict, returned: bool) -> Decision:
+    from annotation.services.training import MAX_ATTEMPTS
+
+    training = f["training"]
+    failed_out = bool(training) and training[-1][2] is False and len(training) >= MAX_ATTEMPTS
+    return payment_decision(
+        consent_declined=f["consent_declined"], returned=returned, training=training, training_failed_out=failed_out,
+        pass_mark=study.training_pass_mark, checks=f["checks"], failed=f["failed"],
+        reject_after=study.phases.get("attention_policy", {}).get("reject_after_failed"))
+
+
+_NO_FACTS = {"training": [], "checks": 0, "failed": 0, "consent_declined": False}
+
+
+def rater_decisions(study: Study, rater_ids) -> dict[int, Decision]:
+    """The decision per rater id, as the payment sheet gives it (for the Progress page)."""
+    returned = set(CrowdParticipant.objects.filter(link__study=study, returned_at__isnull=False)
+                   .values_list("user_id", flat=True))
+    facts = _facts(study)
+    return {rater_id: _decide(study, facts.get(rater_id, _NO_FACTS), rater_id in returned) for rater_id in rater_ids}
+
+
+def _money(value: Decimal) -> str:
+    return str(value.quantize(Decimal("0.01")))
+
+
+def payment_rows(study: Study, pay_per_item: Decimal | None = None,
+                 bonus_per_item: Decimal | None = None) -> list[dict]:
     work: dict[int, dict] = {}
-    for rater_id, username, check, passed, ms in (
+    for rater_id, username, check, training, ms in (
             Assignment.objects.filter(study=study, status=Assignment.Status.SUBMITTED)
             .order_by("rater__username", "submitted_at")
-            .values_list("rater_id", "rater__username", "is_attention_check", "attention_passed", "time_on_task_ms")
+            .values_list("rater_id", "rater__username", "is_attention_check", "item__is_training", "time_on_task_ms")
             .iterator(chunk_size=2000)):
-        w = work.setdefault(rater_id, {"rater": username, "n": 0, "checks": 0, "failed": 0, "items": 0, "ms": []})
+        w = work.setdefault(rater_id, {"rater": username, "n": 0, "items": 0, "ms": []})
         w["n"] += 1
         w["ms"].append(ms)
-        if check:
-            w["checks"] += 1
-            w["failed"] += passed is False
-        else:
-            w["items"] += 1
-    crowd = {p.user_id: p for p in CrowdParticipant.objects.filter(link__study=study).select_related("link")
+        w["items"] += not check and not training
+    crowd = {p.user_id: p for p in CrowdParticipant.objects.filter(link__study=study).select_related("link", "user")
              .order_by("started_at")}
-    for user_id, p in crowd.items():  # a participant who returned before submitting anything is listed too
-        work.setdefault(user_id, {"rater": p.user.username, "n": 0, "checks": 0, "failed": 0, "items": 0, "ms": []})
+    for user_id, p in crowd.items():  # a participant who submitted nothing (declined, returned) is listed too
+        work.setdefault(user_id, {"rater": p.user.username, "n": 0, "items": 0, "ms": []})
+    facts = _facts(study)
+    screened_pay = Decimal(str(study.phases.get("screened_out", {}).get("payment", "0")))
     rows = []
     for user_id, w in sorted(work.items(), key=lambda kv: kv[1]["rater"]):
         p = crowd.get(user_id)
-        decision = "reject" if w["failed"] else "approve"
-        payable = w["items"] if decision == "approve" else 0
+        f = facts.get(user_id, _NO_FACTS)
+        decision = _decide(study, f, bool(p and p.returned_at))
+        payable = w["items"] if decision.decision == APPROVE else 0
+        if pay_per_item is None:
+            payment = ""
+        elif decision.decision == SCREENED_OUT:
+            payment = _money(screened_pay)
+        else:
+            payment = _money(pay_per_item * payable)
         rows.append({
             "rater": w["rater"], "provider": p.link.provider if p else "",
             "participant_id": p.participant_id if p else "", "session_id": p.session_id if p else "",
             "started_at": p.started_at.isoformat(timespec="seconds") if p else "",
             "finished_at": p.finished_at.isoformat(timespec="seconds") if p and p.finished_at else "",
             "returned_at": p.returned_at.isoformat(timespec="seconds") if p and p.returned_at else "",
-            "items_submitted": w["n"], "attention_checks": w["checks"], "attention_failed": w["failed"],
-            "decision": decision, "payable_items": payable,
+            "items_submitted": w["n"], "training": training_summary(f["training"]),
+            "attention_checks": f["checks"], "attention_failed": f["failed"],
+            "decision": decision.decision, "reason": decision.reason, "payable_items": payable,
             "time_on_task_s": round(sum(w["ms"]) / 1000, 1),
             "median_s_per_item": round(median(w["ms"]) / 1000, 1) if w["ms"] else "",
             "pay_per_item": "" if pay_per_item is None else str(pay_per_item),
-            "payment": "" if pay_per_item is None else str((pay_per_item * payable).quantize(Decimal("0.01"))),
+            "payment": payment,
+            "bonus": "" if bonus_per_item is None else _money(bonus_per_item * payable),
         })
     return rows
+
+
+def bulk_approve_lines(rows: list[dict]) -> list[str]:
+    """Prolific's bulk approve box: the participant ids to approve, one per line."""
+    return [r["participant_id"] for r in rows if r["decision"] == APPROVE and r["participant_id"]]
+
+
+def bulk_bonus_lines(rows: list[dict]) -> list[str]:
+    """Prolific's bulk bonus box: `participant id,amount` per line, no header, amounts above zero."""
+    return [f"{r['participant_id']},{r['bonus']}" for r in rows
+            if r["participant_id"] and r["bonus"] and Decimal(r["bonus"]) > 0]

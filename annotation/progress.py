@@ -10,6 +10,7 @@ from django.db.models import Aggregate, Count, FloatField, Q
 from django.utils import timezone
 
 from annotation.models import Assignment, Study, StudyMember, TrainingAttempt
+from annotation.payments import rater_decisions
 from annotation.selectors import StudyProgress, study_progress
 
 SUBMITTED = Assignment.Status.SUBMITTED
@@ -68,8 +69,10 @@ def study_dashboard(study: Study, *, flags_limit: int = 20) -> Dashboard:
     }
     members = StudyMember.objects.filter(study=study, role=StudyMember.Role.ANNOTATOR).select_related("user")
     training = {a.rater_id: a for a in TrainingAttempt.objects.filter(study=study).order_by("rater_id", "number")}
+    members = list(members.order_by("user__username"))
+    decisions = rater_decisions(study, [m.user_id for m in members])
     raters = []
-    for m in members.order_by("user__username"):
+    for m in members:
         row = per_rater.get(m.user_id, {})
         raters.append({
             "username": m.user.username, "user_id": m.user_id, "paused": m.paused,
@@ -77,6 +80,7 @@ def study_dashboard(study: Study, *, flags_limit: int = 20) -> Dashboard:
             "last_hour": row.get("last_hour", 0), "median_seconds": _seconds(row.get("median_ms")),
             "checks": row.get("checks", 0), "checks_failed": row.get("checks_failed", 0),
             "flagged": row.get("flagged", 0), "training": training.get(m.user_id),
+            "decision": decisions.get(m.user_id),
         })
         raters[-1]["checks_passed"] = raters[-1]["checks"] - raters[-1]["checks_failed"]
     flagged = submitted.filter(ignored=True)

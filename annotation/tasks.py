@@ -43,3 +43,12 @@ def participant_ids_purge() -> int:
     from annotation.services.participant_data import participant_ids_purge as purge
 
     return purge()
+
+
+@shared_task(name="annotation.tasks.studies_close_past_deadline", ignore_result=True)
+def studies_close_past_deadline() -> int:
+    """Close every open or paused study whose deadline has passed (Celery beat, every minute).
+    No arguments; idempotent: a closed study is left as it is."""
+    from annotation.services.phases import studies_close_past_deadline as close
+
+    return close()

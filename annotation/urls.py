@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from annotation.views import crowd, items, manage, participants, progress, studies
+from annotation.views import crowd, items, manage, manage_phases, participants, progress, studies
 
 urlpatterns = [
     path("", studies.home, name="home"),
@@ -17,6 +17,8 @@ urlpatterns = [
     path("studies/<slug:slug>/crowd-links/", manage.study_crowd_links, name="manage-crowd"),
     path("studies/<slug:slug>/crowd-links/revoke/", manage.study_crowd_link_revoke, name="manage-crowd-revoke"),
     path("studies/<slug:slug>/crowd-links/payments.csv", manage.study_crowd_payments, name="manage-crowd-payments"),
+    path("studies/<slug:slug>/phases/", manage_phases.study_phases, name="manage-phases"),
+    path("studies/<slug:slug>/phases/answers.csv", manage_phases.study_phase_answers, name="manage-phase-answers"),
     path("crowd/<str:token>/", crowd.crowd_entry, name="crowd-entry"),
     path("studies/<slug:slug>/crowd/return/", crowd.crowd_return_view, name="crowd-return"),
     path("studies/<slug:slug>/items/", items.study_items, name="items-page"),

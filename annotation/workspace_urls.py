@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotation.views import training, workspace
+from annotation.views import phases, training, workspace
 
 urlpatterns = [
     path("studies/<slug:slug>/rate/", workspace.workspace, name="workspace"),
@@ -13,5 +13,8 @@ urlpatterns = [
     path("studies/<slug:slug>/rate/<uuid:token>/submit/", workspace.assignment_submit_view,
          name="workspace-submit"),
     path("studies/<slug:slug>/rate/<uuid:token>/training/", training.training_feedback, name="training-feedback"),
+    path("studies/<slug:slug>/rate/consent/", phases.consent_view, name="phase-consent"),
+    path("studies/<slug:slug>/rate/questionnaire/<str:which>/", phases.questionnaire_view, name="phase-questionnaire"),
+    path("studies/<slug:slug>/rate/instructions/", phases.instructions_view, name="phase-instructions"),
     path("studies/<slug:slug>/rate/training/retry/", training.training_retry_view, name="training-retry"),
 ]

@@ -14,6 +14,7 @@ app.autodiscover_tasks()
 # Each takes no arguments and is idempotent, so a missed or doubled beat does no harm.
 app.conf.beat_schedule = {
     "purge-expired-panel-ids": {"task": "annotation.tasks.participant_ids_purge", "schedule": 3600.0},
+    "close-studies-past-deadline": {"task": "annotation.tasks.studies_close_past_deadline", "schedule": 60.0},
 }
 
 

@@ -30,8 +30,8 @@ from django.db.models.functions import Replace
 from django.utils import timezone
 
 from annotation.audit import Action, audit_record, audit_rename_target
-from annotation.models import (Assignment, CrowdParticipant, DatasetRelease, ParticipantErasure, Rating, Study,
-                               StudyChange, StudyMember, TrainingAttempt)
+from annotation.models import (Assignment, CrowdParticipant, DatasetRelease, ParticipantErasure, PhaseRecord, Rating,
+                               Study, StudyChange, StudyMember, TrainingAttempt)
 from annotation.services.assignments import _recount_items, assignments_release
 
 CSV_COLUMNS = ("item", "assignment_status", "created_at", "submitted_at", "time_on_task_ms", "is_attention_check",
@@ -60,9 +60,10 @@ def _iso(value) -> str | None:
 
 
 def questionnaire_answers(study: Study, user) -> list[dict]:
-    """HOOK (issue 23 §1, engineer h1's questionnaires): fill after the merge with the participant's
-    answers, one dict per answer. Until then the download has no questionnaire answers."""
-    return []
+    """The participant's phase records (consent given or declined, questionnaire answers, the
+    instructions' comprehension check), one dict per phase, oldest first."""
+    return [{"phase": r.phase, "outcome": r.outcome, "answers": r.answers, "at": _iso(r.at)}
+            for r in PhaseRecord.objects.filter(study=study, rater=user).order_by("at", "id")]
 
 
 def participant_export(*, study: Study, user_id) -> dict:
@@ -147,6 +148,7 @@ def participant_erase(*, study: Study, user_id, mode: str, by) -> ParticipantEra
             with connection.cursor() as cursor:
                 _recount_items(cursor, item_ids)
         TrainingAttempt.objects.filter(study=study, rater=user).delete()
+        PhaseRecord.objects.filter(study=study, rater=user).delete()
         crowd.delete()
         member.delete()
     else:
@@ -156,6 +158,7 @@ def participant_erase(*, study: Study, user_id, mode: str, by) -> ParticipantEra
         Rating.objects.filter(assignment__in=owned).update(updated_at=timezone.now())  # new report fingerprint
         owned.update(rater=stand_in)
         TrainingAttempt.objects.filter(study=study, rater=user).update(rater=stand_in)
+        PhaseRecord.objects.filter(study=study, rater=user).update(rater=stand_in)
         crowd.update(user=stand_in, participant_id=pseudonym, session_id="")
         StudyMember.objects.filter(pk=member.pk).update(user=stand_in, paused=True,
                                                         removed_at=member.removed_at or timezone.now())

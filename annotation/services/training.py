@@ -7,8 +7,9 @@ A share of right answers at or above the study's pass mark qualifies them; one r
     training_record(assignment=...)                        # after a training item is submitted
     training_retry(study=..., rater=...) -> TrainingAttempt    # the one retry after a failed attempt
 
-A training item is also an attention check, so it stays out of every statistic and export; its
-answer is graded by the same gold check (annotation.services.ratings.attention_passed).
+A training item is flagged as an attention check, so it stays out of every statistic and export; its
+answer is graded by the same gold check (annotation.services.ratings.attention_passed). It is never
+counted as an attention check for payment: failing training screens out (annotation.payments).
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ from annotation.forms import (AddMembersForm, CrowdLinkForm, CrowdLinkRevokeForm
                               StudySettingsForm)
 from annotation.importers import MAX_ERRORS, ItemFileError
 from annotation.models import Study, StudyMember
+from annotation.questionnaires import phases_dump
+from annotation.services.phases import study_close_if_past_deadline
 from annotation.services import invitations as invitation_services
 from annotation.services import members as member_services
 from annotation.services.items import items_import
@@ -38,6 +40,7 @@ ALWAYS_FRESH = ("header", "changes")
 
 
 def _context(request: HttpRequest, study: Study, **forms) -> dict:
+    study_close_if_past_deadline(study=study)  # the page shows the study closed once its deadline passed
     invitation_list = list(study.invitations.select_related("created_by")[:50])
     for inv in invitation_list:
         inv.problem = invitation_services.invitation_problem(inv)
@@ -62,6 +65,7 @@ def _context(request: HttpRequest, study: Study, **forms) -> dict:
         "invitation_form": forms.get("invitation_form") or InvitationForm(),
         "crowd_links": _crowd_links(request, study),
         "crowd_form": forms.get("crowd_form") or CrowdLinkForm(),
+        "phases_text": forms.get("phases_text", phases_dump(study.phases)),
         **{k: v for k, v in forms.items() if not k.endswith("_form")},
     }
 
@@ -348,21 +352,37 @@ def study_crowd_link_revoke(request: HttpRequest, slug: str) -> HttpResponse:
 @manager_view
 @require_GET
 def study_crowd_payments(request: HttpRequest, slug: str) -> HttpResponse:
-    """The per-rater time and payment sheet (CSV); ?pay_per_item=0.15 adds what each approved rater earns."""
+    """The per-rater time and payment sheet (CSV); ?pay_per_item=0.15 adds what each approved rater earns,
+    ?bonus_per_item=0.05 a bonus; ?format=bulk_approve or bulk_bonus gives the panel's paste formats."""
     import csv
     from decimal import Decimal, InvalidOperation
 
     from annotation.datasets.spreadsheet import spreadsheet_safe
-    from annotation.payments import PAYMENT_COLUMNS, payment_rows
+    from annotation.payments import PAYMENT_COLUMNS, bulk_approve_lines, bulk_bonus_lines, payment_rows
 
     study = get_study_for_manager(request.user, slug)
-    raw = request.GET.get("pay_per_item", "").strip()
-    try:
-        pay = Decimal(raw) if raw else None
-        if pay is not None and not (pay.is_finite() and pay >= 0):
-            raise InvalidOperation
-    except InvalidOperation:
-        return HttpResponse(f"pay_per_item: {raw!r} is not an amount of 0 or more", status=400,
+    amounts = {}
+    for name in ("pay_per_item", "bonus_per_item"):
+        raw = request.GET.get(name, "").strip()
+        try:
+            amounts[name] = Decimal(raw) if raw else None
+            if amounts[name] is not None and not (amounts[name].is_finite() and amounts[name] >= 0):
+                raise InvalidOperation
+        except InvalidOperation:
+            return HttpResponse(f"{name}: {raw!r} is not an amount of 0 or more", status=400,
+                                content_type="text/plain; charset=utf-8")
+    rows = payment_rows(study, amounts["pay_per_item"], amounts["bonus_per_item"])
+    kind = request.GET.get("format", "sheet")
+    if kind in ("bulk_approve", "bulk_bonus"):
+        if kind == "bulk_bonus" and amounts["bonus_per_item"] is None:
+            return HttpResponse("bonus_per_item: needed for the bulk bonus list", status=400,
+                                content_type="text/plain; charset=utf-8")
+        lines = bulk_approve_lines(rows) if kind == "bulk_approve" else bulk_bonus_lines(rows)
+        response = HttpResponse("".join(f"{line}\n" for line in lines), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{study.slug}-{kind.replace("_", "-")}.csv"'
+        return response
+    if kind != "sheet":
+        return HttpResponse("format: sheet, bulk_approve or bulk_bonus", status=400,
                             content_type="text/plain; charset=utf-8")
     from annotation.audit import Action, audit_record
 
@@ -372,6 +392,6 @@ def study_crowd_payments(request: HttpRequest, slug: str) -> HttpResponse:
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-payments.csv"'
     writer = csv.DictWriter(response, fieldnames=PAYMENT_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for row in payment_rows(study, pay):
+    for row in rows:
         writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
     return response

@@ -27,10 +27,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import get_own_assignment, get_study_for_annotator
 from annotation.models import Assignment, Item, Output, Study
+from annotation.questionnaires import question_fields
 from annotation.rendering import render_content, render_markdown
 from annotation.services import comparative
-from annotation.services.assignments import RaterPaused, assignment_next
-from annotation.services.crowd import crowd_finish
+from annotation.services.phases import PhaseOrderError, phase_require, phase_state
 from annotation.services.ratings import (
     AnswerError,
     SubmitError,
@@ -267,24 +267,29 @@ def _render(request: HttpRequest, study: Study, context: dict, *, status: int = 
     return response
 
 
-def _next_screen(request: HttpRequest, study: Study) -> HttpResponse:
+def _next_screen(request: HttpRequest, study: Study, *, errors: dict | None = None, answers: dict | None = None,
+                 status: int = 200) -> HttpResponse:
+    """The participant's phase (annotation.services.phases) as a screen."""
     crowd = crowd_context(request, study)
-    if crowd and (crowd["crowd"].quota_reached or crowd["crowd"].time_up):
-        crowd_finish(crowd["crowd"])  # their quota or time is used: the completion code, and nothing more
-        return _render(request, study, {"state": "done", **crowd})
-    try:
-        assignment = assignment_next(study=study, rater=request.user)
-    except RaterPaused:
-        return _render(request, study, {"state": "paused"})
-    training = training_state(study, request.user)
-    if assignment is None:
-        if study.is_open and not training.qualified:  # training over and not passed: the result, a retry
-            return _render(request, study, {"state": "training", "training": training, **crowd})
-        if crowd:
-            crowd_finish(crowd["crowd"])
-        return _render(request, study, {"state": "done" if study.is_open else "closed", **crowd})
-    return _render(request, study, {"state": "rate", **crowd, "training": training if training.required else None,
-                                    **build_screen(study, load_for_screen(study, assignment))})
+    now = phase_state(study=study, rater=request.user, crowd=crowd.get("crowd"))
+    context = {"state": now.state, "phase": now.data, **crowd, "phase_errors": errors or {},
+               "phase_answers": answers or {}}
+    if now.state in ("training_failed", "screened_out") and now.training is not None:
+        context["training"] = now.training
+    if now.assignment is not None:
+        training = now.training or training_state(study, request.user)
+        context.update(state="rate", training=training if training.required else None,
+                       **build_screen(study, load_for_screen(study, now.assignment)))
+    elif now.state in ("consent", "instructions"):
+        context["phase_html"] = render_markdown(now.data.get("text", ""))
+        if now.state == "instructions":
+            context["questions"] = question_fields(now.data["check"], answers or {}, errors)
+    elif now.state == "questionnaire":
+        context["phase_html"] = render_markdown(now.data.get("intro", ""))
+        context["questions"] = question_fields(now.data["questions"], answers or {}, errors)
+    elif now.state == "done" and now.data.get("completion_text"):
+        context["phase_html"] = render_markdown(now.data["completion_text"])
+    return _render(request, study, context, status=status)
 
 
 @login_required
@@ -333,6 +338,11 @@ def assignment_draft(request: HttpRequest, slug: str, token: str) -> HttpRespons
 def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpResponse:
     study = get_study_for_annotator(request.user, slug)
     assignment = get_own_assignment(request.user, study, token)
+    try:
+        phase_require(study=study, rater=request.user, assignment=assignment)
+    except PhaseOrderError as exc:
+        messages.error(request, f"Not yet: {exc}.")
+        return _redirect_to_next(request, study)
     was_revision = assignment.status == Assignment.Status.SUBMITTED
     answers = answers_from_form(request.POST, rubric=study.rubric, n_responses=len(assignment.permutation))
     try:

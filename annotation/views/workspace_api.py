@@ -1,7 +1,7 @@
 """Annotator API, blinded like the workspace pages: responses are numbered 1..K in the order shown,
 assignments are addressed by token, and no system name, output id or other rater's answer appears.
 
-    POST /api/studies/<slug>/rate/next/              -> {"state": "rate"|"done"|"closed"|"paused", "assignment": {...}|null}
+    POST /api/studies/<slug>/rate/next/              -> {"state": <the phase, annotation.services.phases>, ..., "assignment": {...}|null}
     GET  /api/studies/<slug>/rate/<token>/           -> {"state": "rate", "assignment": {...}}
     POST /api/studies/<slug>/rate/<token>/draft/     {"answers": {...}, "time_on_task_ms": 1200} -> {"saved": true}
     POST /api/studies/<slug>/rate/<token>/submit/    {"answers": {...}, "time_on_task_ms": 5400}
@@ -25,7 +25,8 @@ from rest_framework.views import APIView
 
 from annotation.access import get_own_assignment, get_study_for_annotator
 from annotation.models import Assignment, Study
-from annotation.services.assignments import RaterPaused, assignment_next
+from annotation.services.crowd import crowd_state
+from annotation.services.phases import PhaseOrderError, PhaseState, phase_require, phase_state
 from annotation.services.ratings import AnswerError, SubmitError, assignment_save_draft, assignment_submit
 from annotation.views.workspace import load_for_screen, shown_outputs
 
@@ -55,21 +56,42 @@ def assignment_payload(study: Study, assignment: Assignment) -> dict:
 
 
 
+def state_payload(study: Study, now: PhaseState) -> dict:
+    """A PhaseState as the API gives it: the state's name, what that phase needs, and in `training`
+    and `rate` the item to answer."""
+    body: dict = {"state": now.state, **now.data, "assignment": None}
+    if now.assignment is not None:
+        body["assignment"] = assignment_payload(study, load_for_screen(study, now.assignment))
+    if now.state == "training" and now.training is not None and now.training.attempt is not None:
+        attempt = now.training.attempt
+        body["training"] = {"attempt": attempt.number, "answered": attempt.n_answered, "n_items": attempt.n_items,
+                            "pass_mark": study.training_pass_mark}
+    return body
+
+
 def next_payload(study: Study, rater) -> dict:
-    """The body of rate/next/: the rater's current or next item, or why there is none."""
+    """The body of rate/next/: the participant's phase (annotation.services.phases) with what it needs."""
+    return state_payload(study, phase_state(study=study, rater=rater, crowd=crowd_state(study, rater)))
+
+
+def _refuse_out_of_order(study: Study, rater, assignment: Assignment) -> Response | None:
     try:
-        assignment = assignment_next(study=study, rater=rater)
-    except RaterPaused:
-        return {"state": "paused", "assignment": None}
-    if assignment is None:
-        return {"state": "done" if study.is_open else "closed", "assignment": None}
-    return {"state": "rate", "assignment": assignment_payload(study, load_for_screen(study, assignment))}
+        phase_require(study=study, rater=rater, assignment=assignment)
+    except PhaseOrderError as exc:
+        return Response({"detail": str(exc), "state": exc.state}, status=status.HTTP_409_CONFLICT)
+    return None
 
 
 class NextView(APIView):
     permission_classes = [permissions.IsAuthenticated]
 
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT, summary="The rater's current or next item")
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT, summary="The participant's phase and what it needs",
+                   description="`state` is one of consent, questionnaire, instructions, training, training_failed "
+                               "(`retry_left`), rate, screened_out (`reason`, `return_url`), done, paused, closed. "
+                               "training and rate carry the `assignment` to answer; consent its `text`; "
+                               "questionnaire `which` (pre|post) and its `questions`; instructions `text`, "
+                               "the comprehension `check` and the `attention_policy`. Each is answered through "
+                               "its own endpoint; a call out of order gets 409 with the current `state`.")
     def post(self, request: Request, slug: str) -> Response:
         study = get_study_for_annotator(request.user, slug)
         return Response(next_payload(study, request.user))
@@ -92,6 +114,8 @@ class DraftView(APIView):
     def post(self, request: Request, slug: str, token) -> Response:
         study = get_study_for_annotator(request.user, slug)
         assignment = get_own_assignment(request.user, study, token)
+        if (refused := _refuse_out_of_order(study, request.user, assignment)) is not None:
+            return refused
         body = AnswersSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
@@ -113,6 +137,8 @@ class SubmitView(APIView):
     def post(self, request: Request, slug: str, token) -> Response:
         study = get_study_for_annotator(request.user, slug)
         assignment = get_own_assignment(request.user, study, token)
+        if (refused := _refuse_out_of_order(study, request.user, assignment)) is not None:
+            return refused
         body = AnswersSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
@@ -123,6 +149,12 @@ class SubmitView(APIView):
         except SubmitError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         body = {"status": done.status, "ratings": done.ratings_stored}
+        if assignment.item.is_training:  # what was expected, and why, as the page shows after each
+            from annotation.views.training import feedback_rows
+
+            assignment.refresh_from_db(fields=["attention_passed"])
+            body["training"] = {"right": assignment.attention_passed, "explanation": assignment.item.explanation,
+                                "questions": feedback_rows(study, assignment)}
         if request.query_params.get("next", "").lower() in {"1", "true", "yes"}:
             body["next"] = next_payload(study, request.user)
         return Response(body)

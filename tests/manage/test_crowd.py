@@ -112,7 +112,7 @@ def test_the_manage_page_makes_and_lists_links(study, client_for, admin_user):
     assert f"/crowd/{token}/?PROLIFIC_PID=" in html and "20 min each" in html
 
 
-def test_the_payment_sheet_marks_failed_attention_checks_for_rejection(link, study, client_for, admin_user):
+def test_the_payment_sheet_rejects_under_the_written_attention_policy_only(link, study, client_for, admin_user):
     import csv
     import io
 
@@ -127,6 +127,8 @@ def test_the_payment_sheet_marks_failed_attention_checks_for_rejection(link, stu
         is_attention_check=True, attention_passed=False)
     c_client, _ = enter(link, pid="gone3")
     c_client.post(f"/studies/{study.slug}/crowd/return/")
+    study.phases = {"attention_policy": {"reject_after_failed": 1}}  # written and shown in the instructions
+    study.save(update_fields=["phases"])
     admin = client_for(admin_user)
     resp = admin.get(f"/studies/{study.slug}/crowd-links/payments.csv", {"pay_per_item": "0.35"})
     assert resp.status_code == 200 and resp["Content-Type"].startswith("text/csv")
@@ -135,9 +137,15 @@ def test_the_payment_sheet_marks_failed_attention_checks_for_rejection(link, stu
     good, failed, gone = rows["good1"], rows["bad2"], rows["gone3"]
     assert good["decision"] == "approve" and good["items_submitted"] == "2" and good["payment"] == "0.70"
     assert failed["decision"] == "reject" and failed["attention_failed"] == "1" and failed["payment"] == "0.00"
+    assert "policy rejects at 1" in failed["reason"]
     assert gone["returned_at"] and gone["items_submitted"] == "0" and gone["payment"] == "0.00"
     times = Assignment.objects.filter(study=study, rater__username="prolific-good1").values_list("time_on_task_ms", flat=True)
     assert float(good["time_on_task_s"]) == pytest.approx(sum(times) / 1000, abs=0.05)
     assert admin.get(f"/studies/{study.slug}/crowd-links/payments.csv", {"pay_per_item": "-1"}).status_code == 400
+    study.phases = {}  # without a written policy, a failed check never rejects
+    study.save(update_fields=["phases"])
+    resp = admin.get(f"/studies/{study.slug}/crowd-links/payments.csv", {"pay_per_item": "0.35"})
+    failed = {r["participant_id"]: r for r in csv.DictReader(io.StringIO(resp.content.decode()))}["bad2"]
+    assert failed["decision"] == "approve" and "no attention policy" in failed["reason"]
     participant_client, _ = enter(link, pid="nosy4")
     assert participant_client.get(f"/studies/{study.slug}/crowd-links/payments.csv").status_code in (403, 404)

@@ -46,6 +46,11 @@ def test_load_demo_builds_full_studies_once():
     assert crowd.crowd_links.filter(provider="prolific", revoked_at__isnull=True).exists()
     first = assignment_next(study=crowd, rater=get_user_model().objects.get(username="annotator2"))
     assert first.item.is_training  # a demo annotator meets the training first
+    from annotation.services.phases import phase_state
+
+    annotator3 = get_user_model().objects.get(username="annotator3")
+    assert phase_state(study=crowd, rater=annotator3).state == "consent"  # and on the page, consent before it
+    assert crowd.phases["attention_policy"]["reject_after_failed"] == 2
     counts = (Study.objects.count(), Rating.objects.count(), JudgeRun.objects.count())
     call_command("load_demo", stdout=io.StringIO())
     assert (Study.objects.count(), Rating.objects.count(), JudgeRun.objects.count()) == counts

@@ -76,6 +76,8 @@ RULES = {
     "page:manage-crowd": site_admin,
     "page:manage-crowd-revoke": site_admin,
     "page:manage-crowd-payments": site_admin,
+    "page:manage-phases": site_admin,
+    "page:manage-phase-answers": site_admin,
     "page:crowd-entry": anyone,  # the link and the participant id are the key; here the token is no link
     "page:crowd-return": study_rater,
     "page:items-page": site_admin,
@@ -94,6 +96,9 @@ RULES = {
     "page:workspace-submit": study_rater,
     "page:training-feedback": study_rater,
     "page:training-retry": study_rater,
+    "page:phase-consent": study_rater,
+    "page:phase-questionnaire": study_rater,
+    "page:phase-instructions": study_rater,
     "page:report": study_reader,
     "page:plan": study_reader,
     "page:datasets": study_reader,
@@ -131,6 +136,10 @@ RULES = {
     "api:api-participant-erase": site_admin,
     "api:api-audit-log": site_admin,
     "api:api-workspace-next": study_rater,
+    "api:api-phase-consent": study_rater,
+    "api:api-phase-questionnaire": study_rater,
+    "api:api-phase-instructions": study_rater,
+    "api:api-training-retry": study_rater,
     "api:api-workspace-assignment": study_rater,
     "api:api-workspace-draft": study_rater,
     "api:api-workspace-submit": study_rater,
@@ -153,6 +162,10 @@ GET_OK = {
     "page:workspace-draft": {405},
     "page:workspace-submit": {405},
     "page:training-retry": {405},
+    "page:phase-consent": {405},
+    "page:manage-phases": {405},
+    "page:phase-questionnaire": {405},
+    "page:phase-instructions": {405},
     "page:training-feedback": {200, 302},  # the member's assignment is no training item: back to the workspace
     "page:release-create": {405},
     "page:judges:load": {405},
@@ -178,6 +191,10 @@ GET_OK = {
     "page:judges:routing": {405},
     "page:judges:run-file": {404},  # the run has written no files yet; found-but-missing, for readers only
     "api:api-workspace-next": {405},
+    "api:api-phase-consent": {405},
+    "api:api-phase-questionnaire": {405},
+    "api:api-phase-instructions": {405},
+    "api:api-training-retry": {405},
     "api:api-workspace-draft": {405},
     "api:api-workspace-submit": {405},
     "api:study-items": {405},
@@ -244,7 +261,7 @@ def variants(route: Route, world: dict) -> dict[str, str]:
         values = {"slug": side["slug"], "token": side["token"], "pk": str(pk), "fmt": "csv", "name": name,
                   "user_id": str(side["rater_id"]),
                   "format": "json", "app_label": "annotation", "object_id": "1", "content_type_id": "1", "id": "1",
-                  "url": "nope/"}
+                  "url": "nope/", "which": "pre"}
         out[variant] = build_path(route.pattern, values)
     return out
 

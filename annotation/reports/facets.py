@@ -1,0 +1,68 @@
+"""The study report's "By participants' answers" section (settings.REPORT_SECTIONS): agreement and
+system scores split by a questionnaire answer (e.g. native speakers against the others), with the
+report's own agreement and system computations (annotation.reports.study) run on each group's ratings.
+
+`answer_facets(study, report)` is None when no single-choice or Likert question was answered, else
+{"title", "template", "context", "data"}; per question, per answer: the raters, per criterion
+Krippendorff's alpha with its bootstrap interval, and each system's mean with its interval.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from annotation.models import PhaseRecord, Study
+from annotation.reports.ratings import stats_frame
+from annotation.reports.stats import add_analysis_value
+from annotation.reports.study import _agreement, _systems, analysed_criteria
+
+TITLE = "By participants' answers"
+FACET_KINDS = ("single", "likert")
+N_BOOT = 200
+
+
+def facet_questions(phases: dict) -> list[tuple[str, dict]]:
+    """(column, question) for each question whose answers split raters into groups."""
+    out = []
+    for prefix, section in (("pre", "pre_questionnaire"), ("post", "post_questionnaire")):
+        out += [(f"{prefix}.{q['key']}", q) for q in phases.get(section, {}).get("questions", [])
+                if q["kind"] in FACET_KINDS]
+    return out
+
+
+def answer_facets(study: Study, report: dict[str, Any]) -> dict[str, Any] | None:
+    questions = facet_questions(study.phases)
+    if not questions:
+        return None
+    answers: dict[str, dict[Any, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for rater_id, phase, given in PhaseRecord.objects.filter(study=study, phase__in=("pre", "post")).values_list(
+            "rater_id", "phase", "answers"):
+        for key, value in given.items():
+            answers[f"{phase}.{key}"][value].append(rater_id)
+    if not any(answers[column] for column, _ in questions):
+        return None
+    criteria = analysed_criteria(study.rubric)
+    by_key = {c["key"]: c for c in criteria}
+    df = add_analysis_value(stats_frame(study, list(by_key)), criteria)
+    df = df[~df["is_attention_check"]]
+    names = {c["key"]: c.get("name", c["key"]) for c in criteria}
+    facets = []
+    for column, q in questions:
+        groups = []
+        for value, raters in sorted(answers[column].items(), key=lambda kv: str(kv[0])):
+            sub = df[df["rater_id"].isin(raters)]
+            agreement = _agreement(sub, by_key, n_boot=N_BOOT, seed=0, level=0.95) if not sub.empty else {}
+            systems = _systems(sub, study.rubric, by_key, 0.95)["criteria"] if not sub.empty else {}
+            groups.append({
+                "answer": value, "label": q.get("labels", {}).get(str(value), str(value)), "n_raters": len(raters),
+                "n_ratings": int(len(sub)),
+                "criteria": [{"key": k, "name": names.get(k, k), "alpha": a["alpha"],
+                              "systems": {s: v["mean"] for s, v in systems.get(k, {}).get("systems", {}).items()}}
+                             for k, a in agreement.items()]})
+        facets.append({"question": column, "text": q["text"], "groups": groups})
+    data = {f["question"]: {str(g["answer"]): {"n_raters": g["n_raters"], "n_ratings": g["n_ratings"], "criteria": {
+        c["key"]: {"alpha": c["alpha"], "system_means": c["systems"]} for c in g["criteria"]}}
+        for g in f["groups"]} for f in facets}
+    return {"title": TITLE, "template": "annotation/report_facets.html", "context": {"facets": facets},
+            "data": data}
