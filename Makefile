@@ -37,9 +37,11 @@ test: install-dev browsers
 bench: install-dev
 	$(PY) -m config.launcher bench $(if $(FULL),--full)
 
-## Debian's Chromium for the browser tests (Playwright drives it; it downloads no browser).
+## Debian's Chromium for the browser tests (Playwright drives it; it downloads no browser), and axe-core
+## from npm (pinned in tests/a11y/package-lock.json) for the accessibility checks.
 browsers:
 	@bash scripts/ensure-chromium.sh
+	@bash scripts/ensure-axe.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -71,8 +71,8 @@ class StudySettingsForm(forms.ModelForm):
         model = Study
         fields = ["name", "instructions", "raters_per_item", "assignment_expiry_minutes", "randomize_items",
                   "randomize_outputs", "counterbalance", "attention_check_rate", "attention_fail_pause",
-                  "training_pass_mark", "deadline"]
-        labels = {"name": "Title", "randomize_items": "Shuffle items per rater",
+                  "training_pass_mark", "deadline", "language"]
+        labels = {"name": "Title", "language": "Raters' language", "randomize_items": "Shuffle items per rater",
                   "randomize_outputs": "Shuffle responses within an item",
                   "counterbalance": "Counterbalance response order across raters",
                   "attention_check_rate": "Attention checks (share of items, 0–1)",

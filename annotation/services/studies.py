@@ -118,6 +118,7 @@ EDITABLE = {
     "attention_fail_pause": "raters already over the new limit are not paused retroactively",
     "training_pass_mark": None,  # training results keep the mark they were judged by
     "deadline": None,
+    "language": None,
 }
 
 

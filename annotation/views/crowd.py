@@ -8,8 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import get_study_for_annotator
 from annotation.services.crowd import CrowdError, crowd_enter, crowd_return, crowd_state
+from annotation.views.language import rater_study
 
 SESSION_KEY = "crowd_studies"  # study ids this browser session came to through a crowd link
 
@@ -45,7 +45,7 @@ def crowd_context(request: HttpRequest, study) -> dict:
 @require_POST
 def crowd_return_view(request: HttpRequest, slug: str) -> HttpResponse:
     """The participant gives the task back: their items go back to the pool now, and they are signed out."""
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     state = crowd_state(study, request.user)
     if state is None:
         return render(request, "annotation/crowd_message.html", {"title": "Nothing to return",

@@ -25,7 +25,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import get_own_assignment, get_study_for_annotator
+from annotation.access import get_own_assignment
 from annotation.models import Assignment, Item, Output, Study
 from annotation.rendering import render_content, render_markdown
 from annotation.services import comparative
@@ -41,6 +41,7 @@ from annotation.services.ratings import (
 )
 from annotation.services.training import training_state
 from annotation.views.crowd import crowd_context
+from annotation.views.language import rater_study
 from rubrics.schema import COMPARATIVE_KINDS
 
 PAGE = "annotation/workspace.html"
@@ -290,14 +291,14 @@ def _next_screen(request: HttpRequest, study: Study) -> HttpResponse:
 @login_required
 @require_GET
 def workspace(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     return _next_screen(request, study)
 
 
 @login_required
 @require_GET
 def assignment_detail(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     assignment = get_own_assignment(request.user, study, token)
     if assignment.status == Assignment.Status.EXPIRED:
         messages.info(request, "That item was returned to the pool after a long pause.")
@@ -318,7 +319,7 @@ def _time_on_task(request: HttpRequest) -> int | None:
 @login_required
 @require_POST
 def assignment_draft(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     assignment = get_own_assignment(request.user, study, token)
     answers = answers_from_form(request.POST, rubric=study.rubric, n_responses=len(assignment.permutation))
     try:
@@ -331,7 +332,7 @@ def assignment_draft(request: HttpRequest, slug: str, token: str) -> HttpRespons
 @login_required
 @require_POST
 def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     assignment = get_own_assignment(request.user, study, token)
     was_revision = assignment.status == Assignment.Status.SUBMITTED
     answers = answers_from_form(request.POST, rubric=study.rubric, n_responses=len(assignment.permutation))
@@ -371,7 +372,7 @@ def _redirect_to_next(request: HttpRequest, study: Study) -> HttpResponse:
 @login_required
 @require_GET
 def guidelines(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     rubric = study.rubric
     context = {
         "study": study,
@@ -386,7 +387,7 @@ def guidelines(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def history(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     rows = (Assignment.objects.filter(study=study, rater=request.user, status=Assignment.Status.SUBMITTED)
             .select_related("item").order_by("-submitted_at")[:200])
     items = [{"token": a.token, "submitted_at": a.submitted_at, "ignored": a.ignored,

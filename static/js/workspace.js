@@ -7,6 +7,10 @@
 
   let ws = null; // state of the form on screen; rebuilt after every htmx swap
 
+  // Django's JavaScript catalog (jsi18n) defines these; without it the English text stands.
+  const gettext = window.gettext || ((t) => t);
+  const interpolate = window.interpolate || ((fmt, args) => args.reduce((out, a) => out.replace("%s", a), fmt));
+
   const $ = (sel, root) => (root || document).querySelector(sel);
   const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
 
@@ -249,7 +253,8 @@
     }
     if (scroll) {
       const el = responseEl(n);
-      if (el && !succession) el.scrollIntoView({ block: "nearest", behavior: "smooth" });
+      const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+      if (el && !succession) el.scrollIntoView({ block: "nearest", behavior: still ? "auto" : "smooth" });
     }
   }
 
@@ -690,10 +695,78 @@
     let spans = [];
     try { spans = JSON.parse(input.value || "[]"); } catch (e) { spans = []; }
     const labels = (input.dataset.labels || "").split("|").filter(Boolean);
-    const s = { input, fs, root, original: root.innerHTML, raw: root.textContent, labels, spans };
+    const s = { input, fs, root, original: root.innerHTML, raw: root.textContent, labels, spans, cursor: -1, anchor: -1 };
     ws.spans.push(s);
     root.addEventListener("mouseup", () => setTimeout(() => addFromSelection(s), 0));
+    setupKeyboardSelection(s);
     renderSpans(s);
+  }
+
+  // Highlighting without a mouse: the text is a read-only text box in the tab order; ←/→ step word by
+  // word (the word is selected), Shift+←/→ extend the selection, Enter or H highlights it, Esc leaves.
+  // The selection is the page's real one, so the mouse path (addFromSelection) stores it.
+  function setupKeyboardSelection(s) {
+    const root = s.root, help = $(".span-help", s.fs);
+    root.tabIndex = 0;
+    root.setAttribute("role", "textbox");
+    root.setAttribute("aria-readonly", "true");
+    root.setAttribute("aria-multiline", "true");
+    if (!root.hasAttribute("aria-label")) root.setAttribute("aria-label", $(".c-name", s.fs).textContent);
+    if (help) { help.id = help.id || s.fs.id + "-help"; root.setAttribute("aria-describedby", help.id); }
+    root.addEventListener("keydown", (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      const words = wordsOf(s.raw);
+      if (!words.length) return;
+      if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
+        const step = e.key === "ArrowRight" ? 1 : -1;
+        const rtl = getComputedStyle(root).direction === "rtl";
+        const move = rtl ? -step : step;
+        s.cursor = s.cursor < 0 ? (move > 0 ? 0 : words.length - 1) : Math.max(0, Math.min(words.length - 1, s.cursor + move));
+        if (!e.shiftKey || s.anchor < 0) s.anchor = s.cursor;
+        selectWords(s, words);
+      } else if (e.key === "Enter" || e.key === "h" || e.key === "H") {
+        if (!addFromSelection(s)) { status(gettext("Choose words first: ← → move, Shift+← → extend")); }
+        else { s.anchor = s.cursor; status(interpolate(gettext("Highlighted (%s in all)"), [s.spans.length])); }
+      } else if (e.key === "Escape") {
+        window.getSelection().removeAllRanges();
+        s.cursor = s.anchor = -1;
+        root.blur();
+      } else return;
+      e.preventDefault();
+      e.stopPropagation();
+    });
+  }
+
+  function wordsOf(text) {
+    const out = [];
+    const re = /\S+/g;
+    for (let m = re.exec(text); m; m = re.exec(text)) out.push([m.index, m.index + m[0].length]);
+    return out;
+  }
+
+  function selectWords(s, words) {
+    const a = words[Math.min(s.anchor, s.cursor)][0], b = words[Math.max(s.anchor, s.cursor)][1];
+    const range = document.createRange();
+    const [startNode, startOff] = pointAt(s.root, a), [endNode, endOff] = pointAt(s.root, b);
+    range.setStart(startNode, startOff);
+    range.setEnd(endNode, endOff);
+    const sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    const text = s.raw.slice(a, b);
+    status(interpolate(gettext("Selected: “%s” (Enter highlights)"), [text.length > 60 ? text.slice(0, 60) + "…" : text]));
+  }
+
+  // The text node and offset at UTF-16 offset `pos` of root's text.
+  function pointAt(root, pos) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    let last = null, seen = 0;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (pos <= seen + node.data.length) return [node, pos - seen];
+      seen += node.data.length;
+      last = node;
+    }
+    return last ? [last, last.data.length] : [root, 0];
   }
 
   function offsetIn(root, node, offset) {
@@ -806,6 +879,20 @@
       e.detail.shouldSwap = true;
       e.detail.isError = false;
     }
+  });
+  // The workspace is replaced after a submit, its own status line with it: the result is announced in
+  // #ws-announce, which stays (outside #workspace).
+  document.addEventListener("htmx:afterSettle", (e) => {
+    const live = document.getElementById("ws-announce");
+    if (!live || !e.detail.target || e.detail.target.id !== "workspace") return;
+    const summary = $(".error-summary");
+    const progress = $("[data-progress]");
+    const done = $(".ws-empty h2, [data-testid=training-feedback] h1, [data-testid=completion-code]");
+    let text;
+    if (summary) text = gettext("Not submitted: some answers are missing.") + " " + summary.textContent.replace(/\s+/g, " ").trim();
+    else text = gettext("Submitted.") + " " + (done ? done.textContent.trim() : (progress ? progress.textContent.trim() : ""));
+    live.textContent = "";
+    setTimeout(() => { live.textContent = text; }, 50);
   });
   document.addEventListener("htmx:responseError", () => {
     if (ws) status("Could not submit (server error); your answers are still here. Try again.", true);
