@@ -1,4 +1,5 @@
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from annotation.models import CrowdLink, Study, StudyMember
 from rubrics.models import RubricVersion
@@ -146,12 +147,13 @@ class InvitationRevokeForm(forms.Form):
 
 
 class InvitationAcceptForm(forms.Form):
-    username = forms.CharField(max_length=150, help_text="Letters, digits and @.+-_ only.")
-    password = forms.CharField(widget=forms.PasswordInput, help_text="At least 8 characters, not too common.")
-    password2 = forms.CharField(label="Password again", widget=forms.PasswordInput)
+    username = forms.CharField(label=_("Username"), max_length=150, help_text=_("Letters, digits and @.+-_ only."))
+    password = forms.CharField(label=_("Password"), widget=forms.PasswordInput,
+                               help_text=_("At least 8 characters, not too common."))
+    password2 = forms.CharField(label=_("Password again"), widget=forms.PasswordInput)
 
     def clean(self):
         data = super().clean()
         if data.get("password") and data.get("password2") and data["password"] != data["password2"]:
-            self.add_error("password2", "The two passwords differ.")
+            self.add_error("password2", _("The two passwords differ."))
         return data

@@ -30,9 +30,10 @@
       if (scrolls && !el.hasAttribute("tabindex")) {
         el.setAttribute("tabindex", "0");
         el.dataset.scrollRegion = "1";
-        if (el.tagName !== "TABLE" && el.tagName !== "PRE" && !el.hasAttribute("role")) {
+        const name = nameFor(el);
+        if (name && el.tagName !== "TABLE" && el.tagName !== "PRE" && !el.hasAttribute("role")) {
           el.setAttribute("role", "region");
-          el.setAttribute("aria-label", nameFor(el) || "Table");
+          el.setAttribute("aria-label", name);
         }
       } else if (!scrolls && el.dataset.scrollRegion) {
         el.removeAttribute("tabindex");

@@ -127,7 +127,7 @@
     const section = btn.closest(".ws-context");
     const open = section.classList.toggle("expanded");
     btn.setAttribute("aria-expanded", open ? "true" : "false");
-    btn.firstChild.textContent = open ? "Show less " : "Show all ";
+    btn.firstChild.textContent = (open ? gettext("Show less") : gettext("Show all")) + " ";
     return true;
   }
 
@@ -171,7 +171,7 @@
     ws.dirty = true;
     clearTimeout(ws.timer);
     ws.timer = setTimeout(() => saveDraft(), e && e.type === "input" ? 900 : 250);
-    status("Unsaved changes…");
+    status(gettext("Unsaved changes…"));
   }
 
   function formData() {
@@ -195,10 +195,10 @@
         headers: { "X-CSRFToken": csrf(), "X-Requested-With": "fetch" },
       });
       if (!resp.ok) throw new Error(await resp.text());
-      if (ws === mine) status("Draft saved " + new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }), false, true);
+      if (ws === mine) status(gettext("Draft saved") + " " + new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }), false, true);
     } catch (err) {
       mine.dirty = true;
-      if (ws === mine) status("Not saved yet (" + (err.message || "offline").slice(0, 80) + "); retrying…", true);
+      if (ws === mine) status(interpolate(gettext("Not saved yet (%s); retrying…"), [(err.message || gettext("offline")).slice(0, 80)]), true);
       clearTimeout(mine.timer);
       mine.timer = setTimeout(saveDraft, 3000);
     } finally {
@@ -354,7 +354,7 @@
     const reasoning = $("textarea.reasoning", fs);
     if (reasoning && !reasoning.value.trim()) {
       if (byKey) { const r = $("input:checked", fs); if (r) r.focus({ preventScroll: true }); keepVisible(fs); }
-      status(fs.dataset.reasoning === "required" ? "Tab to write your reasoning" : "Tab for reasoning (optional), or ↓ for the next criterion");
+      status(fs.dataset.reasoning === "required" ? gettext("Tab to write your reasoning") : gettext("Tab for reasoning (optional), or ↓ for the next criterion"));
       return;
     }
     moveOn(fs, byKey);
@@ -448,7 +448,7 @@
     const group = $("[data-strength]", fs);
     if (group && radio.value !== "tie" && !$("input:checked", group)) {
       radio.focus({ preventScroll: true });
-      status("S: slightly better · C: clearly better");
+      status(gettext("S: slightly better · C: clearly better"));
       return true;
     }
     advanceAfterAnswer(fs, true);
@@ -488,10 +488,10 @@
       worst.forEach((r) => { r.checked = false; });
       b.checked = true;
       fire(b);
-      status("Best: Response " + d + ". Now the number of the worst");
+      status(interpolate(gettext("Best: Response %s. Now the number of the worst"), [d]));
       return true;
     }
-    if (chosen.value === d) { status("The worst must be another response"); return true; }
+    if (chosen.value === d) { status(gettext("The worst must be another response")); return true; }
     const w = worst.find((r) => r.value === d);
     w.checked = true;
     fire(w);
@@ -516,7 +516,7 @@
     sortByRanks(list);
     fire(sel(row));
     if (open.length <= 1) { fs.classList.remove("has-error"); advanceAfterAnswer(fs, true); }
-    else status("Ranked " + (rows.length - open.length) + " of " + rows.length + ": the next number");
+    else status(interpolate(gettext("Ranked %s of %s: the next number"), [rows.length - open.length, rows.length]));
     return true;
   }
 
@@ -584,18 +584,18 @@
   function firstProblem() {
     if (isIgnored()) {
       const reason = $("#ignore-reason", ws.form);
-      return reason && !reason.value.trim() ? { fs: $(".ignore", ws.form), text: "Say why this example should be ignored", n: null } : null;
+      return reason && !reason.value.trim() ? { fs: $(".ignore", ws.form), text: gettext("Say why this example should be ignored"), n: null } : null;
     }
     for (const el of responses()) {
       const fs = firstOpen(el);
       if (fs) {
         const n = parseInt(el.dataset.response, 10);
-        const what = missing(fs) === "reasoning" ? ": write your reasoning" : " is required";
-        return { fs, n, text: "Response " + n + ": " + $(".c-name", fs).textContent + what };
+        const what = missing(fs) === "reasoning" ? gettext("%s: write your reasoning") : gettext("%s is required");
+        return { fs, n, text: interpolate(gettext("Response %s: "), [n]) + interpolate(what, [$(".c-name", fs).textContent]) };
       }
     }
     const fs = itemCriteria().find((f) => missing(f));
-    return fs ? { fs, n: null, text: $(".c-name", fs).textContent + " is required" } : null;
+    return fs ? { fs, n: null, text: interpolate(gettext("%s is required"), [$(".c-name", fs).textContent]) } : null;
   }
 
   function showProblem(p) {
@@ -620,7 +620,7 @@
     clearTimeout(ws.timer);
     ws.dirty = false;
     ws.form.querySelector("input[name=time_on_task_ms]").value = String(timeOnTask());
-    status("Submitting…");
+    status(gettext("Submitting…"));
   }, true);
 
   function onEnter() {
@@ -849,10 +849,10 @@
       li.appendChild(text);
       if (s.labels.length) {
         const select = document.createElement("select");
-        select.setAttribute("aria-label", "Label for highlight " + (i + 1));
+        select.setAttribute("aria-label", interpolate(gettext("Label for highlight %s"), [i + 1]));
         [""].concat(s.labels).forEach((lab) => {
           const o = document.createElement("option");
-          o.value = lab; o.textContent = lab || "(no label)";
+          o.value = lab; o.textContent = lab || gettext("(no label)");
           if (lab === (sp.label || "")) o.selected = true;
           select.appendChild(o);
         });
@@ -861,8 +861,8 @@
       }
       const rm = document.createElement("button");
       rm.type = "button";
-      rm.textContent = "Remove";
-      rm.setAttribute("aria-label", "Remove highlight " + (i + 1) + ": " + sp.text.slice(0, 40));
+      rm.textContent = gettext("Remove");
+      rm.setAttribute("aria-label", interpolate(gettext("Remove highlight %s: %s"), [i + 1, sp.text.slice(0, 40)]));
       rm.addEventListener("click", () => { s.spans.splice(i, 1); commitSpans(s); });
       li.appendChild(rm);
       list.appendChild(li);
@@ -895,10 +895,10 @@
     setTimeout(() => { live.textContent = text; }, 50);
   });
   document.addEventListener("htmx:responseError", () => {
-    if (ws) status("Could not submit (server error); your answers are still here. Try again.", true);
+    if (ws) status(gettext("Could not submit (server error); your answers are still here. Try again."), true);
   });
   document.addEventListener("htmx:sendError", () => {
-    if (ws) status("Could not reach the server; your answers are still here. Try again.", true);
+    if (ws) status(gettext("Could not reach the server; your answers are still here. Try again."), true);
   });
   if (document.readyState !== "loading") init();
 })();
