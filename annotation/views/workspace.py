@@ -52,6 +52,12 @@ PAGE = "annotation/workspace.html"
 
 # The pairwise strengths' labels (the platform's words; the stored value is the key).
 STRENGTH_LABELS = {"slightly": gettext_lazy("Slightly better"), "clearly": gettext_lazy("Clearly better")}
+# The criterion kinds as the guidelines name them to raters.
+KIND_LABELS = {"likert": gettext_lazy("scale"), "numeric": gettext_lazy("number"), "choice": gettext_lazy("choice"),
+               "binary": gettext_lazy("yes or no"), "confidence": gettext_lazy("confidence"),
+               "text": gettext_lazy("text"), "spans": gettext_lazy("highlights"),
+               "pairwise": gettext_lazy("comparison of two"), "ranking": gettext_lazy("ranking"),
+               "best_worst": gettext_lazy("best and worst")}
 
 
 @dataclass
@@ -383,7 +389,7 @@ def guidelines(request: HttpRequest, slug: str) -> HttpResponse:
         "study": study,
         "instructions_html": render_markdown(rubric.get("instructions", "")),
         "study_instructions_html": render_markdown(study.instructions) if study.instructions else "",
-        "criteria": rubric["criteria"],
+        "criteria": [{**c, "kind_label": KIND_LABELS.get(c["kind"], c["kind"])} for c in rubric["criteria"]],
     }
     template = "annotation/workspace_guidelines.html"
     return render(request, f"{template}#guide" if request.htmx else template, context)

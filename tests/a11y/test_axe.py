@@ -46,6 +46,14 @@ def record(role: str, width: int, rows: list[dict]) -> None:
         c = row["counts"]
         print(f"axe {role:10} {width:4} {row['page']:40} critical {c['critical']} serious {c['serious']} "
               f"moderate {c['moderate']} minor {c['minor']}")
+    table = ["| page | role | width | critical | serious | moderate | minor |", "|---|---|---|---|---|---|---|"]
+    for path in sorted(ARTIFACTS.glob("axe-*-*.json")):
+        _, who, px = path.stem.rsplit("-", 2)
+        for row in json.loads(path.read_text()):
+            c = row["counts"]
+            table.append(f"| {row['page']} | {who} | {px} | {c['critical']} | {c['serious']} | {c['moderate']} | "
+                         f"{c['minor']} |")
+    (ARTIFACTS / "axe-counts.md").write_text("\n".join(table) + "\n")
 
 
 def check(page, path: str, title: str, rows: list, failures: list, *, shot_name: str) -> None:
