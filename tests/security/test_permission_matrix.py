@@ -61,6 +61,7 @@ def study_member(role, variant):
 # prefix "django-admin/" for Django's admin site. A URL missing here fails the test.
 RULES = {
     "page:login": anyone,
+    "page:javascript-catalog": anyone,  # the interface's translated strings, nothing of a study
     "page:logout": anyone,
     "page:home": signed_in,
     "page:study-create": site_admin,
@@ -235,7 +236,7 @@ def variants(route: Route, world: dict) -> dict[str, str]:
         name = "matrix-judge" if "judge-config" in route.key else "report.json"
         values = {"slug": side["slug"], "token": side["token"], "pk": str(pk), "fmt": "csv", "name": name,
                   "format": "json", "app_label": "annotation", "object_id": "1", "content_type_id": "1", "id": "1",
-                  "url": "nope/"}
+                  "url": "nope/", "lang": "de"}
         out[variant] = build_path(route.pattern, values)
     return out
 
