@@ -725,8 +725,10 @@
         if (!e.shiftKey || s.anchor < 0) s.anchor = s.cursor;
         selectWords(s, words);
       } else if (e.key === "Enter" || e.key === "h" || e.key === "H") {
-        if (!addFromSelection(s)) { status(gettext("Choose words first: ← → move, Shift+← → extend")); }
-        else { s.anchor = s.cursor; status(interpolate(gettext("Highlighted (%s in all)"), [s.spans.length])); }
+        // Without a selection begun by keyboard, Enter keeps its workspace meaning (next response / submit).
+        if (addFromSelection(s)) { s.anchor = s.cursor; status(interpolate(gettext("Highlighted (%s in all)"), [s.spans.length])); }
+        else if (s.cursor >= 0) status(gettext("Choose words first: ← → move, Shift+← → extend"));
+        else return;
       } else if (e.key === "Escape") {
         window.getSelection().removeAllRanges();
         s.cursor = s.anchor = -1;
