@@ -37,9 +37,11 @@ test: install-dev browsers pgbouncer
 bench: install-dev pgbouncer
 	$(PY) -m config.launcher bench $(if $(FULL),--full)
 
-## Debian's Chromium for the browser tests (Playwright drives it; it downloads no browser).
+## Debian's Chromium for the browser tests (Playwright drives it; it downloads no browser), and axe-core
+## from npm (pinned in tests/a11y/package-lock.json) for the accessibility checks.
 browsers:
 	@bash scripts/ensure-chromium.sh
+	@bash scripts/ensure-axe.sh
 
 ## Debian's PgBouncer for the 1,000-rater bench and tests/prod/test_pgbouncer.py (they start it themselves).
 pgbouncer:

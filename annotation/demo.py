@@ -1,5 +1,5 @@
 """Demo data for `make run`: one simulated study per seed preset and per comparative preset, with
-accounts to try it.
+accounts to try it, and a study in German with Arabic and Hebrew items (annotation.demo_languages).
 
 Each demo study is a simulated study (annotation.simulation): synthetic items, three simulated
 raters who rate every item through the workspace's services, and room for the demo annotators
@@ -18,6 +18,7 @@ from typing import Callable
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from annotation.demo_languages import demo_languages_install
 from annotation.models import Study, StudyMember
 from annotation.services.studies import study_members_add
 from annotation.simulation.items import COMPARE_PRESETS, PRESETS
@@ -139,6 +140,8 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
             _training_and_crowd(sim.study, users["admin"])
         if judges_hook is not None:
             judges_hook(sim.study, preset, seed)
+    demo_languages_install(rubric_version=Study.objects.get(slug="demo-rrgen-001").rubric_version,
+                           admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
     from annotation.demo_participants import demo_participant_erasure
 
     demo_participant_erasure(users["admin"])

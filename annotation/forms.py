@@ -1,4 +1,5 @@
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from annotation.models import CrowdLink, Study, StudyMember
 from rubrics.models import RubricVersion
@@ -71,8 +72,8 @@ class StudySettingsForm(forms.ModelForm):
         model = Study
         fields = ["name", "instructions", "raters_per_item", "assignment_expiry_minutes", "randomize_items",
                   "randomize_outputs", "counterbalance", "attention_check_rate", "attention_fail_pause",
-                  "training_pass_mark", "deadline", "retention_days"]
-        labels = {"name": "Title", "randomize_items": "Shuffle items per rater",
+                  "training_pass_mark", "deadline", "retention_days", "language"]
+        labels = {"name": "Title", "language": "Raters' language", "randomize_items": "Shuffle items per rater",
                   "randomize_outputs": "Shuffle responses within an item",
                   "counterbalance": "Counterbalance response order across raters",
                   "attention_check_rate": "Attention checks (share of items, 0–1)",
@@ -147,12 +148,13 @@ class InvitationRevokeForm(forms.Form):
 
 
 class InvitationAcceptForm(forms.Form):
-    username = forms.CharField(max_length=150, help_text="Letters, digits and @.+-_ only.")
-    password = forms.CharField(widget=forms.PasswordInput, help_text="At least 8 characters, not too common.")
-    password2 = forms.CharField(label="Password again", widget=forms.PasswordInput)
+    username = forms.CharField(label=_("Username"), max_length=150, help_text=_("Letters, digits and @.+-_ only."))
+    password = forms.CharField(label=_("Password"), widget=forms.PasswordInput,
+                               help_text=_("At least 8 characters, not too common."))
+    password2 = forms.CharField(label=_("Password again"), widget=forms.PasswordInput)
 
     def clean(self):
         data = super().clean()
         if data.get("password") and data.get("password2") and data["password"] != data["password2"]:
-            self.add_error("password2", "The two passwords differ.")
+            self.add_error("password2", _("The two passwords differ."))
         return data

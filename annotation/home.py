@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
+from django.utils.translation import gettext as _
 
 from annotation.access import studies_for
 from annotation.models import Assignment, Item, Study, StudyMember
@@ -37,15 +38,15 @@ def _rater_card(study: Study, user) -> StudyCard:
     p = rater_progress(study, user)
     card = StudyCard(study=study, role="annotator", done=p["done"], left=p["left"], percent=p["percent"])
     if StudyMember.objects.filter(study=study, user=user, paused=True).exists():
-        card.next_action = "Your work here is paused by an administrator."
+        card.next_action = _("Your work here is paused by an administrator.")
     elif study.status != Study.Status.OPEN:
-        card.next_action = "Closed: no more ratings. Thank you." if study.status == Study.Status.CLOSED \
-            else "Not open for rating at the moment."
+        card.next_action = _("Closed: no more ratings. Thank you.") if study.status == Study.Status.CLOSED \
+            else _("Not open for rating at the moment.")
     elif card.left:
         card.can_rate = True
-        card.next_action = "Continue rating" if card.done else "Start rating"
+        card.next_action = _("Continue rating") if card.done else _("Start rating")
     else:
-        card.next_action = "All done for now."
+        card.next_action = _("All done for now.")
     return card
 
 

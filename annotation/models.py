@@ -25,6 +25,11 @@ class Study(models.Model):
     instructions = models.TextField(blank=True, help_text="Markdown, shown to raters beside the rubric's guide.")
     raters_per_item = models.PositiveSmallIntegerField(default=3)
     presentation = models.CharField(max_length=20, choices=Presentation.choices, default=Presentation.SIDE_BY_SIDE)
+    language = models.CharField(
+        max_length=8, blank=True, default="", choices=settings.LANGUAGES,
+        help_text="Language of the rater's pages (workspace, training, crowd pages); empty: the rater's browser "
+                  "chooses. The rubric's and items' own texts stay as written."
+    )
     randomize_items = models.BooleanField(default=True)
     randomize_outputs = models.BooleanField(
         default=True, help_text="Show each rater the responses in a random order (with counterbalancing: random "

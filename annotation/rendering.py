@@ -23,6 +23,7 @@ from functools import lru_cache
 import nh3
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
 from markdown_it import MarkdownIt
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -128,14 +129,14 @@ def sandboxed_srcdoc(html: str) -> str:
 
 
 def _html_output(content: str, *, label: str, span_root: bool) -> str:
+    preview, sandboxed, source = _("Rendered preview"), _("(sandboxed, offline)"), _("Source")
     return (
         '<div class="html-output">'
-        f'<figure class="preview"><figcaption>Rendered preview <span class="muted">(sandboxed, offline)</span>'
-        f"</figcaption>"
-        f'<iframe sandbox="allow-scripts" referrerpolicy="no-referrer" title="{escape(label)}: rendered preview" '
+        f'<figure class="preview"><figcaption>{preview} <span class="muted">{sandboxed}</span></figcaption>'
+        f'<iframe sandbox="allow-scripts" referrerpolicy="no-referrer" title="{escape(label)} · {preview}" '
         f'srcdoc="{escape(sandboxed_srcdoc(content))}"></iframe></figure>'
-        f'<div class="source"><div class="source-label">Source</div>'
-        f"{_code_block(content, 'html', span_root=span_root, label=label + ' source')}</div>"
+        f'<div class="source"><div class="source-label">{source}</div>'
+        f"{_code_block(content, 'html', span_root=span_root, label=label + ' · ' + source)}</div>"
         "</div>"
     )
 
@@ -162,19 +163,21 @@ def parse_diff(content: str) -> list[tuple[str, str]]:
 
 def _diff_html(content: str) -> str:
     parts = parse_diff(content)
+    deleted, inserted, before_label, after_label = _("deleted:"), _("inserted:"), _("Before"), _("After")
     inline = []
     for op, text in parts:
         if op == "=":
             inline.append(escape(text))
         elif op == "-":
-            inline.append(f'<del><span class="sr-only">deleted: </span>{escape(text)}</del>')
+            inline.append(f'<del><span class="sr-only">{deleted} </span>{escape(text)}</del>')
         else:
-            inline.append(f'<ins><span class="sr-only">inserted: </span>{escape(text)}</ins>')
+            inline.append(f'<ins><span class="sr-only">{inserted} </span>{escape(text)}</ins>')
     before = "".join(t for op, t in parts if op != "+")
     after = "".join(t for op, t in parts if op != "-")
     return (
-        f'<div class="diff"><p class="diff-inline">{"".join(inline)}</p>'
-        f'<dl class="diff-sides"><dt>Before</dt><dd>{escape(before)}</dd><dt>After</dt><dd>{escape(after)}</dd></dl>'
+        f'<div class="diff"><p class="diff-inline" dir="auto">{"".join(inline)}</p>'
+        f'<dl class="diff-sides"><dt>{before_label}</dt><dd dir="auto">{escape(before)}</dd><dt>{after_label}</dt>'
+        f'<dd dir="auto">{escape(after)}</dd></dl>'
         "</div>"
     )
 
@@ -204,8 +207,8 @@ def _conversation_html(content: str) -> str:
     rows = []
     for role, text in parse_conversation(content):
         css = re.sub(r"[^a-z]", "", role.lower()) or "other"
-        rows.append(f'<div class="turn turn-{css}"><div class="turn-role">{escape(role.title() or "Turn")}</div>'
-                    f'<div class="turn-text">{escape(text)}</div></div>')
+        rows.append(f'<div class="turn turn-{css}"><div class="turn-role">{escape(role.title() or _("Turn"))}</div>'
+                    f'<div class="turn-text" dir="auto">{escape(text)}</div></div>')
     return f'<div class="conversation">{"".join(rows)}</div>'
 
 
@@ -214,13 +217,14 @@ def _conversation_html(content: str) -> str:
 
 def _plain(content: str, *, span_root: bool) -> str:
     root = " data-span-root" if span_root else ""
-    return f'<div class="content-text"{root}>{escape(content)}</div>'
+    return f'<div class="content-text" dir="auto"{root}>{escape(content)}</div>'
 
 
 def _with_plain_view(html: str, content: str, span_root: bool) -> str:
     if not span_root:
         return html
-    return (html + '<details class="plain-view"><summary>Plain text (select passages to highlight)</summary>'
+    summary = _("Plain text (select passages to highlight)")
+    return (html + f'<details class="plain-view"><summary>{summary}</summary>'
             + _plain(content, span_root=True) + "</details>")
 
 
@@ -228,7 +232,7 @@ def render_content(content: str, kind: str, *, span_root: bool = False, label: s
                    language: str = "") -> SafeString:
     """Safe HTML for one context or response. `label` names it for assistive technology."""
     if kind == "markdown":
-        html = _with_plain_view(f'<div class="content-md">{_markdown_html(content)}</div>', content, span_root)
+        html = _with_plain_view(f'<div class="content-md" dir="auto">{_markdown_html(content)}</div>', content, span_root)
     elif kind == "code":
         html = _code_block(content, language, span_root=span_root, label=label)
     elif kind == "html":

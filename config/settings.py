@@ -58,6 +58,7 @@ MIDDLEWARE = [
     # Right after SecurityMiddleware: static files are answered before sessions or the database are touched.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -84,6 +85,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # {% translate %} in every template without a {% load %} (the rater's pages are translated).
+            "builtins": ["django.templatetags.i18n"],
         },
     },
 ]
@@ -160,6 +163,11 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en"
+# The interface's languages: English and a complete German translation of every page a rater sees
+# (locale/de/; the compiled .mo is committed). A study may fix its raters' language (Study.language);
+# otherwise LocaleMiddleware takes the browser's Accept-Language.
+LANGUAGES = [("en", "English"), ("de", "Deutsch")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

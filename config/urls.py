@@ -3,12 +3,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from annotation.views.language import javascript_catalog
+
 urlpatterns = [
     path("", include("annotation.urls")),
     path("judges/", include("judges.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("django-admin/", admin.site.urls),
+    # The workspace script's strings in the active language (static/js/workspace.js uses gettext()).
+    path("jsi18n/<str:lang>/", javascript_catalog, name="javascript-catalog"),
     path("api/", include("annotation.api_urls")),
     path("api/judges/", include("judges.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

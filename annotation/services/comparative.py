@@ -15,6 +15,8 @@ import random
 from math import gcd
 from typing import Any, Mapping
 
+from django.utils.translation import gettext as _
+
 from rubrics.schema import COMPARATIVE_KINDS, DEFAULT_TUPLE_SIZE
 
 STRENGTHS = ("slightly", "clearly")
@@ -111,22 +113,23 @@ def clean_comparative(criterion: dict, value: Any, shown_ids: list[int]) -> dict
             given[n] = int(str(rank).strip())
         missing = [n for n in range(1, k + 1) if n not in given]
         if missing:
-            raise ValueError("rank every response shown (missing: " + ", ".join(f"Response {n}" for n in missing) + ")")
+            raise ValueError(_("rank every response shown (missing: %s)")
+                             % ", ".join(_("Response %(n)s") % {"n": n} for n in missing))
         if any(not 1 <= r <= k for r in given.values()):
             raise ValueError(f"ranks go from 1 (best) to {k}")
         if not criterion.get("ties") and sorted(given.values()) != list(range(1, k + 1)):
-            raise ValueError(f"give each response a different rank from 1 to {k} (this question allows no ties)")
+            raise ValueError(_("give each response a different rank from 1 to %(k)s (this question allows no ties)") % {"k": k})
         return {"shown": list(shown_ids), "ranks": [given[n] for n in range(1, k + 1)]}
     if kind == "best_worst":
         extra = sorted(set(value) - {"best", "worst"})
         if extra:
             raise ValueError(f"unknown field(s) {', '.join(map(repr, extra))}; give best and worst")
         if value.get("best") in (None, "") or value.get("worst") in (None, ""):
-            raise ValueError("choose both the best and the worst response")
+            raise ValueError(_("choose both the best and the worst response"))
         best = _shown_number(value["best"], k, "best")
         worst = _shown_number(value["worst"], k, "worst")
         if best == worst:
-            raise ValueError("the best and the worst must be different responses")
+            raise ValueError(_("the best and the worst must be different responses"))
         return {"shown": list(shown_ids), "best": shown_ids[best - 1], "worst": shown_ids[worst - 1]}
     raise ValueError(f"unknown comparative kind {kind!r}")
 
@@ -148,11 +151,11 @@ def _clean_pairwise(criterion: dict, value: Any, shown_ids: list[int]) -> dict:
             raise ValueError("a tie has no strength")
         return {"shown": list(shown_ids), "winner": "tie", "strength": None}
     if winner in (None, ""):
-        raise ValueError("choose the better response" + (" or a tie" if criterion.get("ties") else ""))
+        raise ValueError(_("choose the better response or a tie") if criterion.get("ties") else _("choose the better response"))
     n = _shown_number(winner, 2, "the winner")
     if criterion.get("strength"):
         if strength not in STRENGTHS:
-            raise ValueError("say whether it is slightly or clearly better")
+            raise ValueError(_("say whether it is slightly or clearly better"))
     elif strength not in (None, ""):
         raise ValueError("this question asks for no strength")
     return {"shown": list(shown_ids), "winner": shown_ids[n - 1], "strength": strength or None}

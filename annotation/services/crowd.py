@@ -25,6 +25,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation.models import Assignment, CrowdLink, CrowdParticipant, Study, StudyChange, StudyMember
 from annotation.services.assignments import assignments_release
@@ -84,13 +85,13 @@ def crowd_link_revoke(*, link: CrowdLink, user=None) -> CrowdLink:
 def _active_link(token: str) -> CrowdLink:
     link = CrowdLink.objects.select_related("study").filter(token=token).first()
     if link is None:
-        raise CrowdError("", "This link is not valid.")
+        raise CrowdError("", _("This link is not valid."))
     if link.revoked_at is not None:
-        raise CrowdError("", "This link was withdrawn by the researchers.")
+        raise CrowdError("", _("This link was withdrawn by the researchers."))
     if link.expires_at <= timezone.now():
-        raise CrowdError("", "This link has expired.")
+        raise CrowdError("", _("This link has expired."))
     if link.study.status != Study.Status.OPEN:
-        raise CrowdError("", "This study is not open at the moment.")
+        raise CrowdError("", _("This study is not open at the moment."))
     return link
 
 
@@ -100,14 +101,14 @@ def crowd_enter(*, token: str, params) -> CrowdParticipant:
     pid_param, session_param = PARAMS[link.provider]
     pid = (params.get(pid_param) or "").strip()
     if not ID_RE.match(pid):
-        raise CrowdError(pid_param, "missing or not a participant id (letters, digits, - and _)")
+        raise CrowdError(pid_param, _("missing or not a participant id (letters, digits, - and _)"))
     session_id = (params.get(session_param) or "").strip()[:64]
     existing = CrowdParticipant.objects.select_related("user").filter(link=link, participant_id=pid).first()
     if existing is not None:
         if existing.returned_at is not None:
-            raise CrowdError("", "You returned this task; it cannot be taken up again.")
+            raise CrowdError("", _("You returned this task; it cannot be taken up again."))
         if existing.deadline is not None and existing.deadline <= timezone.now():
-            raise CrowdError("", "Your time for this task is up.")
+            raise CrowdError("", _("Your time for this task is up."))
         return existing
     username = f"{link.provider}-{pid}"[:150]
     deadline = timezone.now() + timedelta(minutes=link.time_limit_minutes) if link.time_limit_minutes else None
@@ -119,7 +120,7 @@ def crowd_enter(*, token: str, params) -> CrowdParticipant:
                 user.set_unusable_password()  # the link and the participant id are the credentials
                 user.save()
             elif user.has_usable_password():
-                raise CrowdError("", "An account of that name exists already; ask the researchers.")
+                raise CrowdError("", _("An account of that name exists already; ask the researchers."))
             StudyMember.objects.get_or_create(study=link.study, user=user,
                                               defaults={"role": StudyMember.Role.ANNOTATOR})
             return CrowdParticipant.objects.create(link=link, user=user, participant_id=pid, session_id=session_id,

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from django.utils.translation import gettext as _
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -210,8 +211,8 @@ def _scale_hint(criterion: dict) -> str:
     lo, hi = criterion["min"], criterion["max"]
     step = criterion.get("step", 1) if criterion["kind"] == "numeric" else 1
     if step == 1 and float(lo).is_integer():
-        return f"choose a whole number from {lo} to {hi}"
-    return f"choose a number from {lo} to {hi} in steps of {step}"
+        return _("choose a whole number from %(lo)s to %(hi)s") % {"lo": lo, "hi": hi}
+    return _("choose a number from %(lo)s to %(hi)s in steps of %(step)s") % {"lo": lo, "hi": hi, "step": step}
 
 
 def _scale_value(criterion: dict, value: Any) -> int | float:
@@ -318,9 +319,9 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
         if not options.get("allow_ignore"):
             errors["ignored"] = "this study does not allow ignoring an item"
         elif not answers["ignore_reason"]:
-            errors["ignore_reason"] = "say why this example should be ignored"
+            errors["ignore_reason"] = _("say why this example should be ignored")
         elif options.get("ignore_reasons") and answers["ignore_reason"] not in options["ignore_reasons"]:
-            errors["ignore_reason"] = "choose one of the reasons: " + "; ".join(options["ignore_reasons"])
+            errors["ignore_reason"] = _("choose one of the reasons: %s") % "; ".join(options["ignore_reasons"])
         if errors:
             raise AnswerError(errors)
         return []
@@ -331,12 +332,12 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
         places = targets if criterion["target"] == "item" else per_response
         for response, block, content in places:
             name = field_name(response, criterion["key"])
-            where = f"Response {response}: " if response is not None else ""
+            where = _("Response %(n)s: ") % {"n": response} if response is not None else ""
             entry = block.get(criterion["key"]) or {"value": None, "reasoning": ""}
             value, reasoning = entry["value"], (entry.get("reasoning") or "").strip()
             if _is_blank(value):
                 if criterion["required"]:
-                    errors[name] = f"{where}{criterion['name']} is required"
+                    errors[name] = where + _("%(criterion)s is required") % {"criterion": criterion["name"]}
                 continue
             try:
                 if comparative.is_comparative(criterion):
@@ -347,7 +348,7 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
                 errors[name] = f"{where}{criterion['name']}: {exc}"
                 continue
             if criterion["reasoning"] == "required" and not reasoning:
-                errors[f"{name}__reasoning"] = f"{where}{criterion['name']}: write your reasoning"
+                errors[f"{name}__reasoning"] = where + _("%(criterion)s: write your reasoning") % {"criterion": criterion["name"]}
                 continue
             if len(reasoning) > MAX_TEXT:
                 errors[f"{name}__reasoning"] = f"{where}reasoning is limited to {MAX_TEXT} characters"
@@ -443,7 +444,7 @@ def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task
     with transaction.atomic():
         a = _locked(assignment)
         if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
-            raise SubmitError("This item was given to another rater after a long pause.")
+            raise SubmitError(_("This item was given to another rater after a long pause."))
         a.draft = answers
         a.time_on_task_ms = _time_on_task(a.time_on_task_ms, time_on_task_ms)
         fields = ["draft", "time_on_task_ms"]
@@ -485,10 +486,10 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
     with transaction.atomic():
         a = _locked(assignment)
         if study.status != Study.Status.OPEN:
-            raise SubmitError("This study is closed; ratings can no longer change.")
+            raise SubmitError(_("This study is closed; ratings can no longer change."))
         was_submitted = a.status == Assignment.Status.SUBMITTED
         if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
-            raise SubmitError("This item was given to another rater after a long pause.")
+            raise SubmitError(_("This item was given to another rater after a long pause."))
         shown = [outputs[p] for p in a.permutation]
         rows = answers_check(rubric, answers, [o.content for o in shown], item.context, [o.pk for o in shown])
         _write_ratings(a, rows, shown, replace=was_submitted)

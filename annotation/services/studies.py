@@ -122,6 +122,7 @@ EDITABLE = {
     "training_pass_mark": None,  # training results keep the mark they were judged by
     "deadline": None,
     "retention_days": None,  # annotation.services.participant_data.participant_ids_purge
+    "language": None,
 }
 
 

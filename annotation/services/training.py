@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation.models import Assignment, Item, Study, TrainingAttempt
 from annotation.services import comparative
@@ -119,9 +120,9 @@ def training_retry(*, study: Study, rater) -> TrainingAttempt:
     with transaction.atomic():
         last = TrainingAttempt.objects.select_for_update().filter(study=study, rater=rater).order_by("-number").first()
         if last is None or last.passed is not False:
-            raise TrainingError("there is no failed training attempt to retry")
+            raise TrainingError(_("there is no failed training attempt to retry"))
         if last.number >= MAX_ATTEMPTS:
-            raise TrainingError("the training allows one retry, and it has been used")
+            raise TrainingError(_("the training allows one retry, and it has been used"))
         # One assignment per (item, rater): the earlier answers go, their result is in `last`.
         Assignment.objects.filter(study=study, rater=rater, item__is_training=True).delete()
         return TrainingAttempt.objects.create(study=study, rater=rater, number=last.number + 1,

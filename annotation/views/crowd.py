@@ -7,9 +7,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
+from django.utils.translation import gettext as _
 
-from annotation.access import get_study_for_annotator
 from annotation.services.crowd import CrowdError, crowd_enter, crowd_return, crowd_state
+from annotation.views.language import rater_study
 
 SESSION_KEY = "crowd_studies"  # study ids this browser session came to through a crowd link
 
@@ -20,7 +21,7 @@ def crowd_entry(request: HttpRequest, token: str) -> HttpResponse:
     try:
         participant = crowd_enter(token=token, params=request.GET)
     except CrowdError as exc:
-        return render(request, "annotation/crowd_message.html", {"title": "This link cannot be used",
+        return render(request, "annotation/crowd_message.html", {"title": _("This link cannot be used"),
                                                                  "message": exc.message, "field": exc.field},
                       status=404 if not exc.field else 400)
     study = participant.link.study
@@ -45,14 +46,14 @@ def crowd_context(request: HttpRequest, study) -> dict:
 @require_POST
 def crowd_return_view(request: HttpRequest, slug: str) -> HttpResponse:
     """The participant gives the task back: their items go back to the pool now, and they are signed out."""
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     state = crowd_state(study, request.user)
     if state is None:
-        return render(request, "annotation/crowd_message.html", {"title": "Nothing to return",
-                                                                 "message": "You did not come through a crowd link."},
+        return render(request, "annotation/crowd_message.html", {"title": _("Nothing to return"),
+                                                                 "message": _("You did not come through a crowd link.")},
                       status=400)
     crowd_return(participant=state.participant)
     logout(request)
     return render(request, "annotation/crowd_message.html", {
-        "title": "Task returned", "message": "Your items went back to the pool. You can close this page and "
-                                             "return the study on your panel's site too."})
+        "title": _("Task returned"), "message": _("Your items went back to the pool. You can close this page and "
+                                                  "return the study on your panel's site too.")})

@@ -11,10 +11,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import get_own_assignment, get_study_for_annotator
+from annotation.access import get_own_assignment
 from annotation.models import Assignment, Study
 from annotation.services.ratings import RatingRow, attention_passed
 from annotation.services.training import TrainingError, training_retry, training_state
+from annotation.views.language import rater_study
 
 
 def _shown_text(value: Any, number_of: dict[int, int], system_number: dict[str, int]) -> str:
@@ -68,7 +69,7 @@ def feedback_rows(study: Study, assignment: Assignment) -> list[dict[str, Any]]:
 @login_required
 @require_GET
 def training_feedback(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     assignment = get_own_assignment(request.user, study, token)
     if not assignment.item.is_training or assignment.status != Assignment.Status.SUBMITTED:
         return redirect("workspace", slug=study.slug)
@@ -81,7 +82,7 @@ def training_feedback(request: HttpRequest, slug: str, token: str) -> HttpRespon
 @login_required
 @require_POST
 def training_retry_view(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     try:
         training_retry(study=study, rater=request.user)
     except TrainingError as exc:

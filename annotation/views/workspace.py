@@ -23,9 +23,11 @@ from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import get_own_assignment, get_study_for_annotator
+from annotation.access import get_own_assignment
 from annotation.models import Assignment, Item, Output, Study
 from annotation.questionnaires import question_fields
 from annotation.rendering import render_content, render_markdown
@@ -41,11 +43,21 @@ from annotation.services.ratings import (
 )
 from annotation.services.training import training_state
 from annotation.views.crowd import crowd_context
+from annotation.views.language import rater_study
 from rubrics.schema import COMPARATIVE_KINDS
 
 PAGE = "annotation/workspace.html"
 
 # ---------------------------------------------------------------- what the screen shows
+
+# The pairwise strengths' labels (the platform's words; the stored value is the key).
+STRENGTH_LABELS = {"slightly": gettext_lazy("Slightly better"), "clearly": gettext_lazy("Clearly better")}
+# The criterion kinds as the guidelines name them to raters.
+KIND_LABELS = {"likert": gettext_lazy("scale"), "numeric": gettext_lazy("number"), "choice": gettext_lazy("choice"),
+               "binary": gettext_lazy("yes or no"), "confidence": gettext_lazy("confidence"),
+               "text": gettext_lazy("text"), "spans": gettext_lazy("highlights"),
+               "pairwise": gettext_lazy("comparison of two"), "ranking": gettext_lazy("ranking"),
+               "best_worst": gettext_lazy("best and worst")}
 
 
 @dataclass
@@ -133,13 +145,13 @@ def _comparative_control(control: Control, raw, n_shown: int) -> Control:
     if kind == "pairwise":
         winner = str(raw.get("winner") or "")
         control.value = winner
-        control.options = [{"value": "1", "label": "Response 1 is better", "key": "1", "checked": winner == "1"},
-                           {"value": "2", "label": "Response 2 is better", "key": "2", "checked": winner == "2"}]
+        control.options = [{"value": "1", "label": _("Response 1 is better"), "key": "1", "checked": winner == "1"},
+                           {"value": "2", "label": _("Response 2 is better"), "key": "2", "checked": winner == "2"}]
         if control.criterion.get("ties"):
-            control.options.append({"value": "tie", "label": "Tie", "key": "3", "checked": winner == "tie"})
+            control.options.append({"value": "tie", "label": _("Tie"), "key": "3", "checked": winner == "tie"})
         if control.criterion.get("strength"):
             strength = str(raw.get("strength") or "")
-            control.strengths = [{"value": v, "label": f"{v.capitalize()} better", "key": v[0].upper(),
+            control.strengths = [{"value": v, "label": STRENGTH_LABELS.get(v, v), "key": v[0].upper(),
                                   "checked": strength == v} for v in comparative.STRENGTHS]
     elif kind == "ranking":
         ranks = raw.get("ranks") if isinstance(raw.get("ranks"), dict) else {}
@@ -207,14 +219,14 @@ def build_screen(study: Study, assignment: Assignment, *, draft: dict | None = N
     for n, output in enumerate(shown_outputs(assignment), start=1):
         responses.append(ResponseView(
             number=n, kind=output.kind,
-            html=render_content(output.content, output.kind, span_root=spans_on_outputs, label=f"Response {n}"),
+            html=render_content(output.content, output.kind, span_root=spans_on_outputs, label=_("Response %(n)s") % {"n": n}),
             controls=_controls(output_criteria, n, draft, errors),
             has_spans=spans_on_outputs,
         ))
     options = rubric["item_options"]
     return {
         "assignment": assignment,
-        "context_html": render_content(item.context, item.context_kind, label="Context",
+        "context_html": render_content(item.context, item.context_kind, label=_("Context"),
                                        span_root=any(c["kind"] == "spans" for c in item_criteria)),
         "responses": responses,
         "item_controls": _controls(item_criteria, None, draft, errors, len(responses)),
@@ -295,20 +307,20 @@ def _next_screen(request: HttpRequest, study: Study, *, errors: dict | None = No
 @login_required
 @require_GET
 def workspace(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     return _next_screen(request, study)
 
 
 @login_required
 @require_GET
 def assignment_detail(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     assignment = get_own_assignment(request.user, study, token)
     if assignment.status == Assignment.Status.EXPIRED:
-        messages.info(request, "That item was returned to the pool after a long pause.")
+        messages.info(request, _("That item was returned to the pool after a long pause."))
         return redirect("workspace", slug=study.slug)
     if assignment.status == Assignment.Status.SUBMITTED and not study.is_open:
-        messages.info(request, "The study is closed; submitted ratings can no longer change.")
+        messages.info(request, _("The study is closed; submitted ratings can no longer change."))
         return redirect("workspace-history", slug=study.slug)
     return _render(request, study, {"state": "rate", **build_screen(study, assignment)})
 
@@ -323,7 +335,7 @@ def _time_on_task(request: HttpRequest) -> int | None:
 @login_required
 @require_POST
 def assignment_draft(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     assignment = get_own_assignment(request.user, study, token)
     answers = answers_from_form(request.POST, rubric=study.rubric, n_responses=len(assignment.permutation))
     try:
@@ -336,7 +348,7 @@ def assignment_draft(request: HttpRequest, slug: str, token: str) -> HttpRespons
 @login_required
 @require_POST
 def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     assignment = get_own_assignment(request.user, study, token)
     try:
         phase_require(study=study, rater=request.user, assignment=assignment)
@@ -357,7 +369,7 @@ def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpR
         messages.error(request, str(exc))
         return _redirect_to_next(request, study)
     if was_revision:
-        messages.success(request, "Your changes are saved.")
+        messages.success(request, _("Your changes are saved."))
     if assignment.item.is_training:  # after each training item: what was expected, and why
         url = reverse("training-feedback", kwargs={"slug": study.slug, "token": assignment.token})
         if request.htmx:
@@ -381,13 +393,13 @@ def _redirect_to_next(request: HttpRequest, study: Study) -> HttpResponse:
 @login_required
 @require_GET
 def guidelines(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     rubric = study.rubric
     context = {
         "study": study,
         "instructions_html": render_markdown(rubric.get("instructions", "")),
         "study_instructions_html": render_markdown(study.instructions) if study.instructions else "",
-        "criteria": rubric["criteria"],
+        "criteria": [{**c, "kind_label": KIND_LABELS.get(c["kind"], c["kind"])} for c in rubric["criteria"]],
     }
     template = "annotation/workspace_guidelines.html"
     return render(request, f"{template}#guide" if request.htmx else template, context)
@@ -396,7 +408,7 @@ def guidelines(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def history(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     rows = (Assignment.objects.filter(study=study, rater=request.user, status=Assignment.Status.SUBMITTED)
             .select_related("item").order_by("-submitted_at")[:200])
     items = [{"token": a.token, "submitted_at": a.submitted_at, "ignored": a.ignored,

@@ -7,6 +7,10 @@
 
   let ws = null; // state of the form on screen; rebuilt after every htmx swap
 
+  // Django's JavaScript catalog (jsi18n) defines these; without it the English text stands.
+  const gettext = window.gettext || ((t) => t);
+  const interpolate = window.interpolate || ((fmt, args) => args.reduce((out, a) => out.replace("%s", a), fmt));
+
   const $ = (sel, root) => (root || document).querySelector(sel);
   const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
 
@@ -123,7 +127,7 @@
     const section = btn.closest(".ws-context");
     const open = section.classList.toggle("expanded");
     btn.setAttribute("aria-expanded", open ? "true" : "false");
-    btn.firstChild.textContent = open ? "Show less " : "Show all ";
+    btn.firstChild.textContent = (open ? gettext("Show less") : gettext("Show all")) + " ";
     return true;
   }
 
@@ -167,7 +171,7 @@
     ws.dirty = true;
     clearTimeout(ws.timer);
     ws.timer = setTimeout(() => saveDraft(), e && e.type === "input" ? 900 : 250);
-    status("Unsaved changes…");
+    status(gettext("Unsaved changes…"));
   }
 
   function formData() {
@@ -191,10 +195,10 @@
         headers: { "X-CSRFToken": csrf(), "X-Requested-With": "fetch" },
       });
       if (!resp.ok) throw new Error(await resp.text());
-      if (ws === mine) status("Draft saved " + new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }), false, true);
+      if (ws === mine) status(gettext("Draft saved") + " " + new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }), false, true);
     } catch (err) {
       mine.dirty = true;
-      if (ws === mine) status("Not saved yet (" + (err.message || "offline").slice(0, 80) + "); retrying…", true);
+      if (ws === mine) status(interpolate(gettext("Not saved yet (%s); retrying…"), [(err.message || gettext("offline")).slice(0, 80)]), true);
       clearTimeout(mine.timer);
       mine.timer = setTimeout(saveDraft, 3000);
     } finally {
@@ -249,7 +253,8 @@
     }
     if (scroll) {
       const el = responseEl(n);
-      if (el && !succession) el.scrollIntoView({ block: "nearest", behavior: "smooth" });
+      const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+      if (el && !succession) el.scrollIntoView({ block: "nearest", behavior: still ? "auto" : "smooth" });
     }
   }
 
@@ -349,7 +354,7 @@
     const reasoning = $("textarea.reasoning", fs);
     if (reasoning && !reasoning.value.trim()) {
       if (byKey) { const r = $("input:checked", fs); if (r) r.focus({ preventScroll: true }); keepVisible(fs); }
-      status(fs.dataset.reasoning === "required" ? "Tab to write your reasoning" : "Tab for reasoning (optional), or ↓ for the next criterion");
+      status(fs.dataset.reasoning === "required" ? gettext("Tab to write your reasoning") : gettext("Tab for reasoning (optional), or ↓ for the next criterion"));
       return;
     }
     moveOn(fs, byKey);
@@ -443,7 +448,7 @@
     const group = $("[data-strength]", fs);
     if (group && radio.value !== "tie" && !$("input:checked", group)) {
       radio.focus({ preventScroll: true });
-      status("S: slightly better · C: clearly better");
+      status(gettext("S: slightly better · C: clearly better"));
       return true;
     }
     advanceAfterAnswer(fs, true);
@@ -483,10 +488,10 @@
       worst.forEach((r) => { r.checked = false; });
       b.checked = true;
       fire(b);
-      status("Best: Response " + d + ". Now the number of the worst");
+      status(interpolate(gettext("Best: Response %s. Now the number of the worst"), [d]));
       return true;
     }
-    if (chosen.value === d) { status("The worst must be another response"); return true; }
+    if (chosen.value === d) { status(gettext("The worst must be another response")); return true; }
     const w = worst.find((r) => r.value === d);
     w.checked = true;
     fire(w);
@@ -511,7 +516,7 @@
     sortByRanks(list);
     fire(sel(row));
     if (open.length <= 1) { fs.classList.remove("has-error"); advanceAfterAnswer(fs, true); }
-    else status("Ranked " + (rows.length - open.length) + " of " + rows.length + ": the next number");
+    else status(interpolate(gettext("Ranked %s of %s: the next number"), [rows.length - open.length, rows.length]));
     return true;
   }
 
@@ -579,18 +584,18 @@
   function firstProblem() {
     if (isIgnored()) {
       const reason = $("#ignore-reason", ws.form);
-      return reason && !reason.value.trim() ? { fs: $(".ignore", ws.form), text: "Say why this example should be ignored", n: null } : null;
+      return reason && !reason.value.trim() ? { fs: $(".ignore", ws.form), text: gettext("Say why this example should be ignored"), n: null } : null;
     }
     for (const el of responses()) {
       const fs = firstOpen(el);
       if (fs) {
         const n = parseInt(el.dataset.response, 10);
-        const what = missing(fs) === "reasoning" ? ": write your reasoning" : " is required";
-        return { fs, n, text: "Response " + n + ": " + $(".c-name", fs).textContent + what };
+        const what = missing(fs) === "reasoning" ? gettext("%s: write your reasoning") : gettext("%s is required");
+        return { fs, n, text: interpolate(gettext("Response %s: "), [n]) + interpolate(what, [$(".c-name", fs).textContent]) };
       }
     }
     const fs = itemCriteria().find((f) => missing(f));
-    return fs ? { fs, n: null, text: $(".c-name", fs).textContent + " is required" } : null;
+    return fs ? { fs, n: null, text: interpolate(gettext("%s is required"), [$(".c-name", fs).textContent]) } : null;
   }
 
   function showProblem(p) {
@@ -615,7 +620,7 @@
     clearTimeout(ws.timer);
     ws.dirty = false;
     ws.form.querySelector("input[name=time_on_task_ms]").value = String(timeOnTask());
-    status("Submitting…");
+    status(gettext("Submitting…"));
   }, true);
 
   function onEnter() {
@@ -690,10 +695,80 @@
     let spans = [];
     try { spans = JSON.parse(input.value || "[]"); } catch (e) { spans = []; }
     const labels = (input.dataset.labels || "").split("|").filter(Boolean);
-    const s = { input, fs, root, original: root.innerHTML, raw: root.textContent, labels, spans };
+    const s = { input, fs, root, original: root.innerHTML, raw: root.textContent, labels, spans, cursor: -1, anchor: -1 };
     ws.spans.push(s);
     root.addEventListener("mouseup", () => setTimeout(() => addFromSelection(s), 0));
+    setupKeyboardSelection(s);
     renderSpans(s);
+  }
+
+  // Highlighting without a mouse: the text is a read-only text box in the tab order; ←/→ step word by
+  // word (the word is selected), Shift+←/→ extend the selection, Enter or H highlights it, Esc leaves.
+  // The selection is the page's real one, so the mouse path (addFromSelection) stores it.
+  function setupKeyboardSelection(s) {
+    const root = s.root, help = $(".span-help", s.fs);
+    root.tabIndex = 0;
+    root.setAttribute("role", "textbox");
+    root.setAttribute("aria-readonly", "true");
+    root.setAttribute("aria-multiline", "true");
+    if (!root.hasAttribute("aria-label")) root.setAttribute("aria-label", $(".c-name", s.fs).textContent);
+    if (help) { help.id = help.id || s.fs.id + "-help"; root.setAttribute("aria-describedby", help.id); }
+    root.addEventListener("keydown", (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      const words = wordsOf(s.raw);
+      if (!words.length) return;
+      if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
+        const step = e.key === "ArrowRight" ? 1 : -1;
+        const rtl = getComputedStyle(root).direction === "rtl";
+        const move = rtl ? -step : step;
+        s.cursor = s.cursor < 0 ? (move > 0 ? 0 : words.length - 1) : Math.max(0, Math.min(words.length - 1, s.cursor + move));
+        if (!e.shiftKey || s.anchor < 0) s.anchor = s.cursor;
+        selectWords(s, words);
+      } else if (e.key === "Enter" || e.key === "h" || e.key === "H") {
+        // Without a selection begun by keyboard, Enter keeps its workspace meaning (next response / submit).
+        if (addFromSelection(s)) { s.anchor = s.cursor; status(interpolate(gettext("Highlighted (%s in all)"), [s.spans.length])); }
+        else if (s.cursor >= 0) status(gettext("Choose words first: ← → move, Shift+← → extend"));
+        else return;
+      } else if (e.key === "Escape") {
+        window.getSelection().removeAllRanges();
+        s.cursor = s.anchor = -1;
+        root.blur();
+      } else return;
+      e.preventDefault();
+      e.stopPropagation();
+    });
+  }
+
+  function wordsOf(text) {
+    const out = [];
+    const re = /\S+/g;
+    for (let m = re.exec(text); m; m = re.exec(text)) out.push([m.index, m.index + m[0].length]);
+    return out;
+  }
+
+  function selectWords(s, words) {
+    const a = words[Math.min(s.anchor, s.cursor)][0], b = words[Math.max(s.anchor, s.cursor)][1];
+    const range = document.createRange();
+    const [startNode, startOff] = pointAt(s.root, a), [endNode, endOff] = pointAt(s.root, b);
+    range.setStart(startNode, startOff);
+    range.setEnd(endNode, endOff);
+    const sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    const text = s.raw.slice(a, b);
+    status(interpolate(gettext("Selected: “%s” (Enter highlights)"), [text.length > 60 ? text.slice(0, 60) + "…" : text]));
+  }
+
+  // The text node and offset at UTF-16 offset `pos` of root's text.
+  function pointAt(root, pos) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    let last = null, seen = 0;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (pos <= seen + node.data.length) return [node, pos - seen];
+      seen += node.data.length;
+      last = node;
+    }
+    return last ? [last, last.data.length] : [root, 0];
   }
 
   function offsetIn(root, node, offset) {
@@ -776,10 +851,10 @@
       li.appendChild(text);
       if (s.labels.length) {
         const select = document.createElement("select");
-        select.setAttribute("aria-label", "Label for highlight " + (i + 1));
+        select.setAttribute("aria-label", interpolate(gettext("Label for highlight %s"), [i + 1]));
         [""].concat(s.labels).forEach((lab) => {
           const o = document.createElement("option");
-          o.value = lab; o.textContent = lab || "(no label)";
+          o.value = lab; o.textContent = lab || gettext("(no label)");
           if (lab === (sp.label || "")) o.selected = true;
           select.appendChild(o);
         });
@@ -788,8 +863,8 @@
       }
       const rm = document.createElement("button");
       rm.type = "button";
-      rm.textContent = "Remove";
-      rm.setAttribute("aria-label", "Remove highlight " + (i + 1) + ": " + sp.text.slice(0, 40));
+      rm.textContent = gettext("Remove");
+      rm.setAttribute("aria-label", interpolate(gettext("Remove highlight %s: %s"), [i + 1, sp.text.slice(0, 40)]));
       rm.addEventListener("click", () => { s.spans.splice(i, 1); commitSpans(s); });
       li.appendChild(rm);
       list.appendChild(li);
@@ -807,11 +882,25 @@
       e.detail.isError = false;
     }
   });
+  // The workspace is replaced after a submit, its own status line with it: the result is announced in
+  // #ws-announce, which stays (outside #workspace).
+  document.addEventListener("htmx:afterSettle", (e) => {
+    const live = document.getElementById("ws-announce");
+    if (!live || !e.detail.target || e.detail.target.id !== "workspace") return;
+    const summary = $(".error-summary");
+    const progress = $("[data-progress]");
+    const done = $(".ws-empty h2, [data-testid=training-feedback] h1, [data-testid=completion-code]");
+    let text;
+    if (summary) text = gettext("Not submitted: some answers are missing.") + " " + summary.textContent.replace(/\s+/g, " ").trim();
+    else text = gettext("Submitted.") + " " + (done ? done.textContent.trim() : (progress ? progress.textContent.trim() : ""));
+    live.textContent = "";
+    setTimeout(() => { live.textContent = text; }, 50);
+  });
   document.addEventListener("htmx:responseError", () => {
-    if (ws) status("Could not submit (server error); your answers are still here. Try again.", true);
+    if (ws) status(gettext("Could not submit (server error); your answers are still here. Try again."), true);
   });
   document.addEventListener("htmx:sendError", () => {
-    if (ws) status("Could not reach the server; your answers are still here. Try again.", true);
+    if (ws) status(gettext("Could not reach the server; your answers are still here. Try again."), true);
   });
   if (document.readyState !== "loading") init();
 })();

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from annotation.demo_languages import SLUG as LANGUAGES
 from annotation.models import DatasetRelease, Rating, Study
 from annotation.services.assignments import assignment_next
 from annotation.simulation.items import COMPARE_PRESETS, PRESETS
@@ -20,8 +21,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_load_demo_builds_full_studies_once():
     out = io.StringIO()
     call_command("load_demo", stdout=out)
-    studies = {s.slug: s for s in Study.objects.filter(slug__startswith="demo-")}
+    studies = {s.slug: s for s in Study.objects.filter(slug__startswith="demo-").exclude(slug=LANGUAGES)}
     assert set(studies) == {f"demo-{p}" for p in PRESETS + COMPARE_PRESETS}
+    languages = Study.objects.get(slug=LANGUAGES)
+    assert languages.language == "de" and languages.status == "open"
+    assert any("\u0600" <= ch <= "\u06ff" for ch in languages.items.get(external_id="ar-001").context)
     annotator = get_user_model().objects.get(username="annotator")
     for study in studies.values():
         assert Rating.objects.filter(assignment__study=study).count() > 0

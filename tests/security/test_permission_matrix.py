@@ -61,6 +61,7 @@ def study_member(role, variant):
 # prefix "django-admin/" for Django's admin site. A URL missing here fails the test.
 RULES = {
     "page:login": anyone,
+    "page:javascript-catalog": anyone,  # the interface's translated strings, nothing of a study
     "page:logout": anyone,
     "page:home": signed_in,
     "page:study-create": site_admin,
@@ -261,7 +262,7 @@ def variants(route: Route, world: dict) -> dict[str, str]:
         values = {"slug": side["slug"], "token": side["token"], "pk": str(pk), "fmt": "csv", "name": name,
                   "user_id": str(side["rater_id"]),
                   "format": "json", "app_label": "annotation", "object_id": "1", "content_type_id": "1", "id": "1",
-                  "url": "nope/", "which": "pre"}
+                  "url": "nope/", "which": "pre", "lang": "de"}
         out[variant] = build_path(route.pattern, values)
     return out
 

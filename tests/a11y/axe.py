@@ -1,0 +1,45 @@
+"""axe-core (npm, pinned in tests/a11y/package-lock.json; `make browsers` installs it) run inside a
+Playwright page, with the WCAG 2.0/2.1/2.2 A and AA rule tags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+AXE_JS = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
+TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+BLOCKING = ("serious", "critical")
+
+
+def axe_source() -> str:
+    if not AXE_JS.exists():
+        pytest.fail(f"axe-core not installed at {AXE_JS}: run `make browsers` (scripts/ensure-axe.sh)")
+    return AXE_JS.read_text()
+
+
+def axe_run(page) -> list[dict]:
+    """The page's violations as axe reports them: [{id, impact, help, nodes: [{target, summary}]}]."""
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.add_script_tag(content=axe_source())
+    return page.evaluate(
+        """async (tags) => {
+             const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']});
+             return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+               nodes: v.nodes.map(n => ({target: n.target.join(' '), summary: n.failureSummary}))}));
+           }""",
+        TAGS,
+    )
+
+
+def counts(violations: list[dict]) -> dict[str, int]:
+    """Nodes in violation by impact (axe's own four levels)."""
+    out = {"critical": 0, "serious": 0, "moderate": 0, "minor": 0}
+    for v in violations:
+        out[v["impact"] or "minor"] += len(v["nodes"])
+    return out
+
+
+def describe(violations: list[dict], impacts=BLOCKING) -> list[str]:
+    return [f"{v['impact']} {v['id']} ({v['help']}): {n['target']}" for v in violations if v["impact"] in impacts
+            for n in v["nodes"][:5]]
