@@ -4,7 +4,10 @@ Each preset's schema-capable methods judge its demo items twice through the same
 worker uses (judges.services.engine.judge_items): once in the seed's own output format, once with
 the JSON schema built from the rubric sent as the server expects. The model is a tiny random
 Llama, so without a schema almost nothing parses; with one, the server's grammar holds every
-answer to the schema. Parse rate = scored slots / slots. `python -m bench structured_parse_rate`.
+answer to the schema. Parse rate = slots whose answers were read / slots (a pair whose two orders
+disagree was read: "inconsistent" is the method's verdict on the judge, not a parse failure).
+ranking and best_worst schemas cannot say "each shown number once" or "best differs from worst"
+(no grammar of JSON Schema can), so their rate under a schema is measured, not promised. `python -m bench structured_parse_rate`.
 """
 from __future__ import annotations
 
@@ -25,10 +28,13 @@ REPO = Path(__file__).resolve().parent.parent
 CASES = [
     ("feedback-000", "all_in_one", {}), ("feedback-000", "per_criterion", {}),
     ("rrgen-001", "all_in_one", {}), ("rrgen-001", "per_criterion", {}),
-    ("codegen-002", "all_in_one", {}), ("fulltext-004", "per_criterion", {}),
-    ("aqua-003", "label", {}), ("compare-pairwise", "pairwise", {"key": "preference"}),
+    ("codegen-002", "all_in_one", {}), ("codegen-002", "per_criterion", {}),
+    ("fulltext-004", "per_criterion", {}), ("fulltext-004", "all_in_one", {}),
+    ("aqua-003", "label", {}), ("aqua-003", "legacy", {}),
+    ("compare-pairwise", "pairwise", {"key": "preference"}),
+    ("compare-ranking", "ranking", {}), ("compare-ranking", "best_worst", {}),
 ]
-MAX_TOKENS = 512  # room for a whole schema-shaped answer; the random model stops where the grammar ends
+MAX_TOKENS = 256  # room for a whole schema-shaped answer; the random model stops where the grammar ends
 
 
 def rubric_of(preset: str) -> dict:
@@ -46,10 +52,10 @@ def items_of(preset: str, n: int) -> list[dict]:
 
 def judge_config(url: str, method: str, options: dict, structured: bool) -> dict[str, Any]:
     return validate_judge({
-        "name": f"bench-{method}", "backend": "openai", "model": MODEL_NAME, "endpoint": url, "method": method,
-        "sampling": {"temperature": 0, "max_tokens": MAX_TOKENS}, "concurrency": 2,
-        "backend_options": {"timeout_s": 300, "supports_json_schema": structured},
-        "method_options": {"use_cache": False, "use_json_schema": structured, **options},
+        "name": f"bench-{method}", "provider": "llamacpp", "model": MODEL_NAME, "endpoint": url, "method": method,
+        "structured_output": structured, "sampling": {"temperature": 0, "max_tokens": MAX_TOKENS},
+        "concurrency": 2, "backend_options": {"timeout_s": 300},
+        "method_options": {"use_cache": False, **options},
     })
 
 
@@ -65,15 +71,21 @@ def pending_slots(config: dict, rubric: dict, items: list[dict]) -> dict:
     return pending
 
 
+def read(judged: Any) -> bool:
+    """The slot's answers were read: scored, or (pairwise, ranking with swap) read in both orders but
+    disagreeing with the swap, which is the method's verdict on the judge, not a parse failure."""
+    return judged.status == "scored" or judged.detail.get("method_status") == "inconsistent"
+
+
 def parse_rate(url: str, preset: str, method: str, options: dict, structured: bool, n_items: int) -> dict:
     rubric, items = rubric_of(preset), items_of(preset, n_items)
     config = judge_config(url, method, options, structured)
     started = time.perf_counter()
     judged = asyncio.run(judge_items(config, rubric, items, pending_slots(config, rubric, items)))
-    scored = sum(1 for j in judged if j.status == "scored")
+    scored = sum(1 for j in judged if read(j))
     reasons: dict[str, int] = {}
     for j in judged:
-        if j.status != "scored":
+        if not read(j):
             why = str(j.detail.get("parse") or j.detail.get("method_status") or j.status)[:60]
             reasons[why] = reasons.get(why, 0) + 1
     return {"preset": preset, "method": method, "structured": structured, "slots": len(judged),

@@ -9,9 +9,10 @@ Its answers are noise: a judge's parser must say so, or a grammar must hold them
 
 One hidden dimension is a constant "prior" channel (the same in every token embedding, never
 written by a layer), so the output layer adds a fixed bias to a few tokens: digits, JSON
-punctuation and end-of-text. Answers then end (a random model without it writes until max_tokens,
-and a JSON string it opens under a grammar may never close), and score digits show up among the
-top logprobs; which digit, and everything else, stays random.
+punctuation and end-of-text, twice as much to the double quote. Answers then end (a random model
+without it writes until max_tokens, and a JSON string it opens under a grammar may loop on "9999"
+until the cap), and score digits show up among the top logprobs; which digit, and everything else,
+stays random.
 """
 from __future__ import annotations
 
@@ -102,6 +103,7 @@ def write_tiny_gguf(path: Path, *, seed: int = 0, n_embd: int = 64, n_layer: int
     out = rand(n_vocab, n_embd, std=0.5)
     out[:, 0] = 0.0
     out[[tokens.index(t) for t in PRIOR_TOKENS], 0] = prior_bias
+    out[tokens.index('"'), 0] = 2 * prior_bias  # strings close: greedy decoding of noise loops ("99999...") otherwise
     w.add_tensor("token_embd.weight", embd)
     w.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
     w.add_tensor("output.weight", out)

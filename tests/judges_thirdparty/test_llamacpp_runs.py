@@ -149,3 +149,35 @@ def test_geval_reads_the_servers_logprobs(celery_worker_session, make_study, mak
     unparsed = JudgeScore.objects.filter(run=run, status="unparsed")
     assert all(s.detail.get("parse") for s in unparsed)
     assert run.n_scored + run.n_unparsed == run.n_expected and unparsed.count() == run.n_unparsed
+
+
+# The methods whose schema decides whether an answer is valid (ranking and best_worst schemas cannot
+# say "each number once" or "best is not worst": bench structured_parse_rate measures those).
+STRUCTURED = [("feedback-000", "all_in_one", {}), ("rrgen-001", "per_criterion", {}),
+              ("fulltext-004", "all_in_one", {}), ("aqua-003", "label", {}), ("aqua-003", "legacy", {}),
+              ("compare-pairwise", "pairwise", {"key": "preference"})]
+
+
+@pytest.mark.parametrize("preset,method,options", STRUCTURED, ids=[f"{p}-{m}" for p, m, _ in STRUCTURED])
+def test_structured_output_makes_every_answer_readable(celery_worker_session, make_study, make_judge, tap,
+                                                       preset, method, options):
+    """With structured_output the server's grammar holds even a random model to the rubric's schema:
+    every answer is valid JSON for the schema and every slot is read (scored; a pair whose two orders
+    disagree is read and marked inconsistent)."""
+    import jsonschema
+
+    study = study_for(make_study, preset)
+    run = run_through(tap, make_judge, study, method, options, structured_output=True, max_tokens=512)
+    assert run.status == "done", run.error
+    assert_each_slot_once(run)
+    assert_usage_is_the_servers(run, tap)
+    for e in tap.completions():
+        sent = e.request["response_format"]
+        assert sent["type"] == "json_object"
+        answer = json.loads(e.response["choices"][0]["message"]["content"])
+        jsonschema.validate(answer, sent["schema"])  # the rubric's scales, sent as enums (judges/providers/llamacpp.py)
+        assert e.response["choices"][0]["finish_reason"] == "stop"
+    scores = JudgeScore.objects.filter(run=run)
+    unread = [s for s in scores if s.status != "scored" and s.detail.get("method_status") != "inconsistent"]
+    assert not unread, [(s.criterion, s.status, why_not_scored(s)) for s in unread[:3]]
+    assert run.n_truncated == run.n_error == 0 and run.n_scored + run.n_unparsed == run.n_expected
