@@ -55,13 +55,11 @@ QUEUE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")
 # Backend settings a judge may pass through (the rest are set from the judge's own fields).
 OPENAI_OPTIONS = {"timeout_s": float, "connect_timeout_s": float, "max_retries": int, "backoff_base_s": float,
                   "backoff_max_s": float, "retry_after_max_s": float, "supports_json_schema": bool,
-                  "supports_seed": bool, "extra_body": dict, "headers": dict,
-                  "reasoning_model": bool}
+                  "supports_seed": bool, "extra_body": dict, "headers": dict, "reasoning_model": bool}
 TRANSFORMERS_OPTIONS = {"batch_size": int, "max_batch_tokens": int, "dtype": str, "device": str,
                         "trust_remote_code": bool, "max_input_tokens": int}
 SAMPLING = {"temperature": (float, 0.0, 2.0), "top_p": (float, 0.0, 1.0), "max_tokens": (int, 1, 32768),
             "seed": (int, 0, 2**31 - 1), "reasoning_tokens": (int, 0, 200_000)}
-
 # Options every method understands (platform side), then per method (the method's keyword arguments).
 COMMON_METHOD_OPTIONS = {"chunk_size": int, "task_max_retries": int, "task_retry_backoff_s": float,
                          "use_cache": bool, "output_format": str, "use_json_schema": bool}
@@ -81,8 +79,8 @@ METHOD_OPTIONS: dict[str, dict[str, type]] = {
     "geval": {"top_logprobs": int},
     "self_consistency": {"samples": int, "temperature": float, "separate_requests": bool},
 }
-FIELDS = ("name", "description", "provider", "backend", "model", "endpoint", "api_key_env", "method", "mode", "criteria",
-          "sampling", "concurrency", "price_in_per_m", "price_out_per_m", "queue", "prompt_overrides",
+FIELDS = ("name", "description", "provider", "backend", "model", "endpoint", "api_key_env", "method", "mode",
+          "criteria", "sampling", "concurrency", "price_in_per_m", "price_out_per_m", "queue", "prompt_overrides",
           "backend_options", "method_options", "structured_output")
 DEFAULTS: dict[str, Any] = {"description": "", "endpoint": "", "api_key_env": "", "method": "per_criterion",
                             "mode": "generate", "criteria": [], "sampling": {}, "concurrency": 8,

@@ -129,11 +129,11 @@ def schema_of(profile: str, body: dict) -> dict | None:
         _require(bool(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", js.get("name") or "")), "json_schema.name is required",
                  "response_format.json_schema.name")
         if js.get("strict"):
-            _strict_ok(js["schema"])
+            check_strict(js["schema"])
     return js["schema"]
 
 
-def _strict_ok(schema: dict, where: str = "schema") -> None:
+def check_strict(schema: dict, where: str = "schema") -> None:
     """OpenAI strict mode: every object lists all its properties as required, additionalProperties false."""
     if schema.get("type") == "object":
         props = schema.get("properties") or {}
@@ -144,7 +144,7 @@ def _strict_ok(schema: dict, where: str = "schema") -> None:
                  f"Invalid schema: In context={where}, 'required' is required to include every key in properties",
                  "response_format")
         for k, v in props.items():
-            _strict_ok(v, f"{where}.{k}")
+            check_strict(v, f"{where}.{k}")
 
 
 def check_openai_style(profile: str, body: dict, headers: dict[str, str]) -> None:

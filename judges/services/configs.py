@@ -39,8 +39,8 @@ def ensemble_config_save(*, members: list[str], weights: list[float] | str | Non
         raise JudgeConfigError([("members", f"no judge named {', '.join(missing)}")])
     first = found[members[0]]
     name = ("ensemble-" + "-".join(members))[:100].rstrip("-_")
-    data = {f: getattr(first, f) for f in ("backend", "model", "endpoint", "api_key_env", "queue", "sampling",
-                                            "concurrency", "backend_options")}
+    data = {f: getattr(first, f) for f in ("provider", "backend", "model", "endpoint", "api_key_env", "queue",
+                                            "sampling", "concurrency", "backend_options")}
     data.update(name=name, description=f"weighted ensemble of {', '.join(members)}",
                 method=first.method if first.method in ENSEMBLE_METHODS else "label",
                 method_options={"ensemble": "weighted", "members": list(members),

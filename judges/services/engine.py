@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from judges import methods as M
 from judges.backends import get_backend
@@ -266,29 +266,32 @@ def _from_pair(r: M.PairResult) -> Judged:
 
 async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], items: Sequence[Mapping[str, Any]],
                       pending: Mapping[tuple[str, int | None], Iterable[str]],
-                      cache: CacheStore | None = None) -> list[Judged]:
-    """Judge the pending slots of `items`.
+                      cache: CacheStore | None = None,
+                      backend_for: Callable[[Mapping[str, Any]], Backend] | None = None) -> list[Judged]:
+    """Judge the pending slots of `items`. `backend_for(config)` builds each backend (default
+    build_backend; `judge_request` passes one that records the requests and sends nothing).
 
     `pending[(item_id, output_index)]` lists the criteria still to score for that output;
     `pending[(item_id, None)]` the item-level slots (pairwise, ranking, best_worst). Outputs with the same pending
     set are judged in one call of the method, so a resumed output asks only for what is missing.
     """
+    backend_for = backend_for or build_backend
     by_id = {str(it["id"]): it for it in items}
     method = config["method"]
     stages = None
     members: list[M.Member] = []
     if is_ensemble(config):
         for c in config.get("members") or []:
-            members.append(M.Member(build_backend(c), M.METHODS[c["method"]], pricing(c), c.get("name", ""),
+            members.append(M.Member(backend_for(c), M.METHODS[c["method"]], pricing(c), c.get("name", ""),
                                     {k: v for k, v in method_kwargs(c).items() if k != "key"},
                                     settings_for(c, cache, None)))
-        backend = build_backend(config)  # closed below like any judge's; the members vote
+        backend = backend_for(config)  # closed below like any judge's; the members vote
     elif method == "escalation":
         stage_cfgs = config.get("stages") or []
-        stages = [M.Stage(build_backend(c), pricing(c), c.get("name", "")) for c in stage_cfgs]
-        backend = stages[0].backend if stages else build_backend(config)
+        stages = [M.Stage(backend_for(c), pricing(c), c.get("name", "")) for c in stage_cfgs]
+        backend = stages[0].backend if stages else backend_for(config)
     else:
-        backend = build_backend(config)
+        backend = backend_for(config)
     out: list[Judged] = []
     try:
         if method == "pairwise":

@@ -75,7 +75,7 @@ def test_every_preset_method_through_each_strict_server(provider, model, extra, 
                 mo = {"key": next(c["key"] for c in rubric["criteria"] if c["kind"] == "pairwise")}
             config = judge(server, provider, model=model, method=method, method_options=mo,
                            structured_output=structured, **extra)
-            out = run(config, rubric, items)
+            out = run(config, rubric, items[:1])
             assert out, (slug, method)
             # a pairwise verdict that flips with the order is the method's own result, not a failed read
             bad = [(j.criterion, j.status, j.detail, j.raw_text[:200]) for j in out

@@ -2,21 +2,22 @@
 and an answer to it is read back into the same value by the method's own parser."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import json
+from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
 
 from judges.fakeserver import _h
-from judges.methods.direct import criterion_schema, parse_all, parse_for_prompt, parse_label_answer, label_set
+from judges.methods.direct import criterion_schema, label_set, parse_all, parse_for_prompt, parse_label_answer
 from judges.parsing import parse_best_worst, parse_pairwise, parse_ranking
 from judges.prompts import build_all_criteria, build_criterion
 from judges.prompts.base import LABEL_KINDS, judgeable
-from judges.strictserver import _strict_ok, instance
-from judges.structured import as_native, best_worst_schema, label_schema, pairwise_schema, ranking_schema, reader, scores_schema
+from judges.strictserver import check_strict, instance
+from judges.structured import (
+    as_native, best_worst_schema, label_schema, pairwise_schema, ranking_schema, reader, scores_schema,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 PRESETS = sorted(p.stem for p in (REPO / "rubrics" / "presets").glob("*.yaml"))
@@ -32,7 +33,7 @@ def rubric(slug: str) -> dict:
 
 def valid(schema: dict) -> None:
     V.check_schema(schema)
-    _strict_ok(schema)  # the strict server's check: all properties required, additionalProperties false
+    check_strict(schema)  # the strict server's check: all properties required, additionalProperties false
 
 
 @pytest.mark.parametrize("slug", SCORED)
