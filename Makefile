@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $(STAMP)
 
 $(DEV_STAMP): pyproject.toml | $(PY)
+	@bash scripts/ensure-compilers.sh
 	$(PY) -m pip install -q -e ".[dev,local-models]"
 	touch $(STAMP) $(DEV_STAMP)
 

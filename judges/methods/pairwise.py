@@ -34,6 +34,7 @@ class PairResult:
     output_tokens: int = 0
     cost_usd: float = 0.0
     doubt: dict[str, Any] = field(default_factory=dict)
+    parse: tuple[str | None, str | None] = (None, None)  # how each order's answer was read, or why not
 
 
 def all_pairs(items: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], int, int]]:
@@ -78,7 +79,7 @@ async def pairwise(backend: Backend, rubric: Mapping[str, Any], pairs: Sequence[
             item_id=str(item.get("id")), output_a=i, output_b=j, criterion=key or "overall", value=value,
             status=status, verdicts=(v1, v2), raw=texts(r1) + texts(r2), input_tokens=tin, output_tokens=tout,
             cost_usd=s.pricing.cost(tin, tout),
-            doubt={"swap_disagreement": status == INCONSISTENT},
+            doubt={"swap_disagreement": status == INCONSISTENT}, parse=(p1.detail, p2.detail),
         ))
     return out
 

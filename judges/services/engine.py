@@ -252,6 +252,8 @@ def _from_result(r: M.CriterionResult) -> Judged:
 def _from_pair(r: M.PairResult) -> Judged:
     status = STATUS_MAP.get(r.status, "unparsed")
     detail: dict[str, Any] = {"verdicts": list(r.verdicts)}
+    if status != "scored":  # why: each order's reading (the reason a verdict is missing)
+        detail["parse"] = list(r.parse)
     if r.status not in STATUS_MAP:
         detail["method_status"] = r.status
     key = r.criterion
