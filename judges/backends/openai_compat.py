@@ -124,6 +124,15 @@ def build_body(request: JudgeRequest, config: OpenAICompatConfig) -> tuple[str, 
     return path, body
 
 
+def request_tokens(body: dict[str, Any]) -> int:
+    """What a provider's tokens-per-minute limit counts for a body: its input (approximated) and the
+    most it may generate."""
+    from judges.tokens import approximate
+
+    out = int(body.get("max_completion_tokens") or body.get("max_tokens") or 0) * int(body.get("n") or 1)
+    return approximate(body.get("messages"), body.get("prompt")) + out
+
+
 def _chat_logprobs(choice: dict) -> tuple[list[dict[str, float]], list[str]] | None:
     content = (choice.get("logprobs") or {}).get("content")
     if not content:
@@ -190,6 +199,7 @@ class OpenAICompatBackend(Backend):
         self.api_root = _api_root(self.config.base_url)
         self._rng = rng or random.Random()
         self._semaphores: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.limiter: Any = None  # judges.ratelimit.SharedRateLimiter when the judge sets rpm/tpm
 
     def identity(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.config.model}
@@ -226,6 +236,8 @@ class OpenAICompatBackend(Backend):
     async def _attempt(self, client: Any, sem: asyncio.Semaphore, path: str, body: dict) -> JudgeResponse:
         import httpx
 
+        if self.limiter is not None:
+            await self.limiter.acquire(request_tokens(body))
         async with sem:
             start = time.perf_counter()
             try:
@@ -264,6 +276,8 @@ class OpenAICompatBackend(Backend):
             try:
                 return await self._attempt(client, sem, path, body)
             except RetryableBackendError as exc:
+                if isinstance(exc, RateLimited) and self.limiter is not None:
+                    self.limiter.throttled(exc.retry_after)
                 if attempt >= self.config.max_retries:
                     return exc
                 delay = backoff_delay(attempt, self.config.backoff_base_s, self.config.backoff_max_s, self._rng)

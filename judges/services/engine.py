@@ -189,8 +189,15 @@ def build_backend(config: Mapping[str, Any]) -> Backend:
     raise ValueError(f"unknown backend {config['backend']!r}")
 
 
+BATCH_DISCOUNT = 0.5  # OpenAI's Batch API and Anthropic's Message Batches both cost half the normal price
+
+
 def pricing(config: Mapping[str, Any]) -> M.Pricing:
-    return M.Pricing(float(config.get("price_in_per_m") or 0.0), float(config.get("price_out_per_m") or 0.0))
+    """USD per 1M tokens; a batch judge's are its batch prices (method_options.batch_discount)."""
+    mo = config.get("method_options") or {}
+    share = float(mo.get("batch_discount") or BATCH_DISCOUNT) if mo.get("batch") else 1.0
+    return M.Pricing(share * float(config.get("price_in_per_m") or 0.0),
+                     share * float(config.get("price_out_per_m") or 0.0))
 
 
 def settings_for(config: Mapping[str, Any], cache: CacheStore | None,
@@ -262,13 +269,16 @@ def _from_pair(r: M.PairResult) -> Judged:
 
 async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], items: Sequence[Mapping[str, Any]],
                       pending: Mapping[tuple[str, int | None], Iterable[str]],
-                      cache: CacheStore | None = None) -> list[Judged]:
+                      cache: CacheStore | None = None, backend: Backend | None = None) -> list[Judged]:
     """Judge the pending slots of `items`.
 
     `pending[(item_id, output_index)]` lists the criteria still to score for that output;
     `pending[(item_id, None)]` the item-level slots (pairwise, ranking, best_worst). Outputs with the same pending
     set are judged in one call of the method, so a resumed output asks only for what is missing.
+    `backend`, when given, stands in for the judge's own (a batch collector, a request recorder) and
+    is left open.
     """
+    given = backend
     by_id = {str(it["id"]): it for it in items}
     method = config["method"]
     stages = None
@@ -284,7 +294,7 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
         stages = [M.Stage(build_backend(c), pricing(c), c.get("name", "")) for c in stage_cfgs]
         backend = stages[0].backend if stages else build_backend(config)
     else:
-        backend = build_backend(config)
+        backend = given or build_backend(config)
     out: list[Judged] = []
     try:
         if method == "pairwise":
@@ -335,7 +345,7 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
         return out
     finally:
         # HTTP clients close per call; local models stay loaded (see build_backend).
-        if config["backend"] != "transformers":
+        if config["backend"] != "transformers" and given is None:
             await backend.aclose()
         for m, c in zip(members, config.get("members") or []):
             if c["backend"] != "transformers":
