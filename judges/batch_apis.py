@@ -1,5 +1,8 @@
 """Providers' batch APIs over already-built requests: OpenAI's Batch API and Anthropic's Message
 Batches. No Django; plain HTTP (httpx), the key from the environment variable the judge names.
+Each request's body is the one the judge's provider profile builds for a single call
+(judges.providers.build_request) and each answer is read back by the same profile, so a batch
+asks exactly what the run would ask one call at a time.
 
 OpenAI (platform.openai.com/docs/guides/batch, /docs/api-reference/batch): the requests go up as a
 JSONL file (POST /v1/files, purpose "batch"; one line {custom_id, method, url, body}), then POST
@@ -26,11 +29,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from urllib.parse import urlsplit
+
 from judges.backends.base import JudgeRequest, JudgeResponse
 from judges.backends.errors import BackendError, PermanentBackendError, RetryableBackendError
-from judges.backends.openai_compat import RETRYABLE_STATUS, OpenAICompatConfig, build_body, parse_body
+from judges.providers import build_request, get_provider, read_response, settings_from_judge
+from judges.providers.base import RETRYABLE_STATUS, api_key
 
-ANTHROPIC_VERSION = "2023-06-01"
 OPENAI_ENDED = {"failed", "completed", "expired", "cancelled"}
 ANTHROPIC_RETRYABLE = {"api_error", "overloaded_error", "rate_limit_error", "timeout_error"}
 
@@ -64,61 +69,29 @@ def request_from_dict(d: dict[str, Any]) -> JudgeRequest:
     return JudgeRequest(**d)
 
 
-def anthropic_body(request: JudgeRequest, model: str) -> dict[str, Any]:
-    """A Messages API body: the system prompt at the top level, max_tokens always; no logprobs."""
-    if request.mode == "logprob" or request.logprobs:
-        raise PermanentBackendError("Anthropic's Messages API gives no logprobs: use a generate-mode method")
-    if request.n != 1:
-        raise PermanentBackendError("Anthropic's Messages API returns one answer per request (n must be 1)")
-    messages = list(request.messages) if request.messages is not None else [{"role": "user", "content": request.prompt}]
-    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-    body: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens,
-                            "messages": [{"role": m["role"], "content": m["content"]}
-                                         for m in messages if m["role"] != "system"],
-                            "temperature": min(request.temperature, 1.0)}
-    if system:
-        body["system"] = system
-    if request.top_p != 1.0:
-        body["top_p"] = request.top_p
-    if request.stop:
-        body["stop_sequences"] = list(request.stop)
-    return body
-
-
-def anthropic_response(message: dict[str, Any]) -> JudgeResponse:
-    text = "".join(block.get("text", "") for block in message.get("content") or [] if block.get("type") == "text")
-    usage = message.get("usage") or {}
-    reason = {"max_tokens": "length", "end_turn": "stop", "stop_sequence": "stop"}.get(
-        message.get("stop_reason") or "", message.get("stop_reason") or "")
-    return JudgeResponse(texts=[text], input_tokens=int(usage.get("input_tokens") or 0),
-                         output_tokens=int(usage.get("output_tokens") or 0), finish_reasons=[reason],
-                         model=message.get("model") or "", raw=message)
-
-
 class BatchAPI:
     name = "base"
 
-    def __init__(self, *, base_url: str, model: str, api_key_env: str | None, timeout_s: float = 120.0) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.api_key_env = api_key_env
-        self.timeout_s = timeout_s
-
-    def _key(self) -> str | None:
-        if not self.api_key_env:
-            return None
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise PermanentBackendError(f"environment variable {self.api_key_env} is not set")
-        return key
+    def __init__(self, judge: dict[str, Any]) -> None:
+        self.judge = judge
+        self.settings = settings_from_judge(judge)
+        self.base_url = self.settings.base_url.rstrip("/")
+        self.model = judge["model"]
+        self.timeout_s = float((judge.get("backend_options") or {}).get("timeout_s") or 120.0)
 
     def _client(self) -> Any:
         import httpx
 
-        return httpx.Client(headers=self.headers(), timeout=self.timeout_s)
+        headers = get_provider(self.settings.provider).headers(self.settings, api_key(self.settings))
+        headers.pop("Content-Type", None)  # httpx sets it per request (JSON, or multipart for a file)
+        return httpx.Client(headers=headers, timeout=self.timeout_s)
 
-    def headers(self) -> dict[str, str]:
-        raise NotImplementedError
+    def built(self, request: JudgeRequest) -> Any:
+        """The single-call HTTP request the judge's provider builds (no key: the batch call carries it)."""
+        return build_request(self.judge, request, key="")
+
+    def answer(self, body: dict[str, Any]) -> JudgeResponse:
+        return read_response(self.judge, 200, body)
 
     @staticmethod
     def _check(resp: Any, what: str) -> Any:
@@ -129,8 +102,8 @@ class BatchAPI:
         raise cls(f"{what}: {resp.status_code} {resp.text[:500]}", status=resp.status_code, body=resp.text[:2000])
 
     def endpoint(self, request: JudgeRequest) -> str:
-        """Requests with the same endpoint may share a batch."""
-        return "messages"
+        """Requests with the same endpoint may share a batch: the path of the single call's URL."""
+        return urlsplit(self.built(request).url).path
 
     def submit(self, entries: list[tuple[str, JudgeRequest]]) -> tuple[str, str]:
         """(batch id, input file id or "") for the requests, each under its custom_id."""
@@ -150,23 +123,13 @@ def _api_v1(base_url: str) -> str:
 class OpenAIBatchAPI(BatchAPI):
     name = "openai"
 
-    def headers(self) -> dict[str, str]:
-        key = self._key()
-        return {"Authorization": f"Bearer {key}"} if key else {}
-
-    def _config(self) -> OpenAICompatConfig:
-        return OpenAICompatConfig(base_url=self.base_url, model=self.model)
-
-    def endpoint(self, request: JudgeRequest) -> str:
-        return "/v1" + build_body(request, self._config())[0]
-
     def submit(self, entries: list[tuple[str, JudgeRequest]]) -> tuple[str, str]:
-        config = self._config()
         lines, endpoints = [], set()
         for custom_id, request in entries:
-            path, body = build_body(request, config)
-            endpoints.add("/v1" + path)
-            lines.append(json.dumps({"custom_id": custom_id, "method": "POST", "url": "/v1" + path, "body": body}))
+            http = self.built(request)
+            path = urlsplit(http.url).path
+            endpoints.add(path)
+            lines.append(json.dumps({"custom_id": custom_id, "method": "POST", "url": path, "body": http.json}))
         if len(endpoints) != 1:
             raise ValueError(f"one OpenAI batch serves one endpoint, not {sorted(endpoints)}")
         root = _api_v1(self.base_url)
@@ -207,7 +170,7 @@ class OpenAIBatchAPI(BatchAPI):
         resp, err = row.get("response") or {}, row.get("error")
         if resp.get("status_code") == 200:
             try:
-                return BatchOutcome(custom_id, response=parse_body(resp["body"], self.model))
+                return BatchOutcome(custom_id, response=self.answer(resp["body"]))
             except BackendError as exc:
                 return BatchOutcome(custom_id, error=f"{type(exc).__name__}: {exc}", retry=True)
         if err:  # e.g. batch_expired: the window ended before this request ran
@@ -220,15 +183,11 @@ class OpenAIBatchAPI(BatchAPI):
 class AnthropicBatchAPI(BatchAPI):
     name = "anthropic"
 
-    def headers(self) -> dict[str, str]:
-        key = self._key()
-        return {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": key} if key else {})}
-
     def _root(self) -> str:
         return _api_v1(self.base_url) + "/messages/batches"
 
     def submit(self, entries: list[tuple[str, JudgeRequest]]) -> tuple[str, str]:
-        payload = {"requests": [{"custom_id": cid, "params": anthropic_body(r, self.model)} for cid, r in entries]}
+        payload = {"requests": [{"custom_id": cid, "params": self.built(r).json} for cid, r in entries]}
         with self._client() as client:
             batch = self._check(client.post(self._root(), json=payload), "batch creation").json()
         return batch["id"], ""
@@ -255,7 +214,10 @@ class AnthropicBatchAPI(BatchAPI):
             result = row["result"]
             kind = result["type"]
             if kind == "succeeded":
-                yield BatchOutcome(row["custom_id"], response=anthropic_response(result["message"]))
+                try:
+                    yield BatchOutcome(row["custom_id"], response=self.answer(result["message"]))
+                except BackendError as exc:
+                    yield BatchOutcome(row["custom_id"], error=f"{type(exc).__name__}: {exc}", retry=True)
             elif kind == "errored":
                 err = (result.get("error") or {}).get("error") or {}
                 yield BatchOutcome(row["custom_id"], error=f"{err.get('type')}: {err.get('message')}",
@@ -268,16 +230,10 @@ APIS = {"openai": OpenAIBatchAPI, "anthropic": AnthropicBatchAPI}
 
 
 def batch_api_name(config: dict[str, Any]) -> str:
-    """method_options.batch_api, else the judge's provider (issue 22 §1), else from the endpoint's host."""
+    """method_options.batch_api, else the judge's provider: anthropic's, else OpenAI's."""
     mo = config.get("method_options") or {}
-    if mo.get("batch_api"):
-        return mo["batch_api"]
-    if config.get("provider") in APIS:
-        return config["provider"]
-    return "anthropic" if "anthropic.com" in (config.get("endpoint") or "") else "openai"
+    return mo.get("batch_api") or ("anthropic" if config.get("provider") == "anthropic" else "openai")
 
 
 def batch_api(config: dict[str, Any]) -> BatchAPI:
-    timeout = float((config.get("backend_options") or {}).get("timeout_s") or 120.0)
-    return APIS[batch_api_name(config)](base_url=config["endpoint"], model=config["model"],
-                                        api_key_env=config.get("api_key_env") or None, timeout_s=timeout)
+    return APIS[batch_api_name(config)](config)

@@ -1,15 +1,18 @@
 """Judge configuration from YAML/JSON: parse, validate whole, normalise. Pure (no Django).
 
     name: aqua-mini                    # [a-z0-9_-]+, unique
-    backend: openai                    # openai | transformers
+    provider: openai                   # openai | anthropic | google | vllm | sglang | llamacpp | ollama | tgi
+                                       # | openai-compatible (the default of backend: openai); see docs/judges.md
+    backend: openai                    # openai (any HTTP provider; implied by provider) | transformers (local)
     model: gpt-4o-mini
-    endpoint: https://api.openai.com/v1   # openai only
+    endpoint: https://api.openai.com/v1   # HTTP only; hosted providers have a default
     api_key_env: OPENAI_API_KEY        # the NAME of the variable holding the key, never the key
+    structured_output: false           # true: the answer is held to a JSON schema built from the rubric
     method: label                      # see METHODS (label = seed 003 baseline, legacy = baseline-v0;
                                        # pairwise, ranking, best_worst compare an item's outputs)
     mode: generate                     # generate | logprobs (logprobs = G-Eval)
     criteria: [label]                  # optional; default every judgeable criterion
-    sampling: {temperature: 0, max_tokens: 256, seed: 7}
+    sampling: {temperature: 0, max_tokens: 256, seed: 7}   # + reasoning_effort, reasoning_tokens
     concurrency: 16
     price_in_per_m: 0.15               # USD per 1M input tokens
     price_out_per_m: 0.60
@@ -33,6 +36,8 @@ from typing import Any, Iterable
 import yaml
 
 from judges.prompts.base import known_overrides
+from judges.providers import GENERIC, NAMES as PROVIDERS, canonical, check_judge, get_provider
+from judges.providers.openai import EFFORTS as REASONING_EFFORTS
 
 BACKENDS = ("openai", "transformers")
 MODES = ("generate", "logprobs")
@@ -50,11 +55,12 @@ QUEUE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")
 # Backend settings a judge may pass through (the rest are set from the judge's own fields).
 OPENAI_OPTIONS = {"timeout_s": float, "connect_timeout_s": float, "max_retries": int, "backoff_base_s": float,
                   "backoff_max_s": float, "retry_after_max_s": float, "supports_json_schema": bool,
-                  "supports_seed": bool, "extra_body": dict, "headers": dict}
+                  "supports_seed": bool, "extra_body": dict, "headers": dict,
+                  "reasoning_model": bool}
 TRANSFORMERS_OPTIONS = {"batch_size": int, "max_batch_tokens": int, "dtype": str, "device": str,
                         "trust_remote_code": bool, "max_input_tokens": int}
 SAMPLING = {"temperature": (float, 0.0, 2.0), "top_p": (float, 0.0, 1.0), "max_tokens": (int, 1, 32768),
-            "seed": (int, 0, 2**31 - 1)}
+            "seed": (int, 0, 2**31 - 1), "reasoning_tokens": (int, 0, 200_000)}
 # Budget and rate limits (judges.services.budget, judges.ratelimit, judges.services.estimate): a cap in USD per
 # run, requests and tokens per minute shared by every worker, a local tokenizer for the estimate.
 BUDGET_OPTIONS = {"max_cost_usd": float, "rpm": int, "tpm": int, "tokenizer": str}
@@ -82,13 +88,14 @@ METHOD_OPTIONS: dict[str, dict[str, type]] = {
     "geval": {"top_logprobs": int},
     "self_consistency": {"samples": int, "temperature": float, "separate_requests": bool},
 }
-FIELDS = ("name", "description", "backend", "model", "endpoint", "api_key_env", "method", "mode", "criteria",
+FIELDS = ("name", "description", "provider", "backend", "model", "endpoint", "api_key_env", "method", "mode", "criteria",
           "sampling", "concurrency", "price_in_per_m", "price_out_per_m", "queue", "prompt_overrides",
-          "backend_options", "method_options")
+          "backend_options", "method_options", "structured_output")
 DEFAULTS: dict[str, Any] = {"description": "", "endpoint": "", "api_key_env": "", "method": "per_criterion",
                             "mode": "generate", "criteria": [], "sampling": {}, "concurrency": 8,
                             "price_in_per_m": 0.0, "price_out_per_m": 0.0, "queue": "judges",
-                            "prompt_overrides": {}, "backend_options": {}, "method_options": {}}
+                            "prompt_overrides": {}, "backend_options": {}, "method_options": {},
+                            "provider": "", "structured_output": False}
 
 
 class JudgeConfigError(ValueError):
@@ -131,6 +138,7 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
     out = {**DEFAULTS, **{k: v for k, v in data.items() if k in FIELDS}}
     out["sampling"] = dict(out["sampling"] or {}) if isinstance(out["sampling"], dict) else out["sampling"]
 
+    _provider(data, out, p, errors)
     name = out.get("name")
     if not isinstance(name, str) or not NAME_RE.match(name):
         errors.append((p("name"), "required: lowercase letters, digits, '-' or '_' (at most 100)"))
@@ -143,7 +151,8 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
     if out.get("backend") == "openai":
         ep = out["endpoint"]
         if not isinstance(ep, str) or not re.match(r"^https?://[^\s/]+", ep or ""):
-            errors.append((p("endpoint"), "an http(s) URL is required for the openai backend"))
+            errors.append((p("endpoint"), f"an http(s) URL is required for provider {out['provider']} "
+                                          f"(the server's base URL, e.g. http://127.0.0.1:8000/v1)"))
     elif out["endpoint"]:
         errors.append((p("endpoint"), "only the openai backend takes an endpoint"))
     if out["api_key_env"] and (not isinstance(out["api_key_env"], str) or not ENV_RE.match(out["api_key_env"])):
@@ -172,8 +181,12 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
         errors.append((p("sampling"), "must be a mapping"))
     else:
         for key, value in sampling.items():
+            if key == "reasoning_effort":
+                if value not in REASONING_EFFORTS:
+                    errors.append((p("sampling.reasoning_effort"), f"must be one of {', '.join(REASONING_EFFORTS)}"))
+                continue
             if key not in SAMPLING:
-                errors.append((p(f"sampling.{key}"), f"unknown (allowed: {', '.join(SAMPLING)})"))
+                errors.append((p(f"sampling.{key}"), f"unknown (allowed: {', '.join(SAMPLING)}, reasoning_effort)"))
                 continue
             kind, lo, hi = SAMPLING[key]
             if key == "seed" and value is None:
@@ -219,9 +232,39 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
         errors.append((p("method_options.router"), f"must be one of {', '.join(ROUTERS)}"))
     _check_ensemble(out["method"], mo, p, errors)
     _check_budget(out, mo, p, errors)
+    if not isinstance(out["structured_output"], bool):
+        errors.append((p("structured_output"), "must be true or false"))
+    elif out["structured_output"] and out["method"] == "geval":
+        errors.append((p("structured_output"), "G-Eval reads one score token, not a JSON answer; "
+                                               "set structured_output: false"))
+    if not errors and out["backend"] == "openai":
+        errors += check_judge(out, p)  # what the provider would refuse, found now rather than by failing calls
     if errors:
         raise JudgeConfigError(errors)
     return {k: out[k] for k in FIELDS}
+
+
+def _provider(data: dict[str, Any], out: dict[str, Any], p: Any, errors: list[tuple[str, str]]) -> None:
+    """`provider` alone reaches a hosted model (backend openai, its endpoint and key variable by
+    default); a file without one keeps `backend: openai` as the generic OpenAI-compatible provider."""
+    given = data.get("provider")
+    if given is None or given == "":
+        out["provider"] = GENERIC if out.get("backend") == "openai" else ""
+        return
+    if not isinstance(given, str) or canonical(given) not in PROVIDERS:
+        errors.append((p("provider"), f"must be one of {', '.join(PROVIDERS)}"))
+        return
+    out["provider"] = canonical(given)
+    if "backend" not in data:
+        out["backend"] = "openai"
+    elif out.get("backend") != "openai":
+        errors.append((p("provider"), "a provider is reached over HTTP; backend: transformers takes no provider"))
+        return
+    profile = get_provider(out["provider"])
+    if not out.get("endpoint") and profile.default_endpoint:
+        out["endpoint"] = profile.default_endpoint
+    if not out.get("api_key_env") and profile.default_key_env:
+        out["api_key_env"] = profile.default_key_env
 
 
 def _check_ensemble(method: str, mo: dict[str, Any], p: Any, errors: list[tuple[str, str]]) -> None:
@@ -264,9 +307,13 @@ def _check_budget(out: dict[str, Any], mo: dict[str, Any], p: Any, errors: list[
         if out.get("backend") != "openai":
             errors.append((p("method_options.batch"), "batch APIs are for hosted providers (backend: openai); "
                                                       "a local transformers model batches by itself"))
-        if out.get("mode") == "logprobs" and mo.get("batch_api") == "anthropic":
-            errors.append((p("method_options.batch"), "Anthropic's Messages API gives no logprobs: a G-Eval "
-                                                      "(logprobs) judge cannot run there; use a generate method"))
+        api = mo.get("batch_api") or ("anthropic" if out.get("provider") == "anthropic" else "openai")
+        if (api == "anthropic") != (out.get("provider") == "anthropic") or \
+                out.get("provider") not in ("openai", "anthropic", GENERIC):
+            errors.append((p("method_options.batch"), f"{api}'s batch API takes {api}'s requests: "
+                                                      f"use provider: {'anthropic' if api == 'anthropic' else 'openai'}"
+                                                      f" (or {GENERIC} for an OpenAI-style server), and leave "
+                                                      f"batch_api out"))
         if out.get("method") == "escalation" or mo.get("ensemble"):
             errors.append((p("method_options.batch"), "escalation and ensembles call several judges; "
                                                       "run their members as batch judges instead"))

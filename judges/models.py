@@ -25,6 +25,8 @@ class JudgeConfig(models.Model):
 
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
+    provider = models.CharField(max_length=20, blank=True, default="",
+                                help_text="Provider profile of an HTTP judge (judges/providers); empty for local models.")
     backend = models.CharField(max_length=20, choices=Backend.choices, default=Backend.OPENAI)
     model = models.CharField(max_length=200)
     endpoint = models.CharField(max_length=500, blank=True, help_text="Base URL of the OpenAI-compatible server.")
@@ -42,6 +44,7 @@ class JudgeConfig(models.Model):
     prompt_overrides = models.JSONField(default=dict, blank=True)
     backend_options = models.JSONField(default=dict, blank=True, help_text="timeout_s, max_retries, ...")
     method_options = models.JSONField(default=dict, blank=True, help_text="chunk_size, rules, samples, ...")
+    structured_output = models.BooleanField(default=False, help_text="Hold answers to a JSON schema from the rubric.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -119,6 +122,7 @@ class JudgeScore(models.Model):
         UNPARSED = "unparsed", "Unparsed"
         REFUSAL = "refusal", "Refusal"
         ERROR = "error", "Error"
+        TRUNCATED = "truncated", "Cut off by the token cap"
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="scores")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_scores")

@@ -23,6 +23,7 @@ from judges.config import COMMON_METHOD_OPTIONS, ENSEMBLE_OPTIONS, ITEM_LEVEL_ME
 from judges.methods.best_worst import DEFAULT_TUPLE_SIZE, bw_slot, design, shown_of_slot
 from judges.methods.ranking import rank_slot
 from judges.prompts import check_rubric_overrides
+from judges.providers import settings_from_judge
 from judges.prompts.base import LABEL_KINDS, judgeable
 
 STATUS_MAP = {"ok": "scored", "refusal": "refusal", "error": "error"}  # anything else: unparsed
@@ -176,9 +177,10 @@ _LOCAL_LOCK = threading.Lock()
 def build_backend(config: Mapping[str, Any]) -> Backend:
     opts = dict(config.get("backend_options") or {})
     if config["backend"] == "openai":
-        return get_backend("openai_compat", {"base_url": config["endpoint"], "model": config["model"],
-                                             "api_key_env": config.get("api_key_env") or None,
-                                             "max_concurrency": int(config.get("concurrency") or 8), **opts})
+        settings = vars(settings_from_judge(config))  # the provider's share of the judge; the rest is transport
+        transport = {k: v for k, v in opts.items() if k not in settings and k != "reasoning_model"}
+        return get_backend("openai_compat", {**settings, **transport,
+                                             "max_concurrency": int(config.get("concurrency") or 8)})
     if config["backend"] == "transformers":
         # A loaded model is kept for the life of the worker process: loading costs far more than a chunk.
         key = (config["model"], tuple(sorted((k, repr(v)) for k, v in opts.items())))

@@ -4,8 +4,6 @@ a batch that fails validation are sent again; each slot is scored once; cost at 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from judges.batchserver import running_batch_server
@@ -22,8 +20,10 @@ KEY_ENV = "CONCORD_TEST_BATCH_KEY"
 
 
 def batch_judge(make_judge, server, api: str, name: str, **extra):
+    """An OpenAI-style judge (the generic provider) or an Anthropic one, pointed at the loopback server."""
+    provider = {"provider": "anthropic", "model": "claude-sonnet-4-5"} if api == "anthropic" else {}
     return make_judge(name, endpoint=server.base_url, api_key_env=KEY_ENV, price_in_per_m=2.0, price_out_per_m=8.0,
-                      method_options={"batch": True, "batch_api": api, "batch_poll_s": 0.2, **extra})
+                      method_options={"batch": True, "batch_poll_s": 0.2, **extra}, **provider)
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
@@ -87,14 +87,12 @@ def test_reading_a_batch_result_twice_changes_nothing(celery_worker_session, mak
     assert list(JudgeScore.objects.filter(run=run).order_by("id").values_list("id", "value")) == scores
 
 
-def test_the_anthropic_body_has_a_top_level_system_prompt_and_no_logprobs():
-    from judges.backends.base import JudgeRequest
-    from judges.backends.errors import PermanentBackendError
-    from judges.batch_apis import anthropic_body
+def test_a_batch_judge_must_match_its_provider():
+    from judges.config import JudgeConfigError, validate_judge
 
-    body = anthropic_body(JudgeRequest(messages=({"role": "system", "content": "Be fair."},
-                                                 {"role": "user", "content": "Rate it."}), max_tokens=64), "claude-x")
-    assert body["system"] == "Be fair." and body["messages"] == [{"role": "user", "content": "Rate it."}]
-    assert body["max_tokens"] == 64 and "logprobs" not in json.dumps(body)
-    with pytest.raises(PermanentBackendError, match="no logprobs"):
-        anthropic_body(JudgeRequest(prompt="x", mode="logprob"), "claude-x")
+    base = {"name": "b", "model": "m", "endpoint": "http://127.0.0.1:9/v1", "method_options": {"batch": True}}
+    with pytest.raises(JudgeConfigError, match="anthropic's batch API takes anthropic's requests"):
+        validate_judge({**base, "backend": "openai", "method_options": {"batch": True, "batch_api": "anthropic"}})
+    with pytest.raises(JudgeConfigError, match="batch APIs are for hosted providers"):
+        validate_judge({**base, "backend": "transformers", "endpoint": ""})
+    assert validate_judge({**base, "provider": "anthropic", "sampling": {"max_tokens": 64}})["method_options"]["batch"]

@@ -42,7 +42,7 @@ def test_sigkill_while_the_batch_is_at_the_provider_then_a_new_worker_finishes_t
         monkeypatch.setenv(KEY_ENV, server.api_key)
         study = make_study("rrgen-001", items_text=one_output_items(6))
         judge = make_judge("batch-kill", endpoint=server.base_url, api_key_env=KEY_ENV, queue=QUEUE,
-                           method_options={"batch": True, "batch_api": "openai", "batch_poll_s": 0.5})
+                           method_options={"batch": True, "batch_poll_s": 0.5})
         try:
             first = start_worker(log, **WORKER)
             run = judge_run_start(study=study, judge=judge)

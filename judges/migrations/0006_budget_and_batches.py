@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judges', '0004_routing_auto_pause'),
+        ('judges', '0005_judge_provider'),
     ]
 
     operations = [

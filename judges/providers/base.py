@@ -1,0 +1,164 @@
+"""One base class for every judge provider: what a request may carry, how it is sent, how the answer is read.
+
+A provider turns a `JudgeRequest` (what a method asks) into an `HttpRequest` (exactly what goes on
+the wire) and reads the provider's answer back into a `JudgeResponse`, or into one of our own
+`BackendError`s. `check` runs when a judge is loaded and lists every setting the provider would
+refuse, so a run never learns it from failing calls.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from judges.backends.base import JudgeRequest, JudgeResponse
+from judges.backends.errors import (
+    BackendError, MalformedResponseError, PermanentBackendError, RateLimited, RetryableBackendError,
+)
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+Problem = tuple[str, str]  # (field path in the judge file, message naming the rule and the fix)
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """One HTTP request as it is sent: the batch APIs and `judge_request` reuse it as it is."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    json: dict[str, Any]
+
+    def masked(self) -> "HttpRequest":
+        """The same request with credentials replaced by a mask keeping the first 3 characters."""
+        return HttpRequest(self.method, self.url, {k: mask_secret(k, v) for k, v in self.headers.items()}, self.json)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "url": self.url, "headers": dict(self.headers), "json": self.json}
+
+
+SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key"}
+
+
+def mask_secret(name: str, value: str) -> str:
+    if name.lower() not in SECRET_HEADERS:
+        return value
+    scheme, _, token = value.rpartition(" ")
+    if token.startswith("$"):  # a placeholder naming the unset variable, not a key
+        return value
+    shown = token[:3] + "..." if len(token) > 8 else "..."
+    return f"{scheme} {shown}".strip()
+
+
+@dataclass
+class ProviderSettings:
+    """The judge's settings a provider needs (plain data; the key stays in the environment)."""
+
+    base_url: str
+    model: str
+    provider: str = "openai-compatible"
+    api_key_env: str | None = None
+    reasoning_effort: str | None = None  # sampling.reasoning_effort
+    reasoning_tokens: int | None = None  # sampling.reasoning_tokens: cap headroom for hidden reasoning
+    reasoning_model: bool | None = None  # backend_options.reasoning_model: overrides the name rule
+    supports_json_schema: bool = False  # generic provider: the server honours response_format json_schema
+    supports_seed: bool = True
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Provider:
+    """Subclasses set the class attributes and override what differs from an OpenAI-style server."""
+
+    name = "base"
+    title = ""
+    default_endpoint = ""  # hosted providers: where `provider` alone reaches them
+    default_key_env = ""
+    logprobs = True  # returns token logprobs (G-Eval's logprob mode)
+    structured = True  # can hold the answer to a JSON schema
+    docs: dict[str, str] = {}  # rule -> provider documentation URL (docs/judges.md cites these)
+
+    # ----------------------------------------------------------------------------- load time
+    def check(self, judge: Mapping[str, Any], path: Any) -> list[Problem]:
+        """Every setting of `judge` (a normalised judge dict) this provider would refuse."""
+        problems: list[Problem] = []
+        if judge.get("mode") == "logprobs" and not self.logprobs:
+            problems.append((path("mode"), f"{self.title} returns no token logprobs, so G-Eval's logprob mode "
+                                           f"cannot run; use mode: generate (method per_criterion) or a server "
+                                           f"that returns logprobs (vllm, sglang, llamacpp, tgi)"))
+        if judge.get("structured_output") and not self.structured:
+            problems.append((path("structured_output"), f"{self.title} cannot hold an answer to a JSON schema; "
+                                                        f"set structured_output: false"))
+        if judge.get("structured_output") and judge.get("mode") == "logprobs":
+            problems.append((path("structured_output"), "logprob mode reads one score token, not a JSON answer; "
+                                                        "set structured_output: false"))
+        return problems
+
+    # ----------------------------------------------------------------------------- requests
+    def url(self, settings: ProviderSettings, request: JudgeRequest) -> str:
+        raise NotImplementedError
+
+    def headers(self, settings: ProviderSettings, api_key: str | None) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", **settings.headers}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        return headers
+
+    def body(self, settings: ProviderSettings, request: JudgeRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def build(self, settings: ProviderSettings, request: JudgeRequest, *, api_key: str | None = None) -> HttpRequest:
+        body = self.body(settings, request)
+        body.update(settings.extra_body)
+        return HttpRequest("POST", self.url(settings, request), self.headers(settings, api_key), body)
+
+    # ----------------------------------------------------------------------------- answers
+    def read(self, data: Any, model: str) -> JudgeResponse:
+        """A 200 body (parsed JSON) -> JudgeResponse; MalformedResponseError when it is not one."""
+        raise NotImplementedError
+
+    def error(self, status: int, text: str, retry_after: float | None = None) -> BackendError:
+        """A non-200 answer -> one of our errors, with the provider's own message when it gave one."""
+        message = error_message(text)
+        what = f"{self.title} refused the request ({status})" + (f": {message}" if message else "")
+        if status == 429:
+            return RateLimited(f"rate limited (429){': ' + message if message else ''}", status=429, body=text,
+                               retry_after=retry_after)
+        if status in RETRYABLE_STATUS or status >= 500:
+            return RetryableBackendError(f"server error {status}{': ' + message if message else ''}", status=status,
+                                         body=text, retry_after=retry_after)
+        return PermanentBackendError(what, status=status, body=text)
+
+    def decode(self, raw: bytes | str, model: str) -> JudgeResponse:
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise MalformedResponseError("response body is not JSON", status=200,
+                                         body=(raw.decode(errors="replace") if isinstance(raw, bytes) else raw)[:2000]) from exc
+        return self.read(data, model)
+
+
+def error_message(text: str) -> str:
+    """The message of an OpenAI-style `{"error": {"message"}}` or Anthropic-style
+    `{"type": "error", "error": {"type", "message"}}` body; '' when there is none."""
+    try:
+        data = json.loads(text)
+    except (ValueError, TypeError):
+        return ""
+    err = data.get("error") if isinstance(data, dict) else None
+    if isinstance(err, dict):
+        return str(err.get("message") or err.get("type") or "")
+    if isinstance(err, str):
+        return err
+    return ""
+
+
+def api_key(settings: ProviderSettings) -> str | None:
+    """The key from the environment variable the judge names; PermanentBackendError when it is unset."""
+    if not settings.api_key_env:
+        return None
+    key = os.environ.get(settings.api_key_env)
+    if not key:
+        raise PermanentBackendError(f"environment variable {settings.api_key_env} is not set")
+    return key
