@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 from annotation.models import Item, Study
 from judges.backends.base import Backend, JudgeRequest, Result
 from judges.backends.errors import PermanentBackendError
+from judges.config import COMMON_METHOD_OPTIONS, METHOD_OPTIONS
 from judges.services import engine
 from judges.tokens import token_counter
 
@@ -104,7 +105,8 @@ def run_estimate(*, study: Study, config: Mapping[str, Any]) -> dict[str, Any]:
         parts = [_one_judge(m, rubric, items, scale) for m in config.get("members") or []]
         notes.append("a weighted ensemble: the sum of its members' estimates")
     elif config["method"] == "escalation":
-        parts = [_one_judge({**config, "method": "label"}, rubric, items, scale)]
+        mo_label = {k: v for k, v in mo.items() if k in COMMON_METHOD_OPTIONS or k in METHOD_OPTIONS["label"]}
+        parts = [_one_judge({**config, "method": "label", "method_options": mo_label}, rubric, items, scale)]
         notes.append("escalation: the first (cheap) judge on every output; the experts ask more on the "
                      "escalated ones only, which cannot be known before the run")
     else:

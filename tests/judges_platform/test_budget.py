@@ -13,6 +13,7 @@ from django.db.models import Sum
 
 from judges.models import JudgeRun, JudgeScore
 from judges.ratelimit import SharedRateLimiter
+from judges.services.estimate import run_estimate
 from judges.services.runs import judge_run_start
 
 from .conftest import wait_for, wait_run_ends
@@ -52,6 +53,15 @@ def test_the_estimate_counts_the_calls_and_with_a_tokenizer_the_tokens_the_serve
     assert est["max_output_tokens"] == 30 * 128
     assert run.tokens_in == stats.prompt_tokens and run.cost_usd <= est["max_cost_usd"]
     assert est["input_cost_usd"] == pytest.approx(est["input_tokens"] * 1.0 / 1e6)
+
+    config = {**run.config, "method_options": {**run.config["method_options"], "tokenizer": ""}}
+    approx = run_estimate(study=study, config=config)
+    assert not approx["tokens_exact"] and approx["calls"] == 30
+    for label, e in (("tokenizer", est), ("approximation", approx)):
+        print(f"estimate ({label}): {e['calls']} calls, {e['input_tokens']} input tokens, at most "
+              f"{e['max_output_tokens']} output tokens, at most ${e['max_cost_usd']:.6f} (input ${e['input_cost_usd']:.6f})")
+    print(f"actual: {stats.completion_requests} calls, {run.tokens_in} input tokens, {run.tokens_out} output tokens, "
+          f"${run.cost_usd:.6f}")
 
 
 def test_dry_run_prints_the_estimate_and_starts_nothing(make_study, make_judge):
