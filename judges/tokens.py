@@ -58,7 +58,8 @@ def _from_transformers(name: str) -> TokenCounter:
         if messages is None:
             return len(tok(prompt or "")["input_ids"])
         if templated:
-            return len(tok.apply_chat_template([dict(m) for m in messages], tokenize=True, add_generation_prompt=True))
+            ids = tok.apply_chat_template([dict(m) for m in messages], tokenize=True, add_generation_prompt=True)
+            return len(ids["input_ids"] if hasattr(ids, "keys") else ids)  # transformers 5 returns a BatchEncoding
         return sum(len(tok(m.get("content") or "")["input_ids"]) + MESSAGE_OVERHEAD for m in messages)
 
     return TokenCounter(count, True, f"tokenizer {name}" + (" (its chat template)" if templated else ""))

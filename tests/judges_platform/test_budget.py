@@ -157,3 +157,38 @@ def test_the_run_form_shows_the_estimate_to_admins_only_and_takes_a_cap(make_stu
     admin.post(f"/judges/runs/{run.pk}/cap/", {"max_cost_usd": "9"})
     run.refresh_from_db()
     assert run.cost_cap_usd == 9 and run.status in ("queued", "running") and run.pause_reason == ""
+
+
+def test_a_local_models_estimate_counts_with_its_own_tokenizer_and_chat_template(make_study, make_judge, tmp_path):
+    from transformers import AutoTokenizer
+
+    from judges.services.estimate import RecordingBackend, _pending
+    from judges.services.runs import judge_config_snapshot
+    from tests.judges.tiny_model import build_tiny_llama
+
+    path = build_tiny_llama(tmp_path / "tiny")
+    study = make_study("rrgen-001", items_text=one_output_items(2))
+    judge = make_judge("local", backend="transformers", model=str(path), endpoint="", price_in_per_m=0.0,
+                       price_out_per_m=0.0)
+    config = judge_config_snapshot(judge, study)
+    est = run_estimate(study=study, config=config)
+    assert est["tokens_exact"] and str(path) in est["tokenizer"] and "chat template" in est["tokenizer"]
+
+    # the same prompts, rendered here as text through the chat template and then tokenised: the estimate is that sum
+    import asyncio
+
+    from annotation.models import Item
+    from judges.services import engine
+
+    recorder = RecordingBackend()
+    items = list(Item.objects.filter(study=study).prefetch_related("outputs").order_by("id"))
+    payloads, pending = _pending(config, study.rubric, engine.output_criteria(config, study.rubric), items)
+    asyncio.run(engine.judge_items(config, study.rubric, payloads, pending, None, backend=recorder))
+    tok = AutoTokenizer.from_pretrained(str(path))
+    texts = [tok.apply_chat_template([dict(m) for m in r.messages], tokenize=False, add_generation_prompt=True)
+             for r in recorder.requests]
+    counted = sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts)
+    assert counted > 20 * len(texts)  # whole prompts, not the two keys of an encoding
+    assert est["calls"] == len(recorder.requests) == 10
+    assert est["input_tokens"] == counted
+
