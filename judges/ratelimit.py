@@ -1,7 +1,7 @@
 """Requests and tokens per minute for one judge, shared by every worker through Redis. No Django.
 
-The counting is the `limits` library's sliding-window counter in Redis (its Lua scripts make
-each hit atomic), so workers on any number of nodes draw on one quota per judge: the key is
+The counting is the `limits` library's in Redis (its Lua scripts make each hit atomic): an
+exact moving window for requests, the sliding-window counter for tokens; so workers on any number of nodes draw on one quota per judge: the key is
 the judge's name. A request takes one unit of the rpm limit and its input tokens (the
 approximation of judges.tokens) plus the most it may generate of the tpm limit, as providers
 count it. A 429 with Retry-After stops every worker of the judge until then (one Redis key),
@@ -19,16 +19,21 @@ MAX_WAIT_S = 5.0  # look again at least this often while waiting for the window
 
 
 class SharedRateLimiter:
-    def __init__(self, name: str, *, redis_url: str, rpm: int | None = None, tpm: int | None = None) -> None:
+    def __init__(self, name: str, *, redis_url: str, rpm: int | None = None, tpm: int | None = None,
+                 window_s: int = 60) -> None:
+        """`rpm` requests and `tpm` tokens per `window_s` seconds (a minute, as providers state them)."""
         import redis
-        from limits import RateLimitItemPerMinute
+        from limits import RateLimitItemPerSecond
         from limits.storage import storage_from_string
-        from limits.strategies import SlidingWindowCounterRateLimiter
+        from limits.strategies import MovingWindowRateLimiter, SlidingWindowCounterRateLimiter
 
         self.name = name
-        self.rpm = RateLimitItemPerMinute(rpm, namespace="concord-judge-rpm") if rpm else None
-        self.tpm = RateLimitItemPerMinute(tpm, namespace="concord-judge-tpm") if tpm else None
-        self._limiter = SlidingWindowCounterRateLimiter(storage_from_string(redis_url))
+        self.rpm = RateLimitItemPerSecond(rpm, window_s, namespace="concord-judge-rpm") if rpm else None
+        self.tpm = RateLimitItemPerSecond(tpm, window_s, namespace="concord-judge-tpm") if tpm else None
+        storage = storage_from_string(redis_url)
+        # Requests in an exact moving window (one entry per request); tokens in the sliding-window counter,
+        # which takes a cost of thousands in one INCRBY where the moving window would store each token.
+        self._limiters = {"rpm": MovingWindowRateLimiter(storage), "tpm": SlidingWindowCounterRateLimiter(storage)}
         self._redis = redis.Redis.from_url(redis_url)
         self._until_key = f"concord:judge-ratelimit:{name}:until"
         self.rate_limited = 0  # 429s met through this limiter (one chunk's)
@@ -40,10 +45,11 @@ class SharedRateLimiter:
 
     def _take(self, item: Any, cost: int) -> float:
         """0 when `cost` units were taken, else the seconds until the window may have room."""
+        limiter = self._limiters["rpm" if item is self.rpm else "tpm"]
         cost = min(cost, item.amount)  # a request bigger than the whole quota goes alone in its window
-        if self._limiter.hit(item, self.name, cost=cost):
+        if limiter.hit(item, self.name, cost=cost):
             return 0.0
-        stats = self._limiter.get_window_stats(item, self.name)
+        stats = limiter.get_window_stats(item, self.name)
         return min(MAX_WAIT_S, max(0.05, stats.reset_time - time.time()))
 
     async def acquire(self, tokens: int) -> None:

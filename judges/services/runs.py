@@ -371,12 +371,14 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
 
     if batch_run(run.config):
         return batch_chunk_process(run=run, payloads=payloads, pending=pending, where=where)
-    reserved = sum(len(slots) for slots in pending.values()) * slot_max_cost(run) if run.cost_cap_usd else 0.0
-    room, why = cost_reserve(run_id=run.pk, amount=reserved)
-    if not room:
-        judge_run_pause(run_id=run.pk, reason=why)
-        outcome.skipped = "paused"
-        return outcome
+    reserved = 0.0
+    if run.cost_cap_usd is not None:  # no cap, no lock on the run row
+        reserved = sum(len(slots) for slots in pending.values()) * slot_max_cost(run)
+        room, why = cost_reserve(run_id=run.pk, amount=reserved)
+        if not room:
+            judge_run_pause(run_id=run.pk, reason=why)
+            outcome.skipped = "paused"
+            return outcome
     cache = DBCache()
     limiter = rate_limiter(run.config)
     try:
