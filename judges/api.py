@@ -38,7 +38,7 @@ class JudgeRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = JudgeRun
         fields = ["id", "study", "judge", "status", "criteria", "n_outputs", "n_expected", "n_scored", "n_unparsed",
-                  "n_refusal", "n_error", "tokens_in", "tokens_out", "cost_usd", "error", "created_at",
+                  "n_refusal", "n_error", "n_truncated", "tokens_in", "tokens_out", "cost_usd", "error", "created_at",
                   "started_at", "finished_at", "config", "progress", "cost_cap_usd", "pause_reason",
                   "n_rate_limited", "estimate"]
 

@@ -29,8 +29,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from urllib.parse import urlsplit
-
 from judges.backends.base import JudgeRequest, JudgeResponse
 from judges.backends.errors import BackendError, PermanentBackendError, RetryableBackendError
 from judges.providers import build_request, get_provider, read_response, settings_from_judge
@@ -103,7 +101,7 @@ class BatchAPI:
 
     def endpoint(self, request: JudgeRequest) -> str:
         """Requests with the same endpoint may share a batch: the path of the single call's URL."""
-        return urlsplit(self.built(request).url).path
+        return self.built(request).path
 
     def submit(self, entries: list[tuple[str, JudgeRequest]]) -> tuple[str, str]:
         """(batch id, input file id or "") for the requests, each under its custom_id."""
@@ -127,9 +125,8 @@ class OpenAIBatchAPI(BatchAPI):
         lines, endpoints = [], set()
         for custom_id, request in entries:
             http = self.built(request)
-            path = urlsplit(http.url).path
-            endpoints.add(path)
-            lines.append(json.dumps({"custom_id": custom_id, "method": "POST", "url": path, "body": http.json}))
+            endpoints.add(http.path)
+            lines.append(json.dumps({"custom_id": custom_id, "method": "POST", "url": http.path, "body": http.json}))
         if len(endpoints) != 1:
             raise ValueError(f"one OpenAI batch serves one endpoint, not {sorted(endpoints)}")
         root = _api_v1(self.base_url)

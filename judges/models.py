@@ -80,6 +80,7 @@ class JudgeRun(models.Model):
     n_unparsed = models.PositiveIntegerField(default=0)
     n_refusal = models.PositiveIntegerField(default=0)
     n_error = models.PositiveIntegerField(default=0)
+    n_truncated = models.PositiveIntegerField(default=0, help_text="Answers cut off by the token cap.")
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)

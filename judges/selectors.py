@@ -27,6 +27,7 @@ class RunProgress:
     elapsed_s: float | None
     rate: float | None  # slots per second since the run started
     eta_s: float | None
+    truncated: int = 0  # answers cut off by the token cap
 
     @property
     def percent(self) -> float:
@@ -50,7 +51,8 @@ def run_progress(run: JudgeRun) -> RunProgress:
     remaining = max(run.n_expected - t["done"], 0)
     eta = remaining / rate if rate and run.status in JudgeRun.ACTIVE else None
     return RunProgress(run.pk, run.status, run.n_expected, t["done"], t["scored"], t["unparsed"], t["refusal"],
-                       t["error"], t["tokens_in"], t["tokens_out"], float(t["cost"]), elapsed, rate, eta)
+                       t["error"], t["tokens_in"], t["tokens_out"], float(t["cost"]), elapsed, rate, eta,
+                       truncated=t["truncated"])
 
 
 def study_runs(study: Study) -> list[JudgeRun]:

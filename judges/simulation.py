@@ -286,3 +286,20 @@ def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
     with eager_celery():
         releases_create(study=study, version="1.0.0", formats=list(FORMATS),
                         changelog="First release of the simulated demo ratings.")
+
+
+DEMO_PROVIDER_JUDGES = (
+    {"name": "hosted-gpt-5-mini", "provider": "openai", "model": "gpt-5-mini", "method": "per_criterion",
+     "sampling": {"max_tokens": 300, "reasoning_effort": "minimal"}, "price_in_per_m": 0.25, "price_out_per_m": 2.0,
+     "description": "Hosted reasoning model (set OPENAI_API_KEY to run it); `judge_request` shows what it sends."},
+    {"name": "hosted-claude-sonnet", "provider": "anthropic", "model": "claude-sonnet-4-5", "method": "all_in_one",
+     "sampling": {"max_tokens": 600, "temperature": 0}, "structured_output": True, "price_in_per_m": 3.0,
+     "price_out_per_m": 15.0,
+     "description": "Anthropic Messages API with the rubric's JSON schema as a forced tool (set ANTHROPIC_API_KEY)."},
+)
+
+
+def demo_provider_judges() -> list[str]:
+    """Hosted judges for the demo's judges page: configured and validated against their provider's
+    rules, not run (the demo has no keys)."""
+    return [judge_config_save(data=dict(d))[0].name for d in DEMO_PROVIDER_JUDGES]

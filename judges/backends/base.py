@@ -72,6 +72,7 @@ class JudgeResponse:
     raw: Any = None
     latency_s: float = 0.0
     cached: bool = False
+    reasoning_tokens: int = 0  # hidden reasoning spent from the output cap (reasoning models), when reported
 
     @property
     def text(self) -> str:

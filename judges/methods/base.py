@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from judges.backends.base import Backend, JudgeRequest, JudgeResponse, Result
 from judges.backends.errors import BackendError
 from judges.cache import CacheStore, score_many_cached
-from judges.parsing import ParseResult
+from judges.parsing import OK, ParseResult
 from judges.prompts import Prompt
 
 ERROR = "error"
@@ -54,6 +54,7 @@ class MethodSettings:
     overrides: Mapping[str, str] | None = None  # prompt template pieces
     output_format: str | None = None  # first_line | json, for one-criterion prompts
     use_json_schema: bool = False  # ask the server to enforce the answer schema
+    structured: bool = False  # structured_output: every prompt's answer held to its JSON schema (judges.structured)
     cache: CacheStore | None = None
     criteria: Sequence[str] | None = None  # restrict to these keys
 
@@ -144,8 +145,33 @@ def error_parse(result: BackendError) -> ParseResult:
     return ParseResult(None, ERROR, "", detail=f"{type(result).__name__}: {result}")
 
 
+def schema(s: MethodSettings, build: Callable[[], dict | None]) -> dict | None:
+    """`build()` when the judge asks for structured output, else None."""
+    return build() if s.structured else None
+
+
 def parse_or_error(result: Result, parse: Any) -> ParseResult:
-    """Run `parse(text)` on a response, or turn a backend error into an error ParseResult."""
+    """Run `parse(text)` on a response, or turn a backend error into an error ParseResult. An
+    answer the token cap cut off before it could be read is "truncated", with the reason."""
     if isinstance(result, BackendError):
         return error_parse(result)
-    return parse(result.text)
+    parsed = parse(result.text)
+    if result.finish_reason != "length":
+        return parsed
+    if isinstance(parsed, dict):  # one answer, several criteria: the ones the cut took
+        return {k: p if p.status == OK else truncated(result) for k, p in parsed.items()}
+    return parsed if parsed.status == OK else truncated(result)
+
+
+TRUNCATED = "truncated"
+
+
+def truncated(result: JudgeResponse) -> ParseResult:
+    hidden = result.reasoning_tokens
+    if not result.text.strip() and hidden:
+        why = (f"no visible answer: the cap was spent on {hidden} hidden reasoning tokens (of {result.output_tokens}"
+               f" output tokens); raise sampling.reasoning_tokens or lower sampling.reasoning_effort")
+    else:
+        why = (f"cut off by the token cap after {result.output_tokens} output tokens"
+               + (f" ({hidden} of them hidden reasoning)" if hidden else "") + "; raise sampling.max_tokens")
+    return ParseResult(None, TRUNCATED, result.text, detail=why)

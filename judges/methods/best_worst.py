@@ -18,7 +18,10 @@ from typing import Any, Mapping, Sequence
 
 from annotation.services.comparative import tuple_order
 from judges.backends.base import Backend
-from judges.methods.base import CriterionResult, MethodSettings, call, parse_or_error, request_for, texts, usage
+from judges.methods.base import (
+    CriterionResult, MethodSettings, call, parse_or_error, request_for, schema, texts, usage,
+)
+from judges.structured import best_worst_schema, reader
 from judges.parsing import OK, parse_best_worst
 from judges.prompts import build_best_worst
 
@@ -49,10 +52,11 @@ async def best_worst(backend: Backend, rubric: Mapping[str, Any],
     """One result per (item, tuple in the order shown)."""
     name = key or "overall"
     prompts = [build_best_worst(rubric, item, shown, key, s.overrides) for item, shown in tuples]
-    results = await call(backend, [request_for(p, s) for p in prompts], s)
+    answers = [schema(s, lambda k=len(shown): best_worst_schema(k)) for _, shown in tuples]
+    results = await call(backend, [request_for(p, s, json_schema=a) for p, a in zip(prompts, answers)], s)
     out = []
-    for (item, shown), r in zip(tuples, results):
-        p = parse_or_error(r, lambda t, k=len(shown): parse_best_worst(t, k))
+    for (item, shown), r, a in zip(tuples, results, answers):
+        p = parse_or_error(r, reader(a, lambda t, k=len(shown): parse_best_worst(t, k)))
         tin, tout = usage(r)
         value = ({"shown": list(shown), "best": shown[p.value["best"] - 1], "worst": shown[p.value["worst"] - 1]}
                  if p.status == OK else None)

@@ -15,8 +15,9 @@ from judges.backends.errors import BackendError
 from judges.parsing import OK, UNPARSED
 from judges.prompts import build_criterion
 from judges.prompts.base import LABEL_KINDS
-from judges.methods.base import CriterionResult, MethodSettings, Target, call, request_for
-from judges.methods.direct import parse_for_prompt, selected
+from judges.methods.base import CriterionResult, MethodSettings, Target, call, request_for, schema
+from judges.structured import reader
+from judges.methods.direct import criterion_schema, parse_for_prompt, selected
 
 
 def aggregate(values: Sequence[Any], numeric: bool) -> tuple[Any, str, dict[str, Any]]:
@@ -43,11 +44,13 @@ async def self_consistency(backend: Backend, rubric: Mapping[str, Any], targets:
     jobs = [(t, c, build_criterion(rubric, c["key"], t.item, t.output, s.overrides, s.output_format))
             for c in crits for t in targets]
     base_seed = s.seed if s.seed is not None else 0
+    answers = [schema(s, lambda p=p, c=c: criterion_schema(p, c)) for _, c, p in jobs]
     if separate_requests:
-        reqs: list[JudgeRequest] = [request_for(p, s, temperature=temperature, seed=base_seed + k)
-                                    for _, _, p in jobs for k in range(samples)]
+        reqs: list[JudgeRequest] = [request_for(p, s, temperature=temperature, seed=base_seed + k, json_schema=a)
+                                    for (_, _, p), a in zip(jobs, answers) for k in range(samples)]
     else:
-        reqs = [request_for(p, s, temperature=temperature, n=samples, seed=base_seed) for _, _, p in jobs]
+        reqs = [request_for(p, s, temperature=temperature, n=samples, seed=base_seed, json_schema=a)
+                for (_, _, p), a in zip(jobs, answers)]
     results = await call(backend, reqs, s)
     per = samples if separate_requests else 1
     out = []
@@ -61,7 +64,7 @@ async def self_consistency(backend: Backend, rubric: Mapping[str, Any], targets:
                 raws += r.texts
                 if not r.cached:
                     tin, tout = tin + r.input_tokens, tout + r.output_tokens
-        parsed = [parse_for_prompt(p, c, x) for x in raws]
+        parsed = [reader(answers[n], lambda text: parse_for_prompt(p, c, text))(x) for x in raws]
         values = [pr.value for pr in parsed if pr.status == OK]
         value, status, sig = aggregate(values, c.get("kind") not in LABEL_KINDS)
         if not raws and errors:

@@ -9,8 +9,9 @@ from judges.prompts import Prompt, build_all_criteria, build_criterion, build_la
 from judges.prompts.base import LABEL_KINDS, bounds, choice_values, judgeable
 from judges.prompts.feedback_000 import output_names
 from judges.prompts.generic import json_schema_for
+from judges.structured import label_schema, prompt_schema, reader, scores_schema
 from judges.methods.base import (
-    CriterionResult, MethodSettings, Target, call, from_parse, parse_or_error, request_for,
+    CriterionResult, MethodSettings, Target, call, from_parse, parse_or_error, request_for, schema,
 )
 
 
@@ -34,8 +35,9 @@ def parse_for_prompt(prompt: Prompt, criterion: Mapping[str, Any], text: str) ->
 
 
 def parse_all(rubric: Mapping[str, Any], prompt: Prompt, crits: Sequence[Mapping[str, Any]],
-              text: str) -> dict[str, ParseResult]:
-    if prompt.expects == "criteria_block":
+              text: str, structured: bool = False) -> dict[str, ParseResult]:
+    """Every criterion of one answer; a structured answer is the JSON object whatever the prompt's format."""
+    if prompt.expects == "criteria_block" and not structured:
         names = output_names(rubric)
         out = {}
         for c in crits:
@@ -52,11 +54,11 @@ async def all_in_one(backend: Backend, rubric: Mapping[str, Any], targets: Seque
     """One call per output scoring every criterion; the call's usage is split over the criteria."""
     crits = selected(rubric, s)
     prompts = [build_all_criteria(rubric, t.item, t.output, s.overrides) for t in targets]
-    schema = json_schema_for(crits) if s.use_json_schema else None
-    results = await call(backend, [request_for(p, s, json_schema=schema) for p in prompts], s)
+    answer = schema(s, lambda: scores_schema(crits)) or (json_schema_for(crits) if s.use_json_schema else None)
+    results = await call(backend, [request_for(p, s, json_schema=answer) for p in prompts], s)
     out = []
     for t, p, r in zip(targets, prompts, results):
-        parsed = parse_or_error(r, lambda text: parse_all(rubric, p, crits, text))
+        parsed = parse_or_error(r, lambda text: parse_all(rubric, p, crits, text, s.structured))
         for i, c in enumerate(crits):
             pr = parsed[c["key"]] if isinstance(parsed, dict) else parsed
             out.append(from_parse(t, c["key"], pr, r, s.pricing, share=(i, len(crits))))
@@ -70,9 +72,16 @@ async def per_criterion(backend: Backend, rubric: Mapping[str, Any], targets: Se
     crits = selected(rubric, s)
     jobs = [(t, c, build_criterion(rubric, c["key"], t.item, t.output, s.overrides, s.output_format))
             for c in crits for t in targets]
-    results = await call(backend, [request_for(p, s) for _, _, p in jobs], s)
-    return [from_parse(t, c["key"], parse_or_error(r, lambda text: parse_for_prompt(p, c, text)), r, s.pricing)
-            for (t, c, p), r in zip(jobs, results)]
+    answers = [schema(s, lambda: criterion_schema(p, c)) for _, c, p in jobs]
+    results = await call(backend, [request_for(p, s, json_schema=a) for (_, _, p), a in zip(jobs, answers)], s)
+    return [from_parse(t, c["key"], parse_or_error(r, reader(a, lambda text: parse_for_prompt(p, c, text))), r,
+                       s.pricing)
+            for (t, c, p), r, a in zip(jobs, results, answers)]
+
+
+def criterion_schema(prompt: Prompt, criterion: Mapping[str, Any]) -> dict | None:
+    """The answer schema of a one-criterion prompt (its own format: a score or a label)."""
+    return prompt_schema(prompt.expects, criterion, label_set({}, None))
 
 
 async def classify(backend: Backend, rubric: Mapping[str, Any], targets: Sequence[Target],
@@ -80,7 +89,8 @@ async def classify(backend: Backend, rubric: Mapping[str, Any], targets: Sequenc
     """Label classification (seed 003 baseline): one call per output, strict JSON label."""
     prompts = [build_label(rubric, t.item, t.output, key, s.overrides) for t in targets]
     key = prompts[0].criterion if prompts else key
-    results = await call(backend, [request_for(p, s) for p in prompts], s)
+    answer = schema(s, lambda: label_schema(label_set(rubric, key)))
+    results = await call(backend, [request_for(p, s, json_schema=answer) for p in prompts], s)
     return [from_parse(t, key or "label", parse_or_error(r, lambda text: parse_label_answer(rubric, key, text)), r,
                        s.pricing)
             for t, r in zip(targets, results)]

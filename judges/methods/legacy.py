@@ -12,7 +12,10 @@ from judges.backends.base import Backend
 from judges.parsing import parse_label
 from judges.prompts import criterion_by_key
 from judges.prompts.aqua_003 import build_legacy
-from judges.methods.base import CriterionResult, MethodSettings, Target, call, from_parse, parse_or_error, request_for
+from judges.methods.base import (
+    CriterionResult, MethodSettings, Target, call, from_parse, parse_or_error, request_for, schema,
+)
+from judges.structured import label_schema
 from judges.methods.direct import label_set
 
 
@@ -21,6 +24,7 @@ async def legacy(backend: Backend, rubric: Mapping[str, Any], targets: Sequence[
     criterion = criterion_by_key(rubric, key) if key else None
     prompts = [build_legacy(rubric, criterion, t.item, t.output, s.overrides) for t in targets]
     labels = label_set(rubric, key)
-    results = await call(backend, [request_for(p, s) for p in prompts], s)
+    answer = schema(s, lambda: label_schema(labels))
+    results = await call(backend, [request_for(p, s, json_schema=answer) for p in prompts], s)
     return [from_parse(t, key or "label", parse_or_error(r, lambda text: parse_label(text, labels)), r, s.pricing)
             for t, r in zip(targets, results)]

@@ -14,7 +14,8 @@ from typing import Any, Mapping, Sequence
 from judges.backends.base import Backend
 from judges.parsing import OK, parse_pairwise
 from judges.prompts import build_pairwise
-from judges.methods.base import MethodSettings, call, parse_or_error, request_for, texts, usage
+from judges.methods.base import TRUNCATED, MethodSettings, call, parse_or_error, request_for, schema, texts, usage
+from judges.structured import pairwise_schema, reader
 
 INCONSISTENT = "inconsistent"
 
@@ -57,16 +58,20 @@ async def pairwise(backend: Backend, rubric: Mapping[str, Any], pairs: Sequence[
     for item, i, j in pairs:
         prompts.append(build_pairwise(rubric, item, i, j, key, s.overrides))
         prompts.append(build_pairwise(rubric, item, j, i, key, s.overrides))
-    results = await call(backend, [request_for(p, s) for p in prompts], s)
+    answer = schema(s, pairwise_schema)
+    results = await call(backend, [request_for(p, s, json_schema=answer) for p in prompts], s)
+    parse = reader(answer, parse_pairwise)
     out = []
     for n, (item, i, j) in enumerate(pairs):
         r1, r2 = results[2 * n], results[2 * n + 1]
-        p1, p2 = parse_or_error(r1, parse_pairwise), parse_or_error(r2, parse_pairwise)
+        p1, p2 = parse_or_error(r1, parse), parse_or_error(r2, parse)
         v1 = _mapped(p1.value if p1.status == OK else None, i, j)
         v2 = _mapped(p2.value if p2.status == OK else None, j, i)
         value, status = combine(v1, v2)
         if status == "unparsed" and "error" in (p1.status, p2.status):
             status = "error"
+        elif status == "unparsed" and TRUNCATED in (p1.status, p2.status):
+            status = TRUNCATED
         tin = usage(r1)[0] + usage(r2)[0]
         tout = usage(r1)[1] + usage(r2)[1]
         out.append(PairResult(

@@ -18,7 +18,10 @@ from itertools import combinations
 from typing import Any, Mapping, Sequence
 
 from judges.backends.base import Backend
-from judges.methods.base import CriterionResult, MethodSettings, call, parse_or_error, request_for, texts, usage
+from judges.methods.base import (
+    TRUNCATED, CriterionResult, MethodSettings, call, parse_or_error, request_for, schema, texts, usage,
+)
+from judges.structured import ranking_schema, reader
 from judges.parsing import OK, ParseResult, parse_ranking
 from judges.prompts import build_ranking, criterion_by_key
 
@@ -56,7 +59,7 @@ async def ranking(backend: Backend, rubric: Mapping[str, Any], items: Sequence[M
     name = key or "overall"
     allow_ties = bool(key and criterion_by_key(rubric, key).get("ties"))
     asked: list[tuple[Mapping[str, Any], list[list[int]]]] = []
-    prompts = []
+    prompts, answers = [], []
     for item in items:
         n = len(item.get("outputs") or [])
         if n < 2:
@@ -65,14 +68,17 @@ async def ranking(backend: Backend, rubric: Mapping[str, Any], items: Sequence[M
         orders = [first, first[::-1]] if swap else [first]
         asked.append((item, orders))
         prompts += [build_ranking(rubric, item, order, key, s.overrides) for order in orders]
-    results = await call(backend, [request_for(p, s) for p in prompts], s)
+        # a schema cannot say which places tie, so a criterion that allows ties keeps the seed's format
+        answers += [None if allow_ties else schema(s, lambda k=len(order): ranking_schema(k)) for order in orders]
+    results = await call(backend, [request_for(p, s, json_schema=a) for p, a in zip(prompts, answers)], s)
     out: list[CriterionResult] = []
     at = 0
     for item, orders in asked:
         mine = results[at: at + len(orders)]
         at += len(orders)
-        parses: list[ParseResult] = [parse_or_error(r, lambda t, k=len(orders[0]): parse_ranking(
-            t, k, allow_ties=allow_ties)) for r in mine]
+        mine_answers = answers[at - len(orders): at]
+        parses: list[ParseResult] = [parse_or_error(r, reader(a, lambda t, k=len(orders[0]): parse_ranking(
+            t, k, allow_ties=allow_ties))) for r, a in zip(mine, mine_answers)]
         out.append(_combine(str(item.get("id")), name, orders, parses, mine, s))
     return out
 
@@ -97,7 +103,7 @@ def _combine(item_id: str, name: str, orders: list[list[int]], parses: list[Pars
     else:
         value = None
         statuses = [p.status for p in parses]
-        status = "error" if "error" in statuses else "refusal" if "refusal" in statuses else "unparsed"
+        status = next((x for x in ("error", "refusal", TRUNCATED) if x in statuses), "unparsed")
     raw: list[str] = []
     for r in results:
         raw += texts(r)

@@ -64,16 +64,10 @@ def answer_schema(criteria: list[Mapping[str, Any]]) -> str:
 
 
 def json_schema_for(criteria: list[Mapping[str, Any]]) -> dict:
-    """A JSON schema for servers that enforce response_format (vLLM, SGLang, OpenAI)."""
-    props: dict[str, Any] = {}
-    for c in criteria:
-        if c.get("kind") in LABEL_KINDS:
-            props[c["key"]] = {"type": "string", "enum": choice_values(c)}
-        else:
-            lo, hi = bounds(c)
-            props[c["key"]] = {"type": "integer", "minimum": lo, "maximum": hi}
-    props["reasoning"] = {"type": "string"}
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    """A JSON schema for servers that enforce response_format (method_options.use_json_schema)."""
+    from judges.structured import scores_schema  # judges.structured builds on this package
+
+    return scores_schema(criteria)
 
 
 def item_text(item: Mapping[str, Any], output: Mapping[str, Any] | int, overrides: Mapping[str, str] | None) -> str:

@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 from judges.backends.base import JudgeRequest, JudgeResponse
 from judges.backends.errors import (
@@ -29,6 +30,11 @@ class HttpRequest:
     url: str
     headers: dict[str, str]
     json: dict[str, Any]
+
+    @property
+    def path(self) -> str:
+        """The URL's path, e.g. /v1/chat/completions (what an OpenAI Batch line's `url` holds)."""
+        return urlsplit(self.url).path
 
     def masked(self) -> "HttpRequest":
         """The same request with credentials replaced by a mask keeping the first 3 characters."""
@@ -140,18 +146,22 @@ class Provider:
 
 
 def error_message(text: str) -> str:
-    """The message of an OpenAI-style `{"error": {"message"}}` or Anthropic-style
-    `{"type": "error", "error": {"type", "message"}}` body; '' when there is none."""
+    """The message of an error body: OpenAI, llama.cpp `{"error": {"message"}}`, Anthropic
+    `{"type": "error", "error": {"type", "message"}}`, TGI `{"error": "...", "error_type"}`, vLLM's
+    older `{"object": "error", "message"}`, FastAPI `{"detail"}`; '' when there is none."""
     try:
         data = json.loads(text)
     except (ValueError, TypeError):
         return ""
-    err = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return ""
+    err = data.get("error")
     if isinstance(err, dict):
         return str(err.get("message") or err.get("type") or "")
     if isinstance(err, str):
         return err
-    return ""
+    found = data.get("message") or data.get("detail")
+    return found if isinstance(found, str) else json.dumps(found) if found else ""
 
 
 def api_key(settings: ProviderSettings) -> str | None:

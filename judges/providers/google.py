@@ -25,6 +25,7 @@ class Google(OpenAICompatible):
     default_endpoint = "https://generativelanguage.googleapis.com/v1beta/openai"
     default_key_env = "GEMINI_API_KEY"
     logprobs = False
+    chat_only = True
     docs = {
         "OpenAI compatibility (endpoint, reasoning_effort, response_format)": "https://ai.google.dev/gemini-api/docs/openai",
         "thinking (budgets, tokens billed as output)": "https://ai.google.dev/gemini-api/docs/thinking",
@@ -38,9 +39,6 @@ class Google(OpenAICompatible):
 
     def root(self, settings: ProviderSettings) -> str:
         return settings.base_url.rstrip("/")  # .../v1beta/openai: no /v1 to add
-
-    def url(self, settings: ProviderSettings, request: JudgeRequest) -> str:
-        return self.root(settings) + "/chat/completions"
 
     def check(self, judge: Mapping[str, Any], path: Any) -> list[Problem]:
         opts = judge.get("backend_options") or {}
@@ -56,8 +54,3 @@ class Google(OpenAICompatible):
 
     def schema_fields(self, settings: ProviderSettings, schema: dict) -> dict[str, Any]:
         return {"response_format": {"type": "json_schema", "json_schema": {"name": "judgement", "schema": schema}}}
-
-    def body(self, settings: ProviderSettings, request: JudgeRequest) -> dict[str, Any]:
-        if request.messages is None:
-            request = JudgeRequest(messages=({"role": "user", "content": request.prompt},), **request.sampling())
-        return super().body(settings, request)

@@ -52,6 +52,7 @@ class OpenAI(OpenAICompatible):
     title = "OpenAI"
     default_endpoint = "https://api.openai.com/v1"
     default_key_env = "OPENAI_API_KEY"
+    chat_only = True  # reasoning models have no /completions
     docs = {
         "reasoning models: max_completion_tokens, reasoning_effort, no temperature/top_p/logprobs":
             "https://platform.openai.com/docs/guides/reasoning",
@@ -88,9 +89,6 @@ class OpenAI(OpenAICompatible):
                                                                  f"at temperature 1; remove the option"))
         return problems
 
-    def url(self, settings: ProviderSettings, request: JudgeRequest) -> str:
-        return self.root(settings) + "/chat/completions"  # reasoning models have no /completions
-
     def cap(self, settings: ProviderSettings, request: JudgeRequest) -> dict[str, Any]:
         if not self.reasoning(settings):
             return {"max_completion_tokens": 1 if request.mode == "logprob" else request.max_tokens}
@@ -106,9 +104,6 @@ class OpenAI(OpenAICompatible):
                                     "json_schema": {"name": "judgement", "schema": schema, "strict": True}}}
 
     def body(self, settings: ProviderSettings, request: JudgeRequest) -> dict[str, Any]:
-        if request.messages is None:  # chat only: a raw prompt becomes the user message
-            request = JudgeRequest(messages=({"role": "user", "content": request.prompt},),
-                                   **{k: v for k, v in request.sampling().items()})
         body = super().body(settings, request)
         if self.reasoning(settings):
             body.pop("logprobs", None)

@@ -23,13 +23,15 @@ class OpenAICompatible(Provider):
     name = "openai-compatible"
     title = "an OpenAI-compatible server"
     max_top_logprobs = 20
+    chat_only = False  # no /completions: a raw prompt is sent as the user message
     docs = {"Chat Completions API": "https://platform.openai.com/docs/api-reference/chat/create"}
 
     def root(self, settings: ProviderSettings) -> str:
         return api_root(settings.base_url)
 
     def url(self, settings: ProviderSettings, request: JudgeRequest) -> str:
-        return self.root(settings) + ("/chat/completions" if request.messages is not None else "/completions")
+        chat = request.messages is not None or self.chat_only
+        return self.root(settings) + ("/chat/completions" if chat else "/completions")
 
     def cap(self, settings: ProviderSettings, request: JudgeRequest) -> dict[str, Any]:
         """The output-token cap field(s)."""
@@ -52,6 +54,8 @@ class OpenAICompatible(Provider):
         return min(self.max_top_logprobs, request.top_logprobs or (DEFAULT_TOP_LOGPROBS if request.mode == "logprob" else 0))
 
     def body(self, settings: ProviderSettings, request: JudgeRequest) -> dict[str, Any]:
+        if request.messages is None and self.chat_only:
+            request = JudgeRequest(messages=({"role": "user", "content": request.prompt},), **request.sampling())
         body: dict[str, Any] = {"model": settings.model, **self.sampling(settings, request),
                                 **self.cap(settings, request)}
         if request.n != 1:
@@ -93,7 +97,9 @@ class OpenAICompatible(Provider):
                     logprobs.append(lp[0])
                     chosen.append(lp[1])
             usage = data.get("usage") or {}
+            details = usage.get("completion_tokens_details") or {}
             return JudgeResponse(
+                reasoning_tokens=int(details.get("reasoning_tokens") or 0),
                 texts=texts, finish_reasons=reasons,
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),

@@ -106,7 +106,7 @@ def batch_chunk_process(*, run: JudgeRun, payloads: list, pending: dict, where: 
     collector = BatchCollector(run)
     try:
         judged = asyncio.run(engine.judge_items(run.config, run.study.rubric, payloads, pending, None,
-                                                backend=collector))
+                                                backend_for=lambda c: collector))
     finally:
         collector.close()
     outcome = _write_judged(run, judged, pending, where, False, ChunkOutcome())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from judges import methods as M
 from judges.backends import get_backend
@@ -26,7 +26,7 @@ from judges.prompts import check_rubric_overrides
 from judges.providers import settings_from_judge
 from judges.prompts.base import LABEL_KINDS, judgeable
 
-STATUS_MAP = {"ok": "scored", "refusal": "refusal", "error": "error"}  # anything else: unparsed
+STATUS_MAP = {"ok": "scored", "refusal": "refusal", "error": "error", "truncated": "truncated"}  # else: unparsed
 RETRYABLE_NAMES = {name for name, obj in vars(backend_errors).items()
                    if isinstance(obj, type) and issubclass(obj, backend_errors.BackendError) and obj.retryable}
 
@@ -210,7 +210,7 @@ def settings_for(config: Mapping[str, Any], cache: CacheStore | None,
         temperature=float(sampling.get("temperature", 0.0)), top_p=float(sampling.get("top_p", 1.0)),
         max_tokens=int(sampling.get("max_tokens", 512)), seed=sampling.get("seed"), pricing=pricing(config),
         overrides=config.get("prompt_overrides") or None, output_format=mo.get("output_format"),
-        use_json_schema=bool(mo.get("use_json_schema", False)),
+        use_json_schema=bool(mo.get("use_json_schema", False)), structured=bool(config.get("structured_output")),
         cache=cache if mo.get("use_cache", True) else None, criteria=list(criteria) if criteria else None,
     )
 
@@ -271,32 +271,32 @@ def _from_pair(r: M.PairResult) -> Judged:
 
 async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], items: Sequence[Mapping[str, Any]],
                       pending: Mapping[tuple[str, int | None], Iterable[str]],
-                      cache: CacheStore | None = None, backend: Backend | None = None) -> list[Judged]:
-    """Judge the pending slots of `items`.
+                      cache: CacheStore | None = None,
+                      backend_for: Callable[[Mapping[str, Any]], Backend] | None = None) -> list[Judged]:
+    """Judge the pending slots of `items`. `backend_for(config)` builds each backend (default
+    build_backend; `judge_request` passes one that records the requests and sends nothing).
 
     `pending[(item_id, output_index)]` lists the criteria still to score for that output;
     `pending[(item_id, None)]` the item-level slots (pairwise, ranking, best_worst). Outputs with the same pending
     set are judged in one call of the method, so a resumed output asks only for what is missing.
-    `backend`, when given, stands in for the judge's own (a batch collector, a request recorder) and
-    is left open.
     """
-    given = backend
+    backend_for = backend_for or build_backend
     by_id = {str(it["id"]): it for it in items}
     method = config["method"]
     stages = None
     members: list[M.Member] = []
     if is_ensemble(config):
         for c in config.get("members") or []:
-            members.append(M.Member(build_backend(c), M.METHODS[c["method"]], pricing(c), c.get("name", ""),
+            members.append(M.Member(backend_for(c), M.METHODS[c["method"]], pricing(c), c.get("name", ""),
                                     {k: v for k, v in method_kwargs(c).items() if k != "key"},
                                     settings_for(c, cache, None)))
-        backend = build_backend(config)  # closed below like any judge's; the members vote
+        backend = backend_for(config)  # closed below like any judge's; the members vote
     elif method == "escalation":
         stage_cfgs = config.get("stages") or []
-        stages = [M.Stage(build_backend(c), pricing(c), c.get("name", "")) for c in stage_cfgs]
-        backend = stages[0].backend if stages else build_backend(config)
+        stages = [M.Stage(backend_for(c), pricing(c), c.get("name", "")) for c in stage_cfgs]
+        backend = stages[0].backend if stages else backend_for(config)
     else:
-        backend = given or build_backend(config)
+        backend = backend_for(config)
     out: list[Judged] = []
     try:
         if method == "pairwise":
@@ -347,7 +347,7 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
         return out
     finally:
         # HTTP clients close per call; local models stay loaded (see build_backend).
-        if config["backend"] != "transformers" and given is None:
+        if config["backend"] != "transformers":
             await backend.aclose()
         for m, c in zip(members, config.get("members") or []):
             if c["backend"] != "transformers":

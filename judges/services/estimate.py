@@ -66,7 +66,7 @@ def _requests(config: Mapping[str, Any], rubric: Mapping[str, Any], criteria: Se
     recorder = RecordingBackend()
     payloads, pending = _pending(config, rubric, criteria, items)
     if pending:
-        asyncio.run(engine.judge_items(config, rubric, payloads, pending, None, backend=recorder))
+        asyncio.run(engine.judge_items(config, rubric, payloads, pending, None, backend_for=lambda c: recorder))
     return recorder.requests
 
 

@@ -84,7 +84,8 @@ def _report(run: JudgeRun, rows: list[dict[str, Any]]) -> str:
         f"sampling: {json.dumps(c.get('sampling') or {}, sort_keys=True)}",
         f"criteria: {', '.join(run.criteria) or '(pairs)'}",
         f"slots expected: {run.n_expected}  written: {n}",
-        f"scored: {run.n_scored}  unparsed: {run.n_unparsed}  refusal: {run.n_refusal}  error: {run.n_error}",
+        f"scored: {run.n_scored}  unparsed: {run.n_unparsed}  refusal: {run.n_refusal}  error: {run.n_error}  "
+        f"truncated: {run.n_truncated}",
         f"tokens in: {run.tokens_in}  out: {run.tokens_out}  cost: ${run.cost_usd:.6f}",
     ]
     if run.n_outputs:

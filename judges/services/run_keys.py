@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from judges import prompts
 from judges.prompts import aqua_003
+from judges.providers import GENERIC
 from judges.services.engine import comparative_key
 
 TRANSPORT_OPTIONS = {"timeout_s", "connect_timeout_s", "max_retries", "backoff_base_s", "backoff_max_s",
@@ -62,14 +63,22 @@ def run_key_parts(config: Mapping[str, Any], rubric: Mapping[str, Any], criteria
     method_options = {k: v for k, v in (config.get("method_options") or {}).items()
                       if k not in PLATFORM_METHOD_OPTIONS}
     stages = [run_key_parts(stage, rubric, criteria, rubric_version_id) for stage in (config.get("stages") or [])[1:]]
+    backend = {"name": config.get("backend"), "endpoint": config.get("endpoint", ""),
+               "mode": config.get("mode", "generate"), "options": backend_options}
+    method = {"name": config.get("method"), "options": method_options, "criteria": list(criteria),
+              "stages": [_digest(s)[:16] for s in stages]}
+    # the provider and structured output change the requests; left out at their defaults so the keys
+    # of runs made before they existed stay the same
+    if config.get("provider") not in (None, "", GENERIC):
+        backend["provider"] = config["provider"]
+    if config.get("structured_output"):
+        method["structured_output"] = True
     return {
         "model": config.get("model", ""),
-        "backend": {"name": config.get("backend"), "endpoint": config.get("endpoint", ""),
-                    "mode": config.get("mode", "generate"), "options": backend_options},
+        "backend": backend,
         "prompt": _digest(_rendered_templates(config, rubric, criteria))[:16],
         "sampling": dict(config.get("sampling") or {}),
-        "method": {"name": config.get("method"), "options": method_options, "criteria": list(criteria),
-                   "stages": [_digest(s)[:16] for s in stages]},
+        "method": method,
         "rubric_version": rubric_version_id,
     }
 

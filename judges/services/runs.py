@@ -402,15 +402,15 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
 
 async def _judge(config: dict, rubric: dict, payloads: list, pending: dict, cache: DBCache,
                  limiter: Any) -> list[engine.Judged]:
-    """The judge's own backend, sharing its per-minute quota with every worker through `limiter`."""
-    if limiter is None or engine.is_ensemble(config) or config["method"] == "escalation":
-        return await engine.judge_items(config, rubric, payloads, pending, cache)
-    backend = engine.build_backend(config)
-    backend.limiter = limiter
-    try:
-        return await engine.judge_items(config, rubric, payloads, pending, cache, backend=backend)
-    finally:
-        await backend.aclose()
+    """The judge's own backend shares its per-minute quota with every worker through `limiter`."""
+    def backend_for(c: Mapping[str, Any]) -> Any:
+        backend = engine.build_backend(c)
+        if c.get("name") == config["name"] and hasattr(backend, "limiter"):
+            backend.limiter = limiter
+        return backend
+
+    return await engine.judge_items(config, rubric, payloads, pending, cache,
+                                    backend_for=backend_for if limiter is not None else None)
 
 
 def _write_judged(run: JudgeRun, judged: Sequence[engine.Judged], pending: Mapping, where: Mapping,
@@ -459,6 +459,7 @@ def run_totals(run: JudgeRun) -> dict[str, Any]:
         done=Count("id"),
         scored=Count("id", filter=Q(status="scored")), unparsed=Count("id", filter=Q(status="unparsed")),
         refusal=Count("id", filter=Q(status="refusal")), error=Count("id", filter=Q(status="error")),
+        truncated=Count("id", filter=Q(status="truncated")),
         tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost=Sum("cost_usd"),
     )
     return {k: (v or 0) for k, v in agg.items()}
@@ -467,8 +468,10 @@ def run_totals(run: JudgeRun) -> dict[str, Any]:
 def judge_run_refresh_totals(*, run: JudgeRun) -> JudgeRun:
     t = run_totals(run)
     run.n_scored, run.n_unparsed, run.n_refusal, run.n_error = t["scored"], t["unparsed"], t["refusal"], t["error"]
+    run.n_truncated = t["truncated"]
     run.tokens_in, run.tokens_out, run.cost_usd = t["tokens_in"], t["tokens_out"], float(t["cost"])
-    run.save(update_fields=["n_scored", "n_unparsed", "n_refusal", "n_error", "tokens_in", "tokens_out", "cost_usd"])
+    run.save(update_fields=["n_scored", "n_unparsed", "n_refusal", "n_error", "n_truncated", "tokens_in",
+                            "tokens_out", "cost_usd"])
     return run
 
 

@@ -30,7 +30,7 @@ def test_old_files_are_the_generic_provider():
     j = judge(backend="openai", model="m", endpoint="http://127.0.0.1:9/v1", sampling={"max_tokens": 30})
     assert j["provider"] == "openai-compatible"
     req = http(j)
-    assert req.url == "http://127.0.0.1:9/v1/chat/completions"
+    assert req.url == "http://127.0.0.1:9/v1/chat/completions" and req.path == "/v1/chat/completions"
     assert req.json["max_tokens"] == 30 and req.json["temperature"] == 0.0
     assert req.headers["Authorization"] == "Bearer sk-test-123456789"
     assert "response_format" not in http(j, {"type": "object"}).json  # only when the server is said to take it
@@ -147,3 +147,18 @@ def test_key_is_masked_for_printing(monkeypatch):
 def test_every_provider_is_named_in_the_config_error():
     errs = refusals(provider="bedrock", model="m")
     assert all(name in errs["provider"] for name in PROVIDERS)
+
+
+@pytest.mark.parametrize("body,message", [
+    ({"error": {"message": "bad schema", "type": "invalid_request_error"}}, "bad schema"),
+    ({"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"}},
+     "max_tokens: Field required"),
+    ({"error": "Input validation error: `top_n_tokens` must be <= 5", "error_type": "validation"}, "must be <= 5"),
+    ({"object": "error", "message": "guided_json is not supported", "type": "BadRequestError", "code": 400},
+     "guided_json is not supported"),
+    ({"detail": [{"loc": ["body", "messages"], "msg": "field required"}]}, "field required"),
+])
+def test_each_servers_error_body_gives_its_message(body, message):
+    j = judge(provider="vllm", model="m", endpoint="http://x")
+    with pytest.raises(PermanentBackendError, match=message.replace("`", ".").replace("[", ".")):
+        read_response(j, 400, json.dumps(body))

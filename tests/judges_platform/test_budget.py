@@ -183,7 +183,7 @@ def test_a_local_models_estimate_counts_with_its_own_tokenizer_and_chat_template
     recorder = RecordingBackend()
     items = list(Item.objects.filter(study=study).prefetch_related("outputs").order_by("id"))
     payloads, pending = _pending(config, study.rubric, engine.output_criteria(config, study.rubric), items)
-    asyncio.run(engine.judge_items(config, study.rubric, payloads, pending, None, backend=recorder))
+    asyncio.run(engine.judge_items(config, study.rubric, payloads, pending, None, backend_for=lambda c: recorder))
     tok = AutoTokenizer.from_pretrained(str(path))
     texts = [tok.apply_chat_template([dict(m) for m in r.messages], tokenize=False, add_generation_prompt=True)
              for r in recorder.requests]

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand
 
 from annotation.demo import demo_install
 from annotation.models import Study
-from judges.simulation import demo_judges_and_release
+from judges.simulation import demo_judges_and_release, demo_provider_judges
 
 
 class Command(BaseCommand):
@@ -12,10 +12,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         accounts = demo_install(judges_hook=demo_judges_and_release)
+        hosted = demo_provider_judges()
         studies = Study.objects.filter(slug__startswith="demo-").order_by("slug")
         self.stdout.write("\nDemo studies:")
         for study in studies:
             self.stdout.write(f"  {study.slug:<22} {study.items.count():>3} items  {study.get_status_display()}")
+        self.stdout.write(f"\nHosted judges (configured, not run; see manage.py judge_request): {', '.join(hosted)}")
         self.stdout.write("\nDemo accounts (local use only):")
         for username, password, role in accounts:
             self.stdout.write(f"  {role:<10} {username:<11} password: {password}")

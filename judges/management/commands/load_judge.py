@@ -26,4 +26,4 @@ class Command(BaseCommand):
             raise CommandError(f"{file}: not UTF-8 text (byte {exc.start})") from exc
         for judge, created in saved:
             self.stdout.write(f"{'added' if created else 'updated'} judge {judge.name} "
-                              f"({judge.backend} {judge.model}, method {judge.method})")
+                              f"({judge.provider or judge.backend} {judge.model}, method {judge.method})")

@@ -74,7 +74,7 @@ class Command(BaseCommand):
             rate = f"{p.rate:.2f}/s" if p.rate else "-"
             eta = f"{p.eta_s:.0f}s" if p.eta_s is not None else "-"
             self.stdout.write(f"[{p.status}] {p.done}/{p.expected} ({p.percent:.1f}%) scored {p.scored} "
-                              f"unparsed {p.unparsed} error {p.error}  {rate}  ETA {eta}  "
+                              f"unparsed {p.unparsed} truncated {p.truncated} error {p.error}  {rate}  ETA {eta}  "
                               f"tokens {p.tokens_in}/{p.tokens_out}  ${p.cost_usd:.4f}")
             if not p.active:
                 break

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judges', '0005_judge_provider'),
+        ('judges', '0006_judge_run_truncated'),
     ]
 
     operations = [

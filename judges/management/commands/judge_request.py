@@ -1,0 +1,81 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from judges.config import METHOD_NAMES, JudgeConfigError, parse_judges_text, validate_judge
+
+
+class Command(BaseCommand):
+    help = ("Print, sending nothing, the exact HTTP request(s) a judge file's judge(s) would send for a stand-in "
+            "item: method, URL, headers (API key masked) and JSON body, as each judge's provider builds them.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="judge file, .yaml or .json (one judge, or several under `judges:`)")
+        parser.add_argument("--rubric", required=True, help="rubric slug (a stored rubric, else a built-in preset)")
+        parser.add_argument("--method", choices=METHOD_NAMES, help="ask with this method instead of the file's")
+        parser.add_argument("--json", action="store_true", help="a JSON list of the requests")
+
+    def handle(self, *args, file: str, rubric: str, method: str | None, json: bool, **options):
+        import json as jsonlib
+
+        from judges.services.requests import planned_requests
+
+        path = Path(file)
+        if not path.is_file():
+            raise CommandError(f"{file}: no such file")
+        try:
+            judges = parse_judges_text(path.read_text(encoding="utf-8"), filename=path.name)
+            if method:
+                judges = [self._with_method(j, method) for j in judges]
+        except JudgeConfigError as exc:
+            lines = "\n".join(f"  {p or path.name}: {m}" for p, m in exc.errors)
+            raise CommandError(f"{file}: refused\n{lines}") from exc
+        definition = self._rubric(rubric)
+        planned = []
+        for judge in judges:
+            try:
+                planned += planned_requests(judge, definition)
+            except (ValueError, KeyError) as exc:
+                raise CommandError(f"judge {judge['name']}: {exc}") from exc
+        if json:
+            self.stdout.write(jsonlib.dumps([p.as_dict() for p in planned], indent=2, ensure_ascii=False))
+            return
+        for n, p in enumerate(planned, 1):
+            r = p.request
+            self.stdout.write(f"# {n}/{len(planned)} judge {p.judge} (provider {p.provider})")
+            self.stdout.write(f"{r.method} {r.url}")
+            for k, v in r.headers.items():
+                self.stdout.write(f"{k}: {v}")
+            self.stdout.write("")
+            self.stdout.write(jsonlib.dumps(r.json, indent=2, ensure_ascii=False))
+            self.stdout.write("")
+
+    @staticmethod
+    def _with_method(judge: dict, method: str) -> dict:
+        data = {**judge, "method": method}
+        if method == "geval":
+            data["mode"] = "logprobs"
+        elif judge["mode"] == "logprobs":
+            data["mode"] = "generate"
+        data["method_options"] = {k: v for k, v in judge["method_options"].items()
+                                  if k in ("chunk_size", "use_cache", "output_format")}
+        return validate_judge(data)
+
+    @staticmethod
+    def _rubric(slug: str) -> dict:
+        from rubrics.loader import list_presets, load_preset
+        from rubrics.models import Rubric
+
+        from django.db import DatabaseError
+
+        try:
+            stored = Rubric.objects.filter(slug=slug).first()
+            version = stored.latest_version() if stored else None
+        except DatabaseError:  # no database here: the presets still answer
+            version = None
+        if version is not None:
+            return version.definition
+        if slug in list_presets():
+            return load_preset(slug)
+        raise CommandError(f"--rubric {slug}: no stored rubric or preset by that slug "
+                           f"(presets: {', '.join(list_presets())})")
