@@ -14,12 +14,11 @@ from rest_framework import permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.api import IsSiteAdmin
+from annotation.api import PARSERS, IsSiteAdmin
 from annotation.audit import audit_entries
 from annotation.models import AuditEntry, ParticipantErasure, Study
 from annotation.services.participant_data import ParticipantError, participant_erase
 from annotation.views.participants import participant_download
-from config.parsers import BoundedJSONParser
 
 ADMINS = [permissions.IsAuthenticated & IsSiteAdmin]
 
@@ -57,7 +56,7 @@ class ParticipantEraseView(APIView):
     """Erase the participant's data from the study: delete their ratings, or keep them under a random id."""
 
     permission_classes = ADMINS
-    parser_classes = [BoundedJSONParser]
+    parser_classes = PARSERS  # a form body too: CSRF's check reads request.POST before the view runs
 
     @extend_schema(request=EraseSerializer, responses=ErasureSerializer)
     def post(self, request, slug: str, user_id: int):

@@ -14,6 +14,7 @@ from annotation.models import Study
 from judges.config import JudgeConfigError, validate_judge
 from judges.models import JudgeConfig, JudgeRun, JudgeScore
 from judges.selectors import run_progress
+from judges.services.budget import BudgetError, judge_run_set_cap
 from judges.services.runs import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
 
 
@@ -38,7 +39,8 @@ class JudgeRunSerializer(serializers.ModelSerializer):
         model = JudgeRun
         fields = ["id", "study", "judge", "status", "criteria", "n_outputs", "n_expected", "n_scored", "n_unparsed",
                   "n_refusal", "n_error", "n_truncated", "tokens_in", "tokens_out", "cost_usd", "error", "created_at",
-                  "started_at", "finished_at", "config", "progress"]
+                  "started_at", "finished_at", "config", "progress", "cost_cap_usd", "pause_reason",
+                  "n_rate_limited", "estimate"]
 
     def get_progress(self, run: JudgeRun) -> dict:
         return run_progress(run).as_dict()
@@ -47,6 +49,12 @@ class JudgeRunSerializer(serializers.ModelSerializer):
 class RunStartSerializer(serializers.Serializer):
     study = serializers.SlugField()
     judge = serializers.CharField()
+    max_cost_usd = serializers.FloatField(required=False, allow_null=True, min_value=0.000001)
+
+
+class RunCapSerializer(serializers.Serializer):
+    max_cost_usd = serializers.FloatField(allow_null=True, min_value=0.000001,
+                                          help_text="The run's new cap in USD (null: no cap); a paused run resumes.")
 
 
 class JudgeScoreSerializer(serializers.ModelSerializer):
@@ -113,10 +121,24 @@ class JudgeRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         if study is None or judge is None:
             return Response({"detail": "no such study" if study is None else "no such judge"}, status=400)
         try:
-            run = judge_run_start(study=study, judge=judge, user=request.user)
+            run = judge_run_start(study=study, judge=judge, user=request.user,
+                                  max_cost_usd=ser.validated_data.get("max_cost_usd"))
         except JudgeRunError as exc:
             return Response({"detail": str(exc)}, status=409)
         return Response(JudgeRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=RunCapSerializer, responses=JudgeRunSerializer)
+    @action(detail=True, methods=["post"])
+    def cap(self, request, pk=None, **kwargs):
+        run = self.get_object()
+        self._writable(request, run)
+        ser = RunCapSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        try:
+            run = judge_run_set_cap(run=run, max_cost_usd=ser.validated_data["max_cost_usd"])
+        except BudgetError as exc:
+            return Response({"detail": str(exc)}, status=400)
+        return Response(JudgeRunSerializer(run).data)
 
     @extend_schema(request=None, responses=JudgeRunSerializer)
     @action(detail=True, methods=["post"])

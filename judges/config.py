@@ -60,9 +60,17 @@ TRANSFORMERS_OPTIONS = {"batch_size": int, "max_batch_tokens": int, "dtype": str
                         "trust_remote_code": bool, "max_input_tokens": int}
 SAMPLING = {"temperature": (float, 0.0, 2.0), "top_p": (float, 0.0, 1.0), "max_tokens": (int, 1, 32768),
             "seed": (int, 0, 2**31 - 1), "reasoning_tokens": (int, 0, 200_000)}
+# Budget and rate limits (judges.services.budget, judges.ratelimit, judges.services.estimate): a cap in USD per
+# run, requests and tokens per minute shared by every worker, a local tokenizer for the estimate.
+BUDGET_OPTIONS = {"max_cost_usd": float, "rpm": int, "tpm": int, "tokenizer": str}
+# Provider batch APIs (judges.batch): batch: true sends the run's requests as batches at batch prices.
+BATCH_OPTIONS = {"batch": bool, "batch_api": str, "batch_discount": float, "batch_poll_s": float,
+                 "batch_max_attempts": int}
+BATCH_APIS = ("openai", "anthropic")
 # Options every method understands (platform side), then per method (the method's keyword arguments).
 COMMON_METHOD_OPTIONS = {"chunk_size": int, "task_max_retries": int, "task_retry_backoff_s": float,
-                         "use_cache": bool, "output_format": str, "use_json_schema": bool}
+                         "use_cache": bool, "output_format": str, "use_json_schema": bool, **BUDGET_OPTIONS,
+                         **BATCH_OPTIONS}
 ENSEMBLE_OPTIONS = {"ensemble": str, "members": list, "weights": object}
 METHOD_OPTIONS: dict[str, dict[str, type]] = {
     "all_in_one": {},
@@ -222,6 +230,7 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
     if "router" in mo and mo["router"] not in ROUTERS:
         errors.append((p("method_options.router"), f"must be one of {', '.join(ROUTERS)}"))
     _check_ensemble(out["method"], mo, p, errors)
+    _check_budget(out, mo, p, errors)
     if not isinstance(out["structured_output"], bool):
         errors.append((p("structured_output"), "must be true or false"))
     elif out["structured_output"] and out["method"] == "geval":
@@ -280,6 +289,33 @@ def _check_ensemble(method: str, mo: dict[str, Any], p: Any, errors: list[tuple[
             or not all(_typed(x, float) and x >= 0 for x in w) or not any(x > 0 for x in w)):
         errors.append((p("method_options.weights"), f'must be "gold" or {len(members)} numbers >= 0 '
                                                     "(one per member, in order), not all 0"))
+
+
+def _check_budget(out: dict[str, Any], mo: dict[str, Any], p: Any, errors: list[tuple[str, str]]) -> None:
+    if _typed(mo.get("max_cost_usd"), float) and mo["max_cost_usd"] <= 0:
+        errors.append((p("method_options.max_cost_usd"), "must be a positive amount of USD (leave it out for no cap)"))
+    for key in ("rpm", "tpm"):
+        if _typed(mo.get(key), int) and mo[key] < 1:
+            errors.append((p(f"method_options.{key}"), "must be at least 1 (leave it out for no limit)"))
+    if _typed(mo.get("batch_discount"), float) and not (0 < mo["batch_discount"] <= 1):
+        errors.append((p("method_options.batch_discount"), "must be in (0, 1]: the batch price as a share of the "
+                                                           "normal one (0.5 for OpenAI and Anthropic)"))
+    if "batch_api" in mo and mo["batch_api"] not in BATCH_APIS:
+        errors.append((p("method_options.batch_api"), f"must be one of {', '.join(BATCH_APIS)}"))
+    if mo.get("batch"):
+        if out.get("backend") != "openai":
+            errors.append((p("method_options.batch"), "batch APIs are for hosted providers (backend: openai); "
+                                                      "a local transformers model batches by itself"))
+        api = mo.get("batch_api") or ("anthropic" if out.get("provider") == "anthropic" else "openai")
+        if (api == "anthropic") != (out.get("provider") == "anthropic") or \
+                out.get("provider") not in ("openai", "anthropic", GENERIC):
+            errors.append((p("method_options.batch"), f"{api}'s batch API takes {api}'s requests: "
+                                                      f"use provider: {'anthropic' if api == 'anthropic' else 'openai'}"
+                                                      f" (or {GENERIC} for an OpenAI-style server), and leave "
+                                                      f"batch_api out"))
+        if out.get("method") == "escalation" or mo.get("ensemble"):
+            errors.append((p("method_options.batch"), "escalation and ensembles call several judges; "
+                                                      "run their members as batch judges instead"))
 
 
 def parse_judges_text(text: str, *, filename: str = "") -> list[dict[str, Any]]:

@@ -63,8 +63,10 @@ class JudgeRun(models.Model):
         DONE = "done", "Done"
         CANCELLED = "cancelled", "Cancelled"
         FAILED = "failed", "Failed"
+        PAUSED = "paused", "Paused"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
+    OPEN = (Status.QUEUED, Status.RUNNING, Status.PAUSED)  # not ended: one per judge and study
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_runs")
     judge = models.ForeignKey(JudgeConfig, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
@@ -83,6 +85,12 @@ class JudgeRun(models.Model):
     tokens_out = models.PositiveBigIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
     error = models.TextField(blank=True)
+    # Budget (judges.services.budget).
+    cost_cap_usd = models.FloatField(null=True, blank=True, help_text="Most USD this run may spend; empty: no cap.")
+    cost_reserved_usd = models.FloatField(default=0.0, help_text="What chunks (or batches) under way may still spend.")
+    pause_reason = models.TextField(blank=True)
+    n_rate_limited = models.PositiveIntegerField(default=0, help_text="429 answers the provider gave this run.")
+    estimate = models.JSONField(default=dict, blank=True, help_text="judges.services.estimate, made at the start.")
     # What made the scores (judges.services.run_keys): a run with the key of a finished one reuses its scores.
     key = models.CharField(max_length=64, blank=True, db_index=True)
     key_parts = models.JSONField(default=dict, blank=True)
@@ -145,6 +153,58 @@ class JudgeScore(models.Model):
 
     def __str__(self) -> str:
         return f"{self.criterion}={self.value} ({self.status})"
+
+
+class JudgeBatch(models.Model):
+    """One provider batch (OpenAI Batch API or Anthropic Message Batches) of a run's requests."""
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="batches")
+    api = models.CharField(max_length=20)
+    provider_id = models.CharField(max_length=200, blank=True)
+    input_file_id = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=30, default="created", help_text="The provider's own state word.")
+    ended = models.BooleanField(default=False, help_text="Results read in (or the batch failed whole).")
+    n_requests = models.PositiveIntegerField(default=0)
+    counts = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    polled_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["run", "ended"])]
+
+    def __str__(self) -> str:
+        return f"{self.api} batch {self.provider_id or self.pk} ({self.status})"
+
+
+class JudgeBatchRequest(models.Model):
+    """One request of a batch run, keyed by its custom_id (the sha256 of what is asked); its answer
+    is written once (a second result for the same custom_id changes nothing)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a batch"
+        SUBMITTED = "submitted", "In a batch"
+        SUCCEEDED = "succeeded", "Answered"
+        FAILED = "failed", "Failed for good"
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="batch_requests")
+    custom_id = models.CharField(max_length=64)
+    batch = models.ForeignKey(JudgeBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="requests")
+    request = models.JSONField(help_text="The JudgeRequest, to build the provider's body from.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    response = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "custom_id"], name="judge_batch_request_unique")]
+        indexes = [models.Index(fields=["run", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.custom_id[:12]} ({self.status})"
 
 
 class JudgeCacheEntry(models.Model):

@@ -195,9 +195,10 @@ def worker_listening(queue: str = "judges", timeout_s: float = 1.0) -> bool:
 
 def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Knobs, seed: int,
                          worker: str = "auto", timeout_s: float = 600.0,
-                         methods: Sequence[str] = ()) -> list[JudgeRun]:
+                         methods: Sequence[str] = (), max_cost_usd: float | None = None) -> list[JudgeRun]:
     """Start `n_judges` judge runs on the study and wait until they end; returns the runs. Judge k
-    uses methods[k-1] when given (e.g. "geval": the score-token distribution), else the preset's."""
+    uses methods[k-1] when given (e.g. "geval": the score-token distribution), else the preset's.
+    `max_cost_usd`: each judge's cap per run (judges.services.budget)."""
     if n_judges < 1:
         return []
     if worker not in ("auto", "yes", "no"):
@@ -215,6 +216,8 @@ def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Kno
         for k in range(1, n_judges + 1):
             method = methods[k - 1] if k <= len(methods) else METHODS[preset]
             options: dict[str, Any] = {"use_cache": False, "chunk_size": 32}
+            if max_cost_usd is not None:
+                options["max_cost_usd"] = max_cost_usd
             if method == "pairwise" and pair_keys:
                 options["key"] = pair_keys[0]  # the rubric's own pairwise question, as its raters see it
             judge, _ = judge_config_save(data={
@@ -246,6 +249,9 @@ def demo_judge_endpoint() -> str:
     return f"http://127.0.0.1:{os.environ.get('CONCORD_DEMO_JUDGE_PORT', '8011')}/v1"
 
 
+DEMO_CAP_USD = 5.0
+
+
 def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
     """For `make run`'s demo, built here: two simulated judges in the preset's own method, a G-Eval
     judge where the rubric has scales (calibration), a pairwise judge for RRGen's three responses
@@ -263,8 +269,10 @@ def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
     scales = any(c["kind"] in ("likert", "numeric") for c in study.rubric["criteria"])
     methods = [METHODS[preset]] * 2 if preset in METHODS else []
     methods += (["geval"] if scales and preset != "aqua-003" else []) + (["pairwise"] if preset == "rrgen-001" else [])
+    # Each run is estimated before it starts and capped (far above what the demo's simulated prices cost):
+    # the runs' cards show both.
     runs = simulated_judges_run(study=study, preset=preset, n_judges=len(methods), methods=methods,
-                                knobs=JUDGE_KNOBS, seed=seed, worker="no")
+                                knobs=JUDGE_KNOBS, seed=seed, worker="no", max_cost_usd=DEMO_CAP_USD)
     # The simulation's server is gone now; point the judges at the one `make run` keeps.
     JudgeConfig.objects.filter(pk__in=[r.judge_id for r in runs]).update(endpoint=demo_judge_endpoint())
     done = [r for r in runs[:2] if r.status == JudgeRun.Status.DONE]

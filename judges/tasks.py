@@ -61,3 +61,11 @@ def routing_refresh(study_id: int) -> None:
     study = Study.objects.filter(pk=study_id).select_related("rubric_version").first()
     if study is not None:
         refresh(study=study)
+
+
+@shared_task(name="judges.tasks.batch_poll", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def batch_poll(run_id: int) -> dict:
+    """Advance a batch run (judges.services.batches): submit, poll, read results, enqueue again."""
+    from judges.services.batches import batch_run_advance
+
+    return batch_run_advance(run_id=run_id)

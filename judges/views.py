@@ -30,7 +30,11 @@ from judges.services.juries import COMBINE, jury_create
 from judges.services.routing import (
     REASON_WORDS, RoutingError, parse_comparisons, routing_configure, routing_refresh, study_systems,
 )
-from judges.services.runs import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
+from judges.services.budget import BudgetError, judge_run_set_cap
+from judges.services.estimate import estimate_lines, run_estimate
+from judges.services.runs import (
+    JudgeRunError, judge_config_snapshot, judge_run_cancel, judge_run_resume, judge_run_start,
+)
 
 
 def _require_admin(request: HttpRequest) -> None:
@@ -113,6 +117,34 @@ def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "judges/study.html", context)
 
 
+def _amount(text: str | None) -> float | None:
+    """A cap typed in the form: empty is None; anything else a positive number of USD."""
+    text = (text or "").strip().lstrip("$")
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise JudgeRunError(f"the cap must be an amount of USD such as 5 or 12.50, not {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise JudgeRunError("the cap must be a positive amount of USD")
+    return value
+
+
+@login_required
+def run_estimate_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """The run form's estimate for the chosen judge (an htmx fragment)."""
+    study = get_study_for_admin(request.user, slug)
+    judge = get_object_or_404(JudgeConfig, pk=request.GET.get("judge") or 0)
+    context: dict = {"estimate_judge": judge.name}
+    try:
+        est = run_estimate(study=study, config=judge_config_snapshot(judge, study))
+        context["estimate_lines"] = estimate_lines(est)
+    except (ValueError, KeyError) as exc:
+        context["estimate_error"] = str(exc)
+    return render(request, "judges/study.html#estimate", context)
+
+
 @login_required
 @require_POST
 def run_start(request: HttpRequest, slug: str) -> HttpResponse:
@@ -122,7 +154,8 @@ def run_start(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, "Pick a judge.")
     else:
         try:
-            run = judge_run_start(study=study, judge=judge, user=request.user)
+            run = judge_run_start(study=study, judge=judge, user=request.user,
+                                  max_cost_usd=_amount(request.POST.get("max_cost_usd")))
         except JudgeRunError as exc:
             messages.error(request, str(exc))
         else:
@@ -201,6 +234,22 @@ def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
     except JudgeRunError as exc:
         if request.htmx:
             return HttpResponse(str(exc), status=409)
+        messages.error(request, str(exc))
+    if request.htmx:
+        return render(request, "judges/study.html#run", _run_context(request, run))
+    return redirect("judges:study", slug=run.study.slug)
+
+
+@login_required
+@require_POST
+def run_cap(request: HttpRequest, pk: int) -> HttpResponse:
+    """Set the run's cap; a run paused on its cap resumes."""
+    run = _run_for(request, pk, write=True)
+    try:
+        run = judge_run_set_cap(run=run, max_cost_usd=_amount(request.POST.get("max_cost_usd")))
+    except (JudgeRunError, BudgetError) as exc:
+        if request.htmx:
+            return HttpResponse(str(exc), status=400)
         messages.error(request, str(exc))
     if request.htmx:
         return render(request, "judges/study.html#run", _run_context(request, run))

@@ -51,3 +51,7 @@ class MalformedResponseError(RetryableBackendError):
 
 class BackendNotAvailable(PermanentBackendError):
     """The provider's library is not installed or the model cannot be loaded."""
+
+
+class BatchPending(RetryableBackendError):
+    """A batch judge's request waits for its provider batch: the slot is judged when the answer is in."""

@@ -19,7 +19,7 @@ from judges.providers import GENERIC, HttpRequest, ProviderSettings, get_provide
 from judges.providers.base import api_key
 from judges.providers.openai_compat import api_root
 from judges.backends.errors import (
-    BackendError, BackendNotAvailable, BackendTimeout, PermanentBackendError, RetryableBackendError,
+    BackendError, BackendNotAvailable, BackendTimeout, PermanentBackendError, RateLimited, RetryableBackendError,
 )
 
 
@@ -75,6 +75,15 @@ def build_body(request: JudgeRequest, config: ProviderSettings) -> tuple[str, di
     return provider.url(config, request).removeprefix(api_root(config.base_url)), body
 
 
+def request_tokens(body: dict[str, Any]) -> int:
+    """What a provider's tokens-per-minute limit counts for a body: its input (approximated) and the
+    most it may generate."""
+    from judges.tokens import approximate
+
+    out = int(body.get("max_completion_tokens") or body.get("max_tokens") or 0) * int(body.get("n") or 1)
+    return approximate(body.get("messages"), body.get("prompt")) + out
+
+
 def parse_body(data: Any, model: str) -> JudgeResponse:
     """An OpenAI-style completion body -> JudgeResponse; MalformedResponseError if it is not one."""
     return get_provider(GENERIC).read(data, model)
@@ -88,6 +97,7 @@ class OpenAICompatBackend(Backend):
         self.provider = get_provider(self.config.provider)
         self._rng = rng or random.Random()
         self._semaphores: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.limiter: Any = None  # judges.ratelimit.SharedRateLimiter when the judge sets rpm/tpm
 
     def identity(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.config.model, "provider": self.provider.name}
@@ -118,6 +128,8 @@ class OpenAICompatBackend(Backend):
     async def _attempt(self, client: Any, sem: asyncio.Semaphore, req: HttpRequest) -> JudgeResponse:
         import httpx
 
+        if self.limiter is not None:
+            await self.limiter.acquire(request_tokens(req.json))
         async with sem:
             start = time.perf_counter()
             try:
@@ -145,6 +157,8 @@ class OpenAICompatBackend(Backend):
             try:
                 return await self._attempt(client, sem, req)
             except RetryableBackendError as exc:
+                if isinstance(exc, RateLimited) and self.limiter is not None:
+                    self.limiter.throttled(exc.retry_after)
                 if attempt >= self.config.max_retries:
                     return exc
                 delay = backoff_delay(attempt, self.config.backoff_base_s, self.config.backoff_max_s, self._rng)

@@ -191,8 +191,15 @@ def build_backend(config: Mapping[str, Any]) -> Backend:
     raise ValueError(f"unknown backend {config['backend']!r}")
 
 
+BATCH_DISCOUNT = 0.5  # OpenAI's Batch API and Anthropic's Message Batches both cost half the normal price
+
+
 def pricing(config: Mapping[str, Any]) -> M.Pricing:
-    return M.Pricing(float(config.get("price_in_per_m") or 0.0), float(config.get("price_out_per_m") or 0.0))
+    """USD per 1M tokens; a batch judge's are its batch prices (method_options.batch_discount)."""
+    mo = config.get("method_options") or {}
+    share = float(mo.get("batch_discount") or BATCH_DISCOUNT) if mo.get("batch") else 1.0
+    return M.Pricing(share * float(config.get("price_in_per_m") or 0.0),
+                     share * float(config.get("price_out_per_m") or 0.0))
 
 
 def settings_for(config: Mapping[str, Any], cache: CacheStore | None,

@@ -21,7 +21,9 @@ from judges.services.engine import comparative_key
 
 TRANSPORT_OPTIONS = {"timeout_s", "connect_timeout_s", "max_retries", "backoff_base_s", "backoff_max_s",
                      "retry_after_max_s", "headers", "batch_size", "device"}
-PLATFORM_METHOD_OPTIONS = {"chunk_size", "task_max_retries", "task_retry_backoff_s", "use_cache"}
+PLATFORM_METHOD_OPTIONS = {"chunk_size", "task_max_retries", "task_retry_backoff_s", "use_cache", "max_cost_usd",
+                           "rpm", "tpm", "tokenizer", "batch", "batch_api", "batch_discount", "batch_poll_s",
+                           "batch_max_attempts"}
 # A stand-in item whose text marks where each item's own text goes in the rendered templates.
 SENTINEL_ITEM = {"id": "{item.id}", "context": "{item.context}", "context_kind": "text", "metadata": {},
                  "outputs": [{"content": "{output.0}", "kind": "text", "metadata": {}},

@@ -23,6 +23,11 @@ from annotation.models import Item, Output, Study
 from judges.config import FIELDS, chunk_size as config_chunk_size
 from judges.models import JudgeConfig, JudgeRun, JudgeScore
 from judges.services import engine
+from judges.services.batches import batch_chunk_process, batch_run
+from judges.services.budget import (
+    cost_release, cost_reserve, count_rate_limited, judge_run_pause, rate_limiter, slot_max_cost,
+)
+from judges.services.estimate import run_estimate
 from judges.services.run_keys import run_key, run_key_parts
 from judges.store import DBCache
 
@@ -130,9 +135,15 @@ def _enqueue(run: JudgeRun, chunks: list[list[int]]) -> None:
     transaction.on_commit(send)  # workers must see the run row and must not run for a rolled-back start
 
 
-def judge_run_start(*, study: Study, judge: JudgeConfig, user=None) -> JudgeRun:
-    """Create a run of `judge` on every (non-attention-check) item of `study` and enqueue its chunks."""
+def judge_run_start(*, study: Study, judge: JudgeConfig, user=None, max_cost_usd: float | None = None) -> JudgeRun:
+    """Create a run of `judge` on every (non-attention-check) item of `study` and enqueue its chunks.
+
+    `max_cost_usd` caps what the run may spend (default: the judge's method_options.max_cost_usd)."""
     config = judge_config_snapshot(judge, study)
+    if max_cost_usd is None:
+        max_cost_usd = (config.get("method_options") or {}).get("max_cost_usd")
+    if max_cost_usd is not None and max_cost_usd <= 0:
+        raise JudgeRunError("the cap must be a positive amount of USD")
     try:
         criteria = engine.output_criteria(config, study.rubric)
     except (ValueError, KeyError) as exc:
@@ -150,16 +161,21 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None) -> JudgeRun:
     except (ValueError, KeyError) as exc:
         raise JudgeRunError(f"could not render this judge's prompts for the study's rubric: {exc}") from exc
     key = run_key(parts)
+    try:
+        estimate = run_estimate(study=study, config=config)
+    except (ValueError, KeyError) as exc:
+        raise JudgeRunError(f"could not estimate this run: {exc}") from exc
     reuse = (config.get("method_options") or {}).get("use_cache", True)
     with transaction.atomic():
         Study.objects.select_for_update().get(pk=study.pk)  # one start at a time per study
-        if JudgeRun.objects.filter(study=study, judge=judge, status__in=JudgeRun.ACTIVE).exists():
+        if JudgeRun.objects.filter(study=study, judge=judge, status__in=JudgeRun.OPEN).exists():
             raise JudgeRunError(f"judge {judge.name} already has a run in progress on this study")
         previous = (JudgeRun.objects.filter(study=study, key=key, status=JudgeRun.Status.DONE)
                     .order_by("-finished_at").first() if reuse else None)
         run = JudgeRun.objects.create(study=study, judge=judge, config=config, criteria=criteria,
                                       n_outputs=n_outputs, n_expected=n_expected, created_by=user,
-                                      key=key, key_parts=parts, reused_from=previous)
+                                      key=key, key_parts=parts, reused_from=previous, estimate=estimate,
+                                      cost_cap_usd=max_cost_usd)
         if previous is None:
             _enqueue(run, make_chunks(counts, config_chunk_size(config)))
             return run
@@ -196,7 +212,7 @@ def _copy_scores(source: JudgeRun, target: JudgeRun) -> int:
 def judge_run_cancel(*, run: JudgeRun) -> JudgeRun:
     """Stop handing out work: chunks not yet started see the flag and do nothing."""
     with transaction.atomic():
-        JudgeRun.objects.filter(pk=run.pk, status__in=JudgeRun.ACTIVE).update(
+        JudgeRun.objects.filter(pk=run.pk, status__in=JudgeRun.OPEN).update(
             status=JudgeRun.Status.CANCELLED, finished_at=timezone.now())
         run.refresh_from_db()
         judge_run_refresh_totals(run=run)
@@ -227,6 +243,8 @@ def judge_run_resume(*, run: JudgeRun) -> JudgeRun:
             # errors; without this its only cure was a whole new run.
             if not errors.exists():
                 raise JudgeRunError("this run is done and none of its slots failed: nothing to resume")
+        elif run.status == JudgeRun.Status.PAUSED:
+            raise JudgeRunError(f"this run is paused: {run.pause_reason or 'raise its cap to resume it'}")
         elif run.status not in (JudgeRun.Status.CANCELLED, JudgeRun.Status.FAILED):
             raise JudgeRunError(f"only a cancelled, failed or done-with-errors run can be resumed "
                                 f"(this one is {run.status})")
@@ -351,17 +369,53 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         judge_run_finish_if_complete(run_id=run.pk)
         return outcome
 
+    if batch_run(run.config):
+        return batch_chunk_process(run=run, payloads=payloads, pending=pending, where=where)
+    reserved = 0.0
+    if run.cost_cap_usd is not None:  # no cap, no lock on the run row
+        reserved = sum(len(slots) for slots in pending.values()) * slot_max_cost(run)
+        room, why = cost_reserve(run_id=run.pk, amount=reserved)
+        if not room:
+            judge_run_pause(run_id=run.pk, reason=why)
+            outcome.skipped = "paused"
+            return outcome
     cache = DBCache()
+    limiter = rate_limiter(run.config)
     try:
-        judged = asyncio.run(engine.judge_items(run.config, run.study.rubric, payloads, pending, cache))
+        judged = asyncio.run(_judge(run.config, run.study.rubric, payloads, pending, cache, limiter))
     except Exception as exc:  # a bug or a broken configuration: fail the run visibly, never loop on it
         log.exception("judge run %s failed", run.pk)
         JudgeRun.objects.filter(pk=run.pk, status__in=JudgeRun.ACTIVE).update(
             status=JudgeRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now())
+        cost_release(run_id=run.pk, amount=reserved)
         return outcome
     finally:
         cache.close()
+        if limiter is not None:
+            count_rate_limited(run_id=run.pk, n=limiter.rate_limited)
+    try:
+        return _write_judged(run, judged, pending, where, final_attempt, outcome, reserved=reserved)
+    except BaseException:
+        cost_release(run_id=run.pk, amount=reserved)
+        raise
 
+
+async def _judge(config: dict, rubric: dict, payloads: list, pending: dict, cache: DBCache,
+                 limiter: Any) -> list[engine.Judged]:
+    """The judge's own backend shares its per-minute quota with every worker through `limiter`."""
+    def backend_for(c: Mapping[str, Any]) -> Any:
+        backend = engine.build_backend(c)
+        if c.get("name") == config["name"] and hasattr(backend, "limiter"):
+            backend.limiter = limiter
+        return backend
+
+    return await engine.judge_items(config, rubric, payloads, pending, cache,
+                                    backend_for=backend_for if limiter is not None else None)
+
+
+def _write_judged(run: JudgeRun, judged: Sequence[engine.Judged], pending: Mapping, where: Mapping,
+                  final_attempt: bool, outcome: ChunkOutcome, reserved: float = 0.0) -> ChunkOutcome:
+    """One row per pending slot (retryable failures left for the next attempt), at most once each."""
     crit_defs = {c["key"]: c for c in run.study.rubric.get("criteria", [])}
     rows, seen = [], set()
     for j in judged:
@@ -380,7 +434,9 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
                 item, out = where[key]
                 rows.append(JudgeScore(run=run, item=item, output=out, criterion=slot, status="error",
                                        detail={"error": "the method returned no result for this slot"}))
-    JudgeScore.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
+    with transaction.atomic():
+        cost_release(run_id=run.pk, amount=reserved)  # locks the run row first: see judges.services.budget
+        JudgeScore.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     outcome.written = len(rows)
     judge_run_finish_if_complete(run_id=run.pk)
     return outcome

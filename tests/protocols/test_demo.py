@@ -32,6 +32,8 @@ def test_load_demo_builds_full_studies_once():
         runs = JudgeRun.objects.filter(study=study)
         methods = sorted(r.config.get("method") for r in runs)
         assert all(r.status == "done" for r in runs), [(r.name, r.status, r.error) for r in runs]
+        asked = [r for r in runs if r.config.get("method") != "jury"]  # a jury asks no model
+        assert all(r.estimate["calls"] > 0 and r.cost_usd <= r.cost_cap_usd for r in asked)  # estimated, capped
         if study.slug == "demo-compare-pairwise":  # judges answer the raters' own pairwise question
             assert methods.count("pairwise") == 2 and all(
                 r.config["method_options"].get("key") == "preference" for r in runs if r.config["method"] == "pairwise")

@@ -13,9 +13,16 @@ class Command(BaseCommand):
             "With --wait, print progress until the run ends (exit status 1 unless it is done).")
 
     def add_arguments(self, parser):
-        parser.add_argument("--study", required=True, help="study slug")
-        parser.add_argument("--judge", required=True, action="append",
+        parser.add_argument("--study", help="study slug")
+        parser.add_argument("--judge", action="append",
                             help="judge configuration name (see load_judge); give several with --ensemble")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="print the estimate (calls, input tokens, most output tokens, cost, time at the "
+                                 "judge's limits) and start nothing")
+        parser.add_argument("--max-cost-usd", type=float, default=None,
+                            help="cap in USD for the run (default: the judge's method_options.max_cost_usd); with "
+                                 "--run, the new cap of that run: a run paused on its cap resumes")
+        parser.add_argument("--run", type=int, default=None, help="an existing run (with --max-cost-usd)")
         parser.add_argument("--ensemble", choices=["weighted"],
                             help="seed 003: a weighted vote of the given judges (each must be label, legacy or "
                                  "modular); the coordinator judge ensemble-<names> is created or updated")
@@ -26,8 +33,13 @@ class Command(BaseCommand):
         parser.add_argument("--interval", type=float, default=2.0, help="seconds between progress lines")
         parser.add_argument("--timeout", type=float, default=0, help="with --wait: give up after this many seconds")
 
-    def handle(self, *args, study: str, judge: list[str], wait: bool, interval: float, timeout: float,
-               ensemble: str | None = None, weights: str | None = None, **options):
+    def handle(self, *args, study: str | None, judge: list[str] | None, wait: bool, interval: float,
+               timeout: float, ensemble: str | None = None, weights: str | None = None, dry_run: bool = False,
+               max_cost_usd: float | None = None, run: int | None = None, **options):
+        if run is not None:
+            return self._set_cap(run, max_cost_usd)
+        if not study or not judge:
+            raise CommandError("--study and --judge are required (or --run ID --max-cost-usd X)")
         target = Study.objects.select_related("rubric_version").filter(slug=study).first()
         if target is None:
             raise CommandError(f"no study with slug {study!r}")
@@ -39,10 +51,15 @@ class Command(BaseCommand):
             config = JudgeConfig.objects.filter(name=judge[0]).first()
             if config is None:
                 raise CommandError(f"no judge named {judge[0]!r} (add one with load_judge FILE)")
+        if dry_run:
+            return self._dry_run(target, config)
         try:
-            run = judge_run_start(study=target, judge=config)
+            run = judge_run_start(study=target, judge=config, max_cost_usd=max_cost_usd)
         except JudgeRunError as exc:
             raise CommandError(str(exc)) from exc
+        self.stdout.write(f"estimate: {run.estimate['calls']} calls, {run.estimate['input_tokens']} input tokens, "
+                          f"at most ${run.estimate['max_cost_usd']:.4f}"
+                          + (f"; cap ${run.cost_cap_usd:.4f}" if run.cost_cap_usd is not None else ""))
         if run.config.get("members"):
             w = run.config.get("ensemble_weights") or (run.config.get("method_options") or {}).get("weights")
             self.stdout.write(f"weighted ensemble {config.name}: members {', '.join(judge)}; weights {w or 'equal'}")
@@ -66,10 +83,37 @@ class Command(BaseCommand):
             time.sleep(interval)
         if run.error:
             self.stderr.write(run.error)
+        if run.status == JudgeRun.Status.PAUSED:
+            raise CommandError(f"run {run.pk} {run.pause_reason} (run_judge --run {run.pk} --max-cost-usd X)")
         if run.status != JudgeRun.Status.DONE:
             raise CommandError(f"run {run.pk} ended {run.status}")
         self.stdout.write(f"files: {', '.join(['report.txt', 'labeled.csv', 'errors.txt', 'correct.txt'])} "
                           f"under judge_runs/{run.pk}/")
+
+    def _dry_run(self, study: Study, judge: JudgeConfig) -> None:
+        from judges.services.estimate import estimate_lines, run_estimate
+        from judges.services.runs import judge_config_snapshot
+
+        try:
+            est = run_estimate(study=study, config=judge_config_snapshot(judge, study))
+        except (JudgeRunError, ValueError, KeyError) as exc:
+            raise CommandError(f"could not estimate this run: {exc}") from exc
+        self.stdout.write(f"dry run of {judge.name} on {study.slug} ({est['items']} items): nothing is sent")
+        for line in estimate_lines(est):
+            self.stdout.write(f"  {line}")
+
+    def _set_cap(self, pk: int, max_cost_usd: float | None) -> None:
+        from judges.services.budget import BudgetError, judge_run_set_cap
+
+        target = JudgeRun.objects.filter(pk=pk).first()
+        if target is None:
+            raise CommandError(f"no run {pk}")
+        try:
+            target = judge_run_set_cap(run=target, max_cost_usd=max_cost_usd)
+        except BudgetError as exc:
+            raise CommandError(str(exc)) from exc
+        cap = f"${target.cost_cap_usd:.4f}" if target.cost_cap_usd is not None else "none"
+        self.stdout.write(f"run {target.pk}: cap {cap}; {target.status}")
 
     @staticmethod
     def _ensemble(names: list[str], weights: str | None) -> JudgeConfig:

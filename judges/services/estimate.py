@@ -1,0 +1,140 @@
+"""What a run will ask before it starts: calls, input tokens, most output tokens, cost and time.
+
+The prompts are rendered by the method itself: the run's own code path (engine.judge_items)
+is driven with a backend that records each request and sends nothing, on every item up to
+SAMPLE_ITEMS (beyond that, on evenly spread items, scaled up, and the estimate says so).
+Input tokens come from judges.tokens (the model's tokenizer where one is here, else an
+approximation that says so); output tokens are the most the judge allows (max_tokens x n per
+call, 1 per call in logprob mode); cost at the judge's prices (its batch prices for a batch
+judge); time at the judge's requests- and tokens-per-minute limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Mapping, Sequence
+
+from annotation.models import Item, Study
+from judges.backends.base import Backend, JudgeRequest, Result
+from judges.backends.errors import PermanentBackendError
+from judges.config import COMMON_METHOD_OPTIONS, METHOD_OPTIONS
+from judges.services import engine
+from judges.tokens import token_counter
+
+SAMPLE_ITEMS = 300
+
+
+class RecordingBackend(Backend):
+    """Records every request and answers none (the methods then stop after their first round)."""
+
+    name = "estimate-recorder"
+
+    def __init__(self) -> None:
+        self.requests: list[JudgeRequest] = []
+
+    async def score_many(self, requests: Sequence[JudgeRequest]) -> list[Result]:
+        self.requests += requests
+        return [PermanentBackendError("estimate: nothing is sent")] * len(requests)
+
+
+def _sample(ids: list[int], n: int) -> list[int]:
+    if len(ids) <= n:
+        return ids
+    step = len(ids) / n
+    return [ids[int(i * step)] for i in range(n)]
+
+
+def _pending(config: Mapping[str, Any], rubric: Mapping[str, Any], criteria: Sequence[str],
+             items: Sequence[Item]) -> tuple[list[dict], dict]:
+    from judges.services.runs import item_payload
+
+    payloads, pending = [], {}
+    for item in items:
+        outputs = sorted(item.outputs.all(), key=lambda o: o.position)
+        payloads.append(item_payload(item, outputs))
+        for idx in range(len(outputs)):
+            if criteria:
+                pending[(item.external_id, idx)] = list(criteria)
+        slots = engine.item_slots(config, len(outputs), rubric, item.external_id)
+        if slots:
+            pending[(item.external_id, None)] = slots
+    return payloads, pending
+
+
+def _requests(config: Mapping[str, Any], rubric: Mapping[str, Any], criteria: Sequence[str],
+              items: Sequence[Item]) -> list[JudgeRequest]:
+    recorder = RecordingBackend()
+    payloads, pending = _pending(config, rubric, criteria, items)
+    if pending:
+        asyncio.run(engine.judge_items(config, rubric, payloads, pending, None, backend_for=lambda c: recorder))
+    return recorder.requests
+
+
+def _one_judge(config: Mapping[str, Any], rubric: Mapping[str, Any], items: Sequence[Item],
+               scale: float) -> dict[str, Any]:
+    criteria = engine.output_criteria(config, rubric)
+    requests = _requests(config, rubric, criteria, items)
+    counter = token_counter(config)
+    tokens_in = sum(counter.count(r.messages, r.prompt) for r in requests)
+    tokens_out = sum((1 if r.mode == "logprob" else r.max_tokens) * r.n for r in requests)
+    price = engine.pricing(config)
+    return {"calls": round(len(requests) * scale), "input_tokens": round(tokens_in * scale),
+            "max_output_tokens": round(tokens_out * scale),
+            "max_cost_usd": price.cost(tokens_in, tokens_out) * scale,
+            "input_cost_usd": price.cost(tokens_in, 0) * scale,
+            "tokens_exact": counter.exact, "tokenizer": counter.source}
+
+
+def time_at_limits(calls: int, tokens: int, mo: Mapping[str, Any]) -> float | None:
+    """Seconds the run needs at least under its per-minute limits; None without limits."""
+    minutes = [calls / mo["rpm"] if mo.get("rpm") else 0.0, tokens / mo["tpm"] if mo.get("tpm") else 0.0]
+    return 60.0 * max(minutes) if (mo.get("rpm") or mo.get("tpm")) else None
+
+
+def run_estimate(*, study: Study, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The estimate for `config` (a run's snapshot, judges.services.runs.judge_config_snapshot) on `study`."""
+    rubric = study.rubric
+    ids = list(Item.objects.filter(study=study, is_attention_check=False, outputs__isnull=False)
+               .distinct().order_by("id").values_list("id", flat=True))
+    chosen = _sample(ids, SAMPLE_ITEMS)
+    items = list(Item.objects.filter(pk__in=chosen).prefetch_related("outputs").order_by("id"))
+    scale = len(ids) / len(items) if items else 0.0
+    notes: list[str] = []
+    mo = config.get("method_options") or {}
+    if engine.is_ensemble(config):
+        parts = [_one_judge(m, rubric, items, scale) for m in config.get("members") or []]
+        notes.append("a weighted ensemble: the sum of its members' estimates")
+    elif config["method"] == "escalation":
+        mo_label = {k: v for k, v in mo.items() if k in COMMON_METHOD_OPTIONS or k in METHOD_OPTIONS["label"]}
+        parts = [_one_judge({**config, "method": "label", "method_options": mo_label}, rubric, items, scale)]
+        notes.append("escalation: the first (cheap) judge on every output; the experts ask more on the "
+                     "escalated ones only, which cannot be known before the run")
+    else:
+        parts = [_one_judge(config, rubric, items, scale)]
+    est: dict[str, Any] = {k: sum(p[k] for p in parts) for k in
+                           ("calls", "input_tokens", "max_output_tokens", "max_cost_usd", "input_cost_usd")}
+    est["tokens_exact"] = all(p["tokens_exact"] for p in parts)
+    est["tokenizer"] = "; ".join(dict.fromkeys(p["tokenizer"] for p in parts))
+    est["items"] = len(ids)
+    est["sampled_items"] = len(items)
+    if len(items) < len(ids):
+        notes.append(f"prompts rendered for {len(items)} of {len(ids)} items, evenly spread, and scaled up")
+    if mo.get("batch"):
+        notes.append("at batch prices; a batch ends within the provider's 24-hour window")
+    est["time_s"] = time_at_limits(est["calls"], est["input_tokens"] + est["max_output_tokens"], mo)
+    if est["time_s"] is None:
+        notes.append("no rpm/tpm limit set: the time depends on the server alone")
+    est["notes"] = notes
+    return est
+
+
+def estimate_lines(est: Mapping[str, Any]) -> list[str]:
+    """The estimate as short lines of text (run_judge --dry-run, the run form)."""
+    exact = "counted with " if est["tokens_exact"] else ""
+    lines = [f"calls: {est['calls']}",
+             f"input tokens: {est['input_tokens']} ({exact}{est['tokenizer']})",
+             f"output tokens: at most {est['max_output_tokens']}",
+             f"cost: at most ${est['max_cost_usd']:.4f} (input ${est['input_cost_usd']:.4f})"]
+    if est.get("time_s") is not None:
+        lines.append(f"time at the judge's limits: at least {est['time_s']:.0f} s")
+    return lines + [f"note: {n}" for n in est.get("notes") or []]
