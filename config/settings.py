@@ -10,6 +10,8 @@ from pathlib import Path
 
 import environ
 
+from config.embedded import running_servers
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -88,13 +90,19 @@ TEMPLATES = [
     },
 ]
 
+# While `make run` (or make test/bench) serves on its embedded servers, their URLs are in
+# .data/servers.env: a manage.py started beside it, with the variables unset, uses the same servers.
+for _name, _url in running_servers(Path(env.str("CONCORD_DATA_DIR", default=str(BASE_DIR / ".data")))).items():
+    os.environ.setdefault(_name, _url)
+
 # Management commands that need no database (agreement, gold_eval) still import settings,
-# so an unset DATABASE_URL is only an error when a connection is actually made.
-DATABASES = {
-    "default": env.db(
-        "DATABASE_URL", default="postgres://unset-DATABASE_URL-see-README@invalid:5432/concord"
-    )
-}
+# so an unset DATABASE_URL is only an error when a connection is actually made: then
+# config.unset_db says what to do.
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {"default": env.db("DATABASE_URL")}
+else:
+    DATABASES = {"default": {"ENGINE": "config.unset_db", "NAME": "concord-DATABASE_URL-unset", "HOST": "",
+                             "USER": "", "PASSWORD": "", "PORT": ""}}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # The rating loop's statements are prepared on the server (annotation.db); off for a pooler that
