@@ -254,6 +254,7 @@ ASSIGNMENT_TTL_SECONDS = env.int("ASSIGNMENT_TTL_SECONDS", default=30 * 60)
 # Connections one bulk read (export, report) may use at once, each on a range of the ratings.
 BULK_READ_WORKERS = env.int("BULK_READ_WORKERS", default=min(4, os.cpu_count() or 1))
 REPORT_SECTIONS = ["judges.report_section.judges_vs_humans", "judges.report_trust.judge_trust"]  # sections other apps add to the study report
+REPORT_SUMMARIES = ["judges.report_summary.judges_summary"]  # parts other apps add to the report's summary
 
 # Security by default; relaxed only where DEBUG serves plain http on loopback.
 SESSION_COOKIE_HTTPONLY = True
