@@ -210,5 +210,12 @@ def test_the_summary_says_whether_the_judge_stands_in_from_the_sections(trusted_
     html = c.get(reverse("report", args=[study.slug])).content.decode()
     summary_html = html[html.index('id="answer-judges"'):html.index('id="answer-next"')]
     assert name in summary_html and "PPI++ against human-only" in summary_html
+    # the scatter's data on demand: per output the human mean and the judge's score
+    section_html = html[html.index("<h2>Judges vs humans</h2>"):]
+    table = section_html[section_html.index("This plot's data as a table"):]
+    table = table[:table.index("</table>")]
+    assert "<th scope=\"col\">Human mean</th>" in table and f"<th scope=\"col\">{name}</th>" in table
+    mean0 = np.mean([human_value(0, 0, r, "", None) for r in range(3)])
+    assert f'<th scope="row">it-000 #0</th><td class="num">{mean0:.2f}</td><td class="num">{judge_value(0, 0):.2f}</td>' in table
     rows = c.get(reverse("report", args=[study.slug]), {"download": "csv"}).content.decode().splitlines()
     assert any(r.startswith(f"summary,fluency,{name},judge_stands_in,") for r in rows)
