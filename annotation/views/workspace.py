@@ -130,7 +130,8 @@ def _slider(c: dict, value: str) -> dict:
         lv = levels.get(v, {})
         if k % every == 0 or k == n - 1 or lv.get("label"):
             ticks.append({"value": v, "at": round(100 * k / (n - 1), 4), "label": lv.get("label", ""),
-                          "end": k in (0, n - 1), "minor": k % (2 * every) != 0 and k not in (0, n - 1)})
+                          "end": k in (0, n - 1),
+                          "minor": n > SLIDER_TICKS_ALL and k % (2 * every) != 0 and k not in (0, n - 1)})
     texts = {str(v): (f"{v}, {lv['label']}" if lv.get("label") else str(v)) for v, lv in levels.items()}
     return {"min": lo, "max": hi, "step": step, "ticks": ticks, "texts_json": json.dumps(texts),
             "valuetext": texts.get(value, value) if value else "not set"}
