@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db.models import Count, F, Q
+from django.utils import timezone
 
 from annotation.models import Assignment, Item, Study, StudyMember
 
@@ -83,3 +84,31 @@ def study_members(study: Study) -> list[StudyMember]:
         m.submitted = counts.get(m.user_id, {}).get("submitted", 0)
         m.active = counts.get(m.user_id, {}).get("active", 0)
     return members
+
+
+@dataclass(frozen=True)
+class SetupStep:
+    key: str  # the Manage page section that does it: upload, members, lifecycle
+    label: str
+    done: bool
+    detail: str
+
+
+def study_setup_steps(study: Study) -> list[SetupStep]:
+    """A draft study's way to its first rating, in order: items, raters, open; each done or not."""
+    n_items = study.items.count()
+    raters = StudyMember.objects.filter(study=study, role=StudyMember.Role.ANNOTATOR, removed_at__isnull=True).count()
+    now = timezone.now()
+    links = (study.invitations.filter(revoked_at__isnull=True, expires_at__gt=now).count()
+             + study.crowd_links.filter(revoked_at__isnull=True, expires_at__gt=now).count())
+    is_open = study.status != Study.Status.DRAFT
+    return [
+        SetupStep("upload", "Upload the items", n_items > 0,
+                  f"{n_items} item{'s' if n_items != 1 else ''} uploaded" if n_items else "A CSV or JSONL file"),
+        SetupStep("members", "Add raters", bool(raters or links),
+                  f"{raters} rater{'s' if raters != 1 else ''}, {links} active link{'s' if links != 1 else ''}"
+                  if raters or links else "Add members, or create an invitation or crowd link"),
+        SetupStep("lifecycle", "Open the study", is_open,
+                  "Open" if is_open else "Raters can start once it is open" if n_items
+                  else "Possible once it has items"),
+    ]

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 DB_NAME = "concord"
+SERVERS_FILE = "servers.env"  # where a running launcher leaves its embedded servers' URLs
 
 
 @contextlib.contextmanager
@@ -26,7 +27,41 @@ def services(data_dir: Path) -> Iterator[dict[str, str]]:
     with contextlib.ExitStack() as stack:
         env["DATABASE_URL"] = os.environ.get("DATABASE_URL") or stack.enter_context(_postgres(data_dir / "pg"))
         env["REDIS_URL"] = os.environ.get("REDIS_URL") or stack.enter_context(_redis(data_dir / "redis"))
+        embedded = {k: v for k, v in env.items() if not os.environ.get(k)}
+        if embedded:
+            stack.enter_context(_announced(data_dir / SERVERS_FILE, embedded))
         yield env
+
+
+@contextlib.contextmanager
+def _announced(path: Path, urls: dict[str, str]) -> Iterator[None]:
+    """Write the embedded servers' URLs (and this process's id) for running_servers; removed at stop."""
+    lines = [f"PID={os.getpid()}"] + [f"{k}={v}" for k, v in urls.items()]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(path)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def running_servers(data_dir: Path) -> dict[str, str]:
+    """DATABASE_URL/REDIS_URL of the embedded servers a live `make run`/`test`/`bench` announced
+    under `data_dir`; {} when none (a file left by a killed launcher is ignored: its process is gone)."""
+    try:
+        text = (data_dir / SERVERS_FILE).read_text()
+    except OSError:
+        return {}
+    values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    try:
+        os.kill(int(values.pop("PID", "")), 0)
+    except (ValueError, ProcessLookupError):
+        return {}
+    except PermissionError:
+        pass  # alive, but another user's
+    return {k: v for k, v in values.items() if k in ("DATABASE_URL", "REDIS_URL")}
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from pathlib import Path
 from config.embedded import services
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / ".data"
+DATA = Path(os.environ.get("CONCORD_DATA_DIR") or ROOT / ".data")  # settings.py reads the same place
 PY = sys.executable
 
 

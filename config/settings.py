@@ -10,6 +10,8 @@ from pathlib import Path
 
 import environ
 
+from config.embedded import running_servers
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -91,13 +93,19 @@ TEMPLATES = [
     },
 ]
 
+# While `make run` (or make test/bench) serves on its embedded servers, their URLs are in
+# .data/servers.env: a manage.py started beside it, with the variables unset, uses the same servers.
+for _name, _url in running_servers(Path(env.str("CONCORD_DATA_DIR", default=str(BASE_DIR / ".data")))).items():
+    os.environ.setdefault(_name, _url)
+
 # Management commands that need no database (agreement, gold_eval) still import settings,
-# so an unset DATABASE_URL is only an error when a connection is actually made.
-DATABASES = {
-    "default": env.db(
-        "DATABASE_URL", default="postgres://unset-DATABASE_URL-see-README@invalid:5432/concord"
-    )
-}
+# so an unset DATABASE_URL is only an error when a connection is actually made: then
+# config.unset_db says what to do.
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {"default": env.db("DATABASE_URL")}
+else:
+    DATABASES = {"default": {"ENGINE": "config.unset_db", "NAME": "concord-DATABASE_URL-unset", "HOST": "",
+                             "USER": "", "PASSWORD": "", "PORT": ""}}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # The rating loop's statements are prepared on the server (annotation.db); off for a pooler that
@@ -257,6 +265,7 @@ ASSIGNMENT_TTL_SECONDS = env.int("ASSIGNMENT_TTL_SECONDS", default=30 * 60)
 BULK_READ_WORKERS = env.int("BULK_READ_WORKERS", default=min(4, os.cpu_count() or 1))
 REPORT_SECTIONS = ["annotation.reports.facets.answer_facets", "judges.report_section.judges_vs_humans",
                    "judges.report_trust.judge_trust"]  # sections other apps add to the study report
+REPORT_SUMMARIES = ["judges.report_summary.judges_summary"]  # parts other apps add to the report's summary
 
 # Security by default; relaxed only where DEBUG serves plain http on loopback.
 SESSION_COOKIE_HTTPONLY = True

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -16,7 +17,8 @@ urlpatterns = [
     path("api/", include("annotation.api_urls")),
     path("api/judges/", include("judges.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # A page for people: signed out, it sends to the sign-in page and back (the schema stays 403 for clients).
+    path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
 ]
 
 handler400 = "config.errors.bad_request"

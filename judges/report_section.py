@@ -15,7 +15,7 @@ import numpy as np
 from django.db.models import Count
 from matplotlib.figure import Figure
 
-from annotation.models import Study
+from annotation.models import Item, Study
 from annotation.reports.plots import COLORS, to_svg
 from annotation.reports.stats import add_analysis_value, criterion_measure
 from annotation.reports.ratings import rater_names, stats_frame
@@ -142,6 +142,24 @@ def _confusion(humans: np.ndarray, judges: Mapping[str, np.ndarray], criterion: 
     return to_svg(fig, f"judges-confusion-{criterion['key']}")
 
 
+def _plot_table(humans: np.ndarray, judges: Mapping[str, np.ndarray], criterion: Mapping[str, Any], measure: str,
+                units: Sequence[tuple], labels: Mapping[int, str]) -> dict[str, Any]:
+    """The plot's data as a table: per output, the humans' mean (or majority) and each plotted judge."""
+    shown = list(judges.items())[:MAX_PLOTTED]
+    choices = [str(ch["value"]) for ch in criterion.get("choices", [])]
+    human = consensus(humans, measure)
+
+    def cell(v: float) -> str | None:
+        if np.isnan(v):
+            return None
+        return f"{v:.2f}" if measure == "numeric" else choices[int(v)]
+
+    rows = [[f"{labels.get(item, item)}" + (f" #{pos}" if pos >= 0 else ""), cell(human[k])]
+            + [cell(vec[k]) for _, vec in shown] for k, (item, pos) in enumerate(units)]
+    return {"columns": ["Output", "Human mean" if measure == "numeric" else "Human majority"] + [n for n, _ in shown],
+            "rows": rows}
+
+
 def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     runs = list(JudgeRun.objects.filter(study=study, status=JudgeRun.Status.DONE).order_by("-finished_at")[:MAX_RUNS])
     if not runs:
@@ -161,18 +179,20 @@ def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> d
     judge_rows = list(JudgeScore.objects.filter(run__in=runs, status=JudgeScore.Status.SCORED,
                                                 criterion__in=[c["key"] for c in crits])
                       .values_list("run_id", "item_id", "output__position", "criterion", "value", "score"))
+    labels = dict(Item.objects.filter(study=study).values_list("id", "external_id"))
     for c in crits:
         measure = criterion_measure(c)
-        humans, judges, names, _ = _matrices(study, c, humans_df, runs, judge_rows)
+        humans, judges, names, units = _matrices(study, c, humans_df, runs, judge_rows)
         if humans.size == 0:
             context["criteria"].append({"key": c["key"], "name": c.get("name", c["key"]), "measure": measure,
                                         "empty": True})
             continue
         result = compare_criterion(humans, judges, measure, names)
         plot = _scatter(humans, judges, c) if measure == "numeric" else _confusion(humans, judges, c)
+        table = _plot_table(humans, judges, c, measure, units, labels) if plot else None
         unparsed = {_run_label(a["run"]): a["by_criterion"].get(c["key"], {}) for a in answers}
         context["criteria"].append({"key": c["key"], "name": c.get("name", c["key"]), "measure": measure,
-                                    "result": result, "plot": plot,
+                                    "result": result, "plot": plot, "plot_table": table,
                                     "rows": [{"name": n, **r, "unparsed": _no_verdict(unparsed.get(n, {}))}
                                              for n, r in result["judges"].items()]})
         data["criteria"][c["key"]] = result

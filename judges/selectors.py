@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from annotation.models import Study
-from judges.models import JudgeRun
+from judges.models import JudgeConfig, JudgeRun
 from judges.services.runs import run_totals
 
 
@@ -70,3 +71,42 @@ def run_key_comparison(run: JudgeRun) -> dict:
             "previous": previous.pk if previous else None,
             "same_as_previous": bool(previous and previous.key and previous.key == run.key),
             "differs": key_differences(previous.key_parts, run.key_parts) if previous else []}
+
+
+@dataclass
+class StudyJudges:
+    """One study's block on the Judges page: each judge that ran on it, with its latest run."""
+
+    study: Study | None  # None: the judges that have not run on any study yet
+    rows: list[dict] = field(default_factory=list)
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(r["cost_usd"] for r in self.rows)
+
+
+def judges_by_study() -> list[StudyJudges]:
+    """Every judge configuration under each study it ran on (newest study first), then those never run;
+    per (study, judge): runs, total cost and the latest run. Three queries whatever the number of runs."""
+    configs = {j.pk: j for j in JudgeConfig.objects.all()}
+    groups = (JudgeRun.objects.values("study_id", "judge_id", "config__name").order_by()
+              .annotate(n_runs=Count("id"), cost_usd=Sum("cost_usd"), last_id=Max("id")))
+    latest = JudgeRun.objects.select_related("study").in_bulk([g["last_id"] for g in groups])
+    by_study: dict[int, StudyJudges] = {}
+    used: set[int] = set()
+    for g in sorted(groups, key=lambda g: -g["last_id"]):
+        last = latest[g["last_id"]]
+        block = by_study.setdefault(g["study_id"], StudyJudges(last.study))
+        judge = configs.get(g["judge_id"])
+        used.add(g["judge_id"])
+        block.rows.append({"judge": judge, "name": judge.name if judge else g["config__name"] or "?",
+                           "config": last.config, "n_runs": g["n_runs"], "cost_usd": g["cost_usd"] or 0.0,
+                           "last": last})
+    out = sorted(by_study.values(), key=lambda b: -max(r["last"].pk for r in b.rows))
+    for block in out:
+        block.rows.sort(key=lambda r: r["name"])
+    unused = [{"judge": j, "name": j.name, "config": None, "n_runs": 0, "cost_usd": 0.0, "last": None}
+              for pk, j in sorted(configs.items(), key=lambda kv: kv[1].name) if pk not in used]
+    if unused:
+        out.append(StudyJudges(None, unused))
+    return out

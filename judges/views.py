@@ -20,7 +20,7 @@ from annotation.models import Item, Study
 from judges.config import JudgeConfigError
 from judges.models import JudgeConfig, JudgeRun
 from judges.routing_plot import intervals_over_time
-from judges.selectors import run_key_comparison, run_progress, study_runs
+from judges.selectors import judges_by_study, run_key_comparison, run_progress, study_runs
 from judges.services import gold as gold_svc
 from judges.services.configs import judge_configs_load
 from judges.services.doubt import SIGNALS, Thresholds
@@ -55,8 +55,7 @@ def _run_for(request: HttpRequest, pk: int, *, write: bool = False) -> JudgeRun:
 @login_required
 def judge_list(request: HttpRequest) -> HttpResponse:
     _require_admin(request)
-    judges = JudgeConfig.objects.all()
-    return render(request, "judges/list.html", {"judges": judges, "studies": Study.objects.all()})
+    return render(request, "judges/list.html", {"groups": judges_by_study(), "studies": Study.objects.all()})
 
 
 @login_required
@@ -76,7 +75,7 @@ def judge_load(request: HttpRequest) -> HttpResponse:
     try:
         saved = judge_configs_load(text=text, filename=upload.name if upload else "")
     except JudgeConfigError as exc:
-        return render(request, "judges/list.html", {"judges": JudgeConfig.objects.all(), "errors": exc.errors,
+        return render(request, "judges/list.html", {"groups": judges_by_study(), "errors": exc.errors,
                                                     "text": text}, status=400)
     messages.success(request, "Saved: " + ", ".join(j.name for j, _ in saved))
     return redirect("judges:list")

@@ -17,6 +17,9 @@ COMPARATIVE_KINDS = ("pairwise", "ranking", "best_worst")
 SUBSET_KINDS = ("pairwise", "best_worst")  # decide how many outputs an assignment shows
 DEFAULT_TUPLE_SIZE = 4
 SCALE_KINDS = ("likert", "numeric", "confidence")  # have integer min/max and levels
+# How a scale is shown to raters: the default (buttons, or a number box for a wide scale) or a slider
+# with no value until the rater places it. Part of the rubric version, since it can change answers.
+WIDGETS = ("buttons", "slider")
 MAX_SCALE_POINTS = 101  # likert/confidence points are drawn one button each; 0..100 is the widest sane scale
 CHOICE_KINDS = ("choice", "binary")  # have ordered choices
 TARGETS = ("output", "item")
@@ -80,6 +83,7 @@ _CRITERION = {
         "ties": {"type": "boolean"},
         "strength": {"type": "boolean"},
         "tuple_size": {"type": "integer", "minimum": 3, "maximum": 12},
+        "widget": {"enum": list(WIDGETS)},
     },
 }
 
@@ -194,7 +198,7 @@ def _criterion_errors(i: int, c: dict, group_keys: set[str]) -> list[tuple[str, 
         if "step" in c and kind != "numeric":
             errors.append((f"{p}.step", "is allowed only for a numeric criterion"))
     else:
-        for name in ("min", "max", "step", "levels", "sparing_values"):
+        for name in ("min", "max", "step", "levels", "sparing_values", "widget"):
             if name in c:
                 errors.append((f"{p}.{name}", f"is not allowed for a {kind} criterion"))
 

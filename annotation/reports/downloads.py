@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import Study
 from annotation.reports.page import report_view
 from annotation.reports.plots import report_plots
+from annotation.reports.summary import report_summary, summary_csv_rows, summary_parts
 from annotation.reports.study import (
     DEFAULT_ICC_THRESHOLD, cached_study_report, extra_sections, report_csv_rows, with_threshold,
 )
@@ -44,12 +46,20 @@ def report_with_sections(study: Study, threshold: float = DEFAULT_ICC_THRESHOLD
     return report, extra_sections(study, report)
 
 
+def summary_with_parts(study: Study, report: dict[str, Any], sections: list[dict[str, Any]]
+                       ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The report's summary and the other apps' parts of it (to render with their own templates)."""
+    parts = summary_parts(study, report, sections)
+    return report_summary(report, parts), parts
+
+
 def page_context(study: Study, report: dict[str, Any], sections: list[dict[str, Any]],
                  threshold: float) -> dict[str, Any]:
     """What report.html and report_standalone.html render."""
     plots = report_plots(report)
+    summary, parts = summary_with_parts(study, report, sections)
     return {"study": study, "report": report, "plots": plots, "view": report_view(report, plots),
-            "threshold": threshold, "sections": sections}
+            "threshold": threshold, "sections": sections, "summary": summary, "summary_parts": parts}
 
 
 def _csv_cell(value: Any) -> Any:
@@ -71,12 +81,17 @@ def report_bytes(study: Study, fmt: str, *, threshold: float = DEFAULT_ICC_THRES
     if report is None or sections is None:
         report, sections = report_with_sections(study, threshold)
     if fmt == "json":
-        data = {**report, "sections": {s["title"]: s.get("data") for s in sections if s.get("data") is not None}}
+        summary, _ = summary_with_parts(study, report, sections)
+        data = {"summary": summary, **report,
+                "sections": {s["title"]: s.get("data") for s in sections if s.get("data") is not None}}
         return json.dumps(data, indent=1).encode()
     if fmt == "csv":
+        summary, _ = summary_with_parts(study, report, sections)
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\r\n")
-        for row in report_csv_rows(report):
+        rows = report_csv_rows(report)
+        writer.writerow(next(rows))  # the header, then the summary's rows first
+        for row in itertools.chain(summary_csv_rows(summary), rows):
             writer.writerow([_csv_cell(v) for v in row])
         return buf.getvalue().encode()
     css = (Path(settings.BASE_DIR) / "static" / "css" / "concord.css").read_text()

@@ -37,7 +37,8 @@ def report_view(report: dict[str, Any], plots: dict[str, Any] | None = None) -> 
     return {"agreement": agreement, "consensus_criteria": numeric, "consensus_rows": cons_rows,
             "systems": systems, "accept": accept, "raters": raters,
             "groups": consensus.get("groups", []),
-            "comparisons": _comparisons(report, (plots or {}).get("comparisons") or {})}
+            "comparisons": _comparisons(report, (plots or {}).get("comparisons") or {}),
+            "plot_tables": plot_tables(report)}
 
 
 def _comparisons(report: dict[str, Any], plots: dict[str, Any]) -> list[dict[str, Any]]:
@@ -47,7 +48,11 @@ def _comparisons(report: dict[str, Any], plots: dict[str, Any]) -> list[dict[str
         rows = [{"system": s, **v, "bws": bws.get(s)} for s, v in (c.get("systems") or {}).items()]
         rows.sort(key=lambda r: -(r["bt"] if r.get("bt") is not None else bws.get(r["system"], 0) - 1e9))
         label = {"pairwise": "pairwise", "ranking": "ranking", "best_worst": "best–worst"}.get(c.get("kind"), c.get("kind"))
-        out.append({**c, "kind_label": label, "rows": rows, "plots": plots.get(key) or {}})
+        wins = c.get("win_rates") or {}
+        names = sorted(wins)
+        win_table = {"columns": ["Row beats column"] + names,
+                     "rows": [[a] + [_cell(wins[a].get(b)) for b in names] for a in names]}
+        out.append({**c, "kind_label": label, "rows": rows, "plots": plots.get(key) or {}, "win_table": win_table})
     return out
 
 
@@ -65,3 +70,47 @@ def _flat(tree: dict[str, Any], prefix: str = "", skip: set[str] = frozenset()):
             yield from _flat(v, f"{prefix}{k}.")
         elif not isinstance(v, list):
             yield f"{prefix}{k}", v
+
+
+def plot_tables(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each plot's data as a table ({"columns", "rows"}), shown on demand under the plot."""
+    names = {c["key"]: c["name"] for c in report.get("criteria", [])}
+    out: dict[str, dict[str, Any]] = {}
+
+    def ci(s):
+        c = s.get("bootstrap_ci") or s.get("ci") or [None, None]
+        return c[0], c[1]
+
+    rows = []
+    for key, a in (report.get("agreement") or {}).items():
+        for label, s in ((f"α ({a['alpha_level']})", a["alpha"]), ("ICC1", a["icc1"])):
+            rows.append([names.get(key, key), label, s["value"], *ci(s)])
+    out["agreement"] = {"columns": ["Criterion", "Statistic", "Value", "95% low", "95% high"], "rows": rows}
+    rows = []
+    for key, d in (report.get("distributions") or {}).items():
+        for system, counts in d["systems"].items():
+            rows.append([names.get(key, key), system, *[f"{v}: {n}" for v, n in zip(d["values"], counts)]])
+    width = max((len(r) for r in rows), default=2) - 2
+    out["distributions"] = {"columns": ["Criterion", "System"] + ["Count"] * width, "rows": rows}
+    out["bias"] = {"columns": ["Rater", "Bias vs others", "Items"],
+                   "rows": [[r, i.get("bias"), i.get("n_items")] for r, i in (report.get("raters") or {}).items()
+                            if i.get("bias") is not None]}
+    h = report.get("heatmap") or {}
+    if h.get("raters"):
+        out["heatmap"] = {"columns": ["Rater"] + h["items"],
+                          "rows": [[r] + row for r, row in zip(h["raters"], h["matrix"])]}
+    rows = []
+    for key, positions in (report.get("position_effects") or {}).items():
+        for pos, e in positions.items():
+            c = e.get("ci") or [None, None]
+            rows.append([names.get(key, key), pos, e["mean"], c[0], c[1], e["n"]])
+    out["positions"] = {"columns": ["Criterion", "Position shown", "Mean", "95% low", "95% high", "n"], "rows": rows}
+    for table in out.values():
+        table["rows"] = [[_cell(v) for v in row] for row in table["rows"]]
+    return out
+
+
+def _cell(value: Any) -> str | None:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return None if value is None else str(value)

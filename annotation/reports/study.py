@@ -34,6 +34,7 @@ from annotation.stats.ranking import compare_systems
 from annotation.stats.rater_quality import position_effects, rater_quality
 from annotation.stats.report import agreement_report
 from annotation.stats.result import Stat, jsonable
+from rubrics.schema import SCALE_KINDS
 
 DEFAULT_ICC_THRESHOLD = 0.70  # Cicchetti (1994), seed 002
 ICC_FORM = "ICC1"  # seed 002's formula (MSB - MSW) / (MSB + (k-1) MSW): one-way, raters may differ per item
@@ -83,7 +84,9 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
         "criteria": [{"key": c["key"], "name": c.get("name", c["key"]), "kind": c["kind"],
                       "measure": criterion_measure(c), "target": c.get("target", "output"),
                       "min": c.get("min"), "max": c.get("max"),
-                      "choices": [str(ch["value"]) for ch in c.get("choices", [])]} for c in criteria],
+                      "choices": [str(ch["value"]) for ch in c.get("choices", [])],
+                      # how raters saw the scale (rubric `widget`): a slider can change answers, so the methods say so
+                      "widget": c.get("widget", "buttons") if c["kind"] in SCALE_KINDS else None} for c in criteria],
         "counts": _counts(study, df),
     }
     df = add_analysis_value(df, criteria)
@@ -390,7 +393,7 @@ def cached_study_report(study: Study, **kwargs: Any) -> dict[str, Any]:
     """study_report, recomputed only when the study's ratings change."""
     # The setting shapes the consensus section: a change to it is a new report.
     raw = f"{ratings_fingerprint(study)}:{study.consensus_min_raters}:{sorted(kwargs.items())}"
-    key = "concord:report:v1:" + hashlib.sha256(raw.encode()).hexdigest()
+    key = "concord:report:v2:" + hashlib.sha256(raw.encode()).hexdigest()
     report = cache.get(key)
     if report is None:
         report = study_report(study, **kwargs)

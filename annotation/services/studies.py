@@ -62,6 +62,8 @@ def study_transitions(study: Study) -> list[Transition]:
     for status in sorted(_TRANSITIONS.get(study.status, set()), key=list(S.values).index):
         if status == S.OPEN and study.status == S.DRAFT:
             n = study.items.count()
+            if not n:
+                continue  # study_set_status refuses it; the page says to upload items first
             out.append(Transition(status, "Open study", f"Raters can start on its {n} items; "
                                   "invitations and member lists take effect."))
         elif status == S.OPEN and study.status == S.PAUSED:

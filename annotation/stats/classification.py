@@ -1,13 +1,16 @@
 """Gold evaluation of labels (seed 003, AQUA): accuracy, macro F1, per-class P/R/F1,
 confusion matrix, binary accuracy/F1 of one positive class against the rest, cost per 10K.
 
-Matches sklearn: classes are the sorted union of gold and predicted labels; a 0/0
-precision or recall counts as 0 (sklearn's zero_division default, without the warning).
+Matches sklearn: macro F1 and the per-class figures are over the task's labels (sklearn's
+`labels=`; without them the sorted union of gold and predicted labels); a 0/0 precision or
+recall counts as 0 (sklearn's zero_division default, without the warning).
 
 A prediction the judge failed to give (missing id, empty, "Error", a label outside the
-known set) is the label FAILED: wrong in every metric. In the 4-class metrics it is one
-more predicted class (as sklearn sees the string "Error"); in the binary metrics it is
-the opposite of the gold answer, so a failure never passes as a correct "rest".
+known set) is the label FAILED: wrong in every metric. It is a column of the confusion
+matrix but not a class of the task, so it lowers the recall (and F1) of its gold class and
+never adds a class of F1 0 to the macro average (seed 003 averages over its four labels);
+in the binary metrics it is the opposite of the gold answer, so a failure never passes as
+a correct "rest".
 `gold_eval` is the one function behind `gold_eval`, the gold page and a run's report.txt.
 """
 
@@ -38,14 +41,20 @@ def confusion(gold: Sequence[str], pred: Sequence[str]) -> tuple[list[str], np.n
 
 
 def classification_report(gold: Sequence[str], pred: Sequence[str], *, positive: str = "TP",
-                          cost: Sequence[float] | None = None) -> dict[str, Any]:
-    """All metrics of aligned gold and predicted labels (plain floats, JSON-ready)."""
+                          cost: Sequence[float] | None = None, labels: Sequence[str] | None = None
+                          ) -> dict[str, Any]:
+    """All metrics of aligned gold and predicted labels (plain floats, JSON-ready); macro F1 and
+    per_class over `labels` (the task's classes) when given."""
     if len(gold) != len(pred):
         raise ValueError("gold and pred must be aligned (same length)")
     n = len(gold)
     if n == 0:
         raise ValueError("no labelled items to evaluate")
-    labels, cm = confusion(gold, pred)
+    task = [str(x) for x in labels] if labels else None
+    labels, cm = confusion(list(gold) + (task or []), list(pred) + (task or []))
+    if task:  # the task's labels were counted once on the diagonal to give them a row and column
+        index = [labels.index(lab) for lab in task]
+        cm = cm - np.diag(np.isin(labels, task).astype(int))
     tp = np.diag(cm).astype(float)
     fp = cm.sum(axis=0) - tp
     fn = cm.sum(axis=1) - tp
@@ -55,13 +64,14 @@ def classification_report(gold: Sequence[str], pred: Sequence[str], *, positive:
     p = np.where(failed, ~g, np.asarray(pred, dtype=str) == positive)
     bp, br, bf = _prf(np.array([np.sum(g & p)], float), np.array([np.sum(~g & p)], float),
                       np.array([np.sum(g & ~p)], float))
+    classes = index if task else list(range(len(labels)))
     report: dict[str, Any] = {
         "n": n,
         "accuracy": float(tp.sum() / n),
-        "macro_f1": float(f1.mean()),
-        "per_class": {lab: {"precision": float(precision[i]), "recall": float(recall[i]),
-                            "f1": float(f1[i]), "support": int(cm[i].sum())}
-                      for i, lab in enumerate(labels)},
+        "macro_f1": float(f1[classes].mean()),
+        "per_class": {labels[i]: {"precision": float(precision[i]), "recall": float(recall[i]),
+                                  "f1": float(f1[i]), "support": int(cm[i].sum())}
+                      for i in classes},
         "confusion_matrix": {"labels": labels, "matrix": cm.tolist()},
         "binary": {"positive": positive, "accuracy": float(np.mean(g == p)),
                    "precision": float(bp[0]), "recall": float(br[0]), "f1": float(bf[0])},
@@ -98,7 +108,7 @@ def gold_eval(gold: Mapping[str, str], pred: Mapping[str, str], *, positive: str
     unparsed = [i for i in ids if i in pred and is_failed(pred[i], known)]
     bad = set(missing) | set(unparsed)
     y_pred = [FAILED if i in bad else str(pred[i]).strip() for i in ids]
-    report = classification_report([str(gold[i]) for i in ids], y_pred, positive=positive)
+    report = classification_report([str(gold[i]) for i in ids], y_pred, positive=positive, labels=sorted(known))
     present = [i for i in ids if i in pred]
     if cost is not None and present:
         total = float(np.nansum(np.asarray([cost.get(i, 0.0) for i in present], dtype=float)))

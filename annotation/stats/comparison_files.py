@@ -1,7 +1,7 @@
 """Reading a long CSV of comparative judgements, recognised by its header, validated whole.
 
     pairwise:   item,rater,system_a,system_b,winner   (system_a shown first; winner a name or `tie`)
-    ranking:    item,rater,system,rank                (1 = best)
+    ranking:    item,rater,system,rank                (1 = best; ties as equal or average ranks, 3.5)
     best-worst: item,rater,shown,best,worst           (shown = names joined by `|`)
 
 Errors name the line (the header is line 1) and the column, as annotation.stats.tables does.
@@ -61,9 +61,11 @@ def read_comparisons(path: str | Path) -> Comparisons:
     elif kind == "ranking":
         ranks = pd.to_numeric(rows["rank"], errors="coerce")
         for i, value in enumerate(ranks, start=2):
-            if pd.isna(value) or value < 1 or value != int(value):
-                raise TableError(f"not a rank (a whole number from 1): {rows['rank'].iloc[i - 2]!r}", row=i,
-                                 column="rank")
+            # Ties come as equal ranks (1,1,3) or as average ranks (3.5 for places 3 and 4, as R's and
+            # pandas' rank() write them): both are multiples of 0.5, and Kendall's W re-ranks them to mid-ranks.
+            if pd.isna(value) or value < 1 or value * 2 != int(value * 2):
+                raise TableError(f"not a rank (a number from 1: whole, or an average rank such as 3.5 for a tie): "
+                                 f"{rows['rank'].iloc[i - 2]!r}", row=i, column="rank")
         rows = rows.assign(rank=ranks)
         seen: dict[tuple[str, str, str], int] = {}
         for i, r in enumerate(rows.itertuples(index=False), start=2):

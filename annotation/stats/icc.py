@@ -103,3 +103,14 @@ def _icc_forms(n: int, k: int, msb: float, msj: float, mse: float, msw: float,
         "ICC2k": Stat.of(icc2k, reason, _spearman_brown_ci(l2, u2, k)),
         "ICC3k": Stat.of(icc3k, reason, _ci(div(f3l - 1, f3l), div(f3u - 1, f3u))),
     }
+
+
+def raters_for_reliability(single: float, target: float) -> int | None:
+    """Raters per item whose mean reaches reliability `target`, from the single-rater ICC by the
+    Spearman–Brown prophecy k = t(1 − ρ) / (ρ(1 − t)), rounded up; None when ρ ≤ 0 (no number
+    of raters gets there) or the target is not in (0, 1)."""
+    if not 0 < target < 1 or single is None or not math.isfinite(single) or single <= 0:
+        return None
+    if single >= target:
+        return 1
+    return math.ceil(target * (1 - single) / (single * (1 - target)) - 1e-9)

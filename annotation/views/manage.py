@@ -36,7 +36,7 @@ from annotation.services.studies import NeedsConfirmation, StudyError, study_set
 
 PAGE = "annotation/manage/page.html"
 # Sections a success also refreshes, whatever form was sent: the status badge and the change log.
-ALWAYS_FRESH = ("header", "changes")
+ALWAYS_FRESH = ("header", "setup", "lifecycle", "changes")
 
 
 def _context(request: HttpRequest, study: Study, **forms) -> dict:
@@ -57,6 +57,7 @@ def _context(request: HttpRequest, study: Study, **forms) -> dict:
         "members": selectors.study_members(study),
         "items": selectors.item_progress(study, limit=50),
         "transitions": study_transitions(study),
+        "setup_steps": selectors.study_setup_steps(study) if study.status == Study.Status.DRAFT else None,
         "invitations": invitation_list,
         "changes": changes,
         "upload_form": forms.get("upload_form") or ItemUploadForm(),

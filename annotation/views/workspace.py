@@ -44,7 +44,7 @@ from annotation.services.ratings import (
 from annotation.services.training import training_state
 from annotation.views.crowd import crowd_context
 from annotation.views.language import rater_study
-from rubrics.schema import COMPARATIVE_KINDS
+from rubrics.schema import COMPARATIVE_KINDS, SCALE_KINDS
 
 PAGE = "annotation/workspace.html"
 
@@ -66,7 +66,7 @@ class Control:
 
     name: str
     criterion: dict
-    widget: str  # segmented | number | choice | binary | text | spans | pairwise | ranking | best_worst
+    widget: str  # segmented | slider | number | choice | binary | text | spans | pairwise | ranking | best_worst
     value: str = ""
     reasoning: str = ""
     error: str = ""
@@ -76,6 +76,7 @@ class Control:
     rows: list[dict] = field(default_factory=list)  # comparative widgets: one row per response shown
     strengths: list[dict] = field(default_factory=list)  # pairwise with strength
     show_hint: bool = True  # off when the criterion above already shows the same hint
+    slider: dict = field(default_factory=dict)  # the slider widget: bounds, step, ticks, level labels
 
     @property
     def dom_id(self) -> str:
@@ -123,8 +124,35 @@ def _scale_options(c: dict, value: str) -> list[dict]:
     return out
 
 
+SLIDER_TICKS_ALL = 21  # up to this many points every point gets a tick and its number; beyond, every tenth
+
+
+def _slider(c: dict, value: str) -> dict:
+    """A slider's ticks (at = percent along the track), the level labels at their points, and the
+    text a screen reader hears for the value (its level label when it has one)."""
+    lo, hi = c["min"], c["max"]
+    step = c.get("step", 1) if c["kind"] == "numeric" else 1
+    n = int(round((hi - lo) / step)) + 1
+    every = 1 if n <= SLIDER_TICKS_ALL else max(1, round(10 / step))
+    levels = {lv["value"]: lv for lv in c.get("levels", [])}
+    ticks = []
+    for k in range(n):
+        v = lo + k * step
+        v = int(v) if float(v).is_integer() else round(v, 6)
+        lv = levels.get(v, {})
+        if k % every == 0 or k == n - 1 or lv.get("label"):
+            ticks.append({"value": v, "at": round(100 * k / (n - 1), 4), "label": lv.get("label", ""),
+                          "end": k in (0, n - 1),
+                          "minor": n > SLIDER_TICKS_ALL and k % (2 * every) != 0 and k not in (0, n - 1)})
+    texts = {str(v): (f"{v}, {lv['label']}" if lv.get("label") else str(v)) for v, lv in levels.items()}
+    return {"min": lo, "max": hi, "step": step, "ticks": ticks, "texts_json": json.dumps(texts),
+            "valuetext": texts.get(value, value) if value else "not set"}
+
+
 def _widget(c: dict) -> str:
     kind = c["kind"]
+    if kind in SCALE_KINDS and c.get("widget") == "slider":
+        return "slider"
     if kind == "likert":
         return "segmented"
     if kind == "confidence":  # a wide scale (seed 000's 0-100 percentage) is typed, not 101 buttons
@@ -182,6 +210,9 @@ def build_control(c: dict, response: int | None, draft: dict, errors: dict, n_sh
     control.value = "" if raw is None else str(raw)
     if widget == "segmented":
         control.options = _scale_options(c, control.value)
+    elif widget == "slider":
+        control.options = _scale_options(c, control.value)  # the level descriptions, shown as anchors
+        control.slider = _slider(c, control.value)
     elif widget in ("choice", "binary"):
         keys = {0: "A", 1: "R"} if c["kind"] == "binary" else {}
         control.options = [

@@ -38,12 +38,13 @@
     };
     $$("[data-spans-input]", form).forEach(setupSpans);
     $$("[data-rank-list]", form).forEach(setupRanking);
+    $$("[data-slider]", form).forEach(setupSlider);
     form.addEventListener("change", onEdit);
     form.addEventListener("input", onEdit);
     form.addEventListener("focusin", (e) => {
       const fs = e.target.closest(".criterion");
       if (fs) setCurrentCriterion(fs, false);
-      if (e.target.matches("input, textarea, select")) keepVisible(e.target.matches("textarea") ? e.target : fs || e.target);
+      if (e.target.matches("input, textarea, select, [role=slider]")) keepVisible(e.target.matches("textarea") ? e.target : fs || e.target);
       const resp = e.target.closest("[data-response]");
       if (resp) setCurrentResponse(parseInt(resp.dataset.response, 10), false);
     });
@@ -288,6 +289,8 @@
     switch (fs.dataset.widget) {
       case "segmented": case "choice": case "binary":
         return !!$("input[type=radio]:checked", fs);
+      case "slider":
+        return !!$("[data-slider-input]", fs).value;
       case "spans": {
         try { return JSON.parse($("[data-spans-input]", fs).value || "[]").length > 0; } catch (e) { return false; }
       }
@@ -380,7 +383,7 @@
   }
 
   function digitTarget() {
-    const usable = (fs) => fs && ["segmented", "choice", "number", "pairwise", "ranking", "best_worst"].includes(fs.dataset.widget);
+    const usable = (fs) => fs && ["segmented", "slider", "choice", "number", "pairwise", "ranking", "best_worst"].includes(fs.dataset.widget);
     if (usable(ws.crit)) return ws.crit;
     return criteriaOf(responseEl(ws.current)).concat(itemCriteria()).find((fs) => usable(fs) && !answered(fs)) || null;
   }
@@ -392,6 +395,11 @@
       const input = $("input[type=number]", fs);
       input.focus();
       return false; // let the key type into the box
+    }
+    if (fs.dataset.widget === "slider") {
+      const thumb = $("[data-slider-thumb]", fs);
+      thumb.focus();
+      return sliderDigit($("[data-slider]", fs), d);
     }
     if (fs.dataset.widget === "pairwise") return pickPair(fs, d);
     if (fs.dataset.widget === "best_worst") return bestWorstDigit(fs, d);
@@ -629,6 +637,88 @@
     if (p.n === ws.current || p.n === null) { showProblem(p); return; }
     // The current response is complete: move on to the next one that needs answers.
     goTo(p.n, true);
+  }
+
+  // ------------------------------------------------------------ sliders
+  // A scale shown as a slider has no value until the rater places it: no thumb, aria-valuetext "not set".
+  // Pointer (mouse, pen, touch) on the track places and drags it; keys: arrows and Page Up/Down step
+  // (the first arrow places it at the near end), Home/End, digits typed (1 then 0 within a moment is 10).
+
+  function sliderBounds(sl) {
+    return { min: parseFloat(sl.dataset.min), max: parseFloat(sl.dataset.max), step: parseFloat(sl.dataset.step) || 1 };
+  }
+
+  function sliderValue(sl) {
+    const v = $("[data-slider-input]", sl).value;
+    return v === "" ? null : parseFloat(v);
+  }
+
+  function setSlider(sl, value) {
+    const b = sliderBounds(sl);
+    const snapped = Math.min(b.max, Math.max(b.min, b.min + Math.round((value - b.min) / b.step) * b.step));
+    const text = String(parseFloat(snapped.toFixed(6)));
+    const input = $("[data-slider-input]", sl), thumb = $("[data-slider-thumb]", sl);
+    const changed = input.value !== text;
+    input.value = text;
+    const pct = b.max > b.min ? (100 * (snapped - b.min)) / (b.max - b.min) : 0;
+    sl.style.setProperty("--value", pct + "%");
+    sl.classList.remove("unset");
+    const texts = JSON.parse(sl.dataset.texts || "{}");
+    const spoken = texts[text] || text;
+    thumb.setAttribute("aria-valuenow", text);
+    thumb.setAttribute("aria-valuetext", spoken);
+    $("[data-slider-readout]", sl).textContent = spoken;
+    $$("[data-anchor-value]", sl.closest(".criterion")).forEach((li) => li.classList.toggle("current", li.dataset.anchorValue === text));
+    if (changed) input.dispatchEvent(new Event("change", { bubbles: true }));
+    const fs = sl.closest(".criterion");
+    if (fs) fs.classList.remove("has-error");
+  }
+
+  function sliderDigit(sl, d) {
+    const b = sliderBounds(sl);
+    clearTimeout(sl._digitTimer);
+    let typed = (sl._digits || "") + d;
+    if (parseFloat(typed) > b.max) typed = d;
+    sl._digits = typed;
+    sl._digitTimer = setTimeout(() => { sl._digits = ""; }, 800);
+    const v = parseFloat(typed);
+    if (v >= b.min && v <= b.max) setSlider(sl, v);
+    return true;
+  }
+
+  function setupSlider(sl) {
+    const track = $("[data-slider-track]", sl), thumb = $("[data-slider-thumb]", sl);
+    const initial = sliderValue(sl);
+    if (initial !== null) setSlider(sl, initial);
+    const fromPointer = (e) => {
+      const r = track.getBoundingClientRect(), b = sliderBounds(sl);
+      const share = Math.min(1, Math.max(0, (e.clientX - r.left) / r.width));
+      setSlider(sl, b.min + share * (b.max - b.min));
+    };
+    track.addEventListener("pointerdown", (e) => {
+      if (e.button !== 0) return;
+      e.preventDefault();
+      thumb.focus({ preventScroll: true });
+      track.setPointerCapture(e.pointerId);
+      fromPointer(e);
+    });
+    track.addEventListener("pointermove", (e) => { if (track.hasPointerCapture(e.pointerId)) fromPointer(e); });
+    thumb.addEventListener("keydown", (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      const b = sliderBounds(sl), v = sliderValue(sl), big = Math.max(b.step, (b.max - b.min) / 10);
+      let next = null;
+      if (e.key === "ArrowRight" || e.key === "ArrowUp") next = v === null ? b.min : v + b.step;
+      else if (e.key === "ArrowLeft" || e.key === "ArrowDown") next = v === null ? b.max : v - b.step;
+      else if (e.key === "PageUp") next = v === null ? b.min : v + big;
+      else if (e.key === "PageDown") next = v === null ? b.max : v - big;
+      else if (e.key === "Home") next = b.min;
+      else if (e.key === "End") next = b.max;
+      else if (/^[0-9]$/.test(e.key)) { sliderDigit(sl, e.key); e.preventDefault(); e.stopPropagation(); return; }
+      if (next === null) return;
+      e.preventDefault();
+      e.stopPropagation();  // the page's own arrow keys move between responses and criteria
+      setSlider(sl, next);
+    });
   }
 
   // ------------------------------------------------------------ keyboard

@@ -69,8 +69,9 @@ def write(path, rows, header="id,label"):
 
 
 def sklearn_view(gold, pred, positive="TP"):
-    """What the command must say, computed independently: every gold id, failures as 'Error';
-    binary: a failure is the opposite of gold."""
+    """What the command must say, computed independently: every gold id, failures as 'Error'
+    (wrong for their gold class, not a class of the macro average: issue 25); binary: a
+    failure is the opposite of gold."""
     from sklearn.metrics import confusion_matrix
 
     ids = list(gold)
@@ -78,8 +79,8 @@ def sklearn_view(gold, pred, positive="TP"):
     p = [pred[i] if pred.get(i) in LABELS else "Error" for i in ids]
     gb = [x == positive for x in g]
     pb = [(not gb[k]) if p[k] == "Error" else p[k] == positive for k in range(len(ids))]
-    labels = sorted(set(g) | set(p))
-    return {"accuracy": accuracy_score(g, p), "macro_f1": f1_score(g, p, average="macro", labels=labels),
+    labels = sorted(set(LABELS) | set(g) | set(p))
+    return {"accuracy": accuracy_score(g, p), "macro_f1": f1_score(g, p, average="macro", labels=LABELS),
             "binary_accuracy": accuracy_score(gb, pb), "binary_f1": f1_score(gb, pb),
             "labels": labels, "matrix": confusion_matrix(g, p, labels=labels).tolist()}
 

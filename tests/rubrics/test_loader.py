@@ -232,3 +232,31 @@ def test_checksum_ignores_layout_and_defaults_but_not_content():
     changed = copy.deepcopy(data)
     changed["criteria"][0]["levels"][0]["label"] = "Not at all!"
     assert rubric_checksum(validate_rubric(changed)) != a
+
+
+# ---------------------------------------------------------------- the slider widget (issue 25)
+
+
+def test_a_scale_may_be_shown_as_a_slider_and_it_is_part_of_the_version():
+    data = minimal()
+    plain = validate_rubric(data)
+    data["criteria"][0]["widget"] = "slider"
+    slid = validate_rubric(data)
+    assert slid["criteria"][0]["widget"] == "slider"
+    assert rubric_checksum(slid) != rubric_checksum(plain)  # loading it makes a new rubric version
+    assert "widget" not in plain["criteria"][0]  # rubrics without it keep their checksum
+
+
+def test_slider_only_on_scales_and_only_known_widgets():
+    data = minimal()
+    data["criteria"][1]["widget"] = "slider"
+    assert ("criteria[1].widget", "is not allowed for a binary criterion") in errors_of(data)
+    data = minimal()
+    data["criteria"][0]["widget"] = "dial"
+    assert any(path == "criteria[0].widget" for path, _ in errors_of(data))
+
+
+def test_presets_show_seed_000_confidence_and_seed_004_scales_as_sliders():
+    confidence = next(c for c in load_preset("feedback-000")["criteria"] if c["key"] == "confidence")
+    assert (confidence["widget"], confidence["min"], confidence["max"]) == ("slider", 0, 100)
+    assert all(c["widget"] == "slider" for c in load_preset("fulltext-004")["criteria"] if c["kind"] == "numeric")

@@ -49,3 +49,43 @@ def test_gold_eval_by_id_with_cost_per_10k():
     ids = [str(i) for i in range(256)]
     rep = gold_eval({i: "TP" for i in ids}, {i: "TP" for i in ids}, cost={i: 0.04375 / 256 for i in ids})
     assert round(rep["cost_per_10k"], 2) == 1.71
+
+
+def test_macro_f1_is_over_the_task_labels_not_the_failed_class():
+    """Issue 25: 100 gold items, 99 right and 1 unparsed is accuracy 0.99 and a macro F1 near it,
+    with the failure counted wrong for its gold class (sklearn's f1_score with labels=)."""
+    labels = ["TP", "FP3", "FP2", "FP1"]
+    ids = [str(i) for i in range(100)]
+    gold = {i: labels[k % 4] for k, i in enumerate(ids)}
+    pred = dict(gold)
+    pred["0"] = "I cannot decide"  # unparsed: outside the task's labels
+    rep = gold_eval(gold, pred, labels=labels)
+    y_true = [gold[i] for i in ids]
+    y_pred = [pred[i] if pred[i] in labels else "Error" for i in ids]
+    assert rep["accuracy"] == pytest.approx(0.99)
+    assert rep["macro_f1"] == pytest.approx(f1_score(y_true, y_pred, labels=labels, average="macro"))
+    assert rep["macro_f1"] > 0.98
+    assert sorted(rep["per_class"]) == sorted(labels)  # no class "Error"
+    assert rep["per_class"]["TP"]["recall"] == pytest.approx(24 / 25)  # wrong for its gold class
+    assert rep["confusion_matrix"]["labels"] == sorted(labels + ["Error"])  # where failures went stays visible
+    # without --labels the gold labels are the task's; a label nobody predicted or gold has counts 0
+    assert gold_eval(gold, pred)["macro_f1"] == pytest.approx(rep["macro_f1"])
+    rep5 = gold_eval(gold, pred, labels=labels + ["FP0"])
+    assert rep5["macro_f1"] == pytest.approx(
+        f1_score(y_true, y_pred, labels=labels + ["FP0"], average="macro", zero_division=0))
+
+
+def test_missing_predictions_count_wrong_for_their_gold_class():
+    rng = np.random.default_rng(3)
+    labels = ["TP", "FP3", "FP2", "FP1"]
+    ids = [f"e{i}" for i in range(300)]
+    gold = {i: str(rng.choice(labels)) for i in ids}
+    pred = {i: (gold[i] if rng.random() < 0.7 else str(rng.choice(labels))) for i in ids if rng.random() < 0.9}
+    rep = gold_eval(gold, pred, labels=labels)
+    y_true = [gold[i] for i in ids]
+    y_pred = [pred.get(i, "Error") for i in ids]
+    assert rep["macro_f1"] == pytest.approx(f1_score(y_true, y_pred, labels=labels, average="macro"))
+    p, r, f, s = precision_recall_fscore_support(y_true, y_pred, labels=labels, zero_division=0)
+    for k, lab in enumerate(labels):
+        assert rep["per_class"][lab]["recall"] == pytest.approx(r[k])
+        assert rep["per_class"][lab]["support"] == s[k]

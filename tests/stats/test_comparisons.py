@@ -140,6 +140,34 @@ def test_command_ranking_and_best_worst(tmp_path):
     assert out["bws_count"] == {"alpha": 0.5, "beta": 0.0, "delta": -0.5, "gamma": 0.0}
 
 
+def test_command_accepts_average_and_equal_ranks_for_ties(tmp_path):
+    """Issue 25: ranks as R's and pandas' rank() write them (3.5 for a tie at places 3 and 4), or
+    equal ranks (min method); Kendall's W from mid-ranks with the tie correction, as pingouin and
+    scipy's Friedman test (tie-corrected) give it."""
+    rng = np.random.default_rng(11)
+    rankings = []
+    for _ in range(10):
+        scores = np.round(np.array([4, 3, 2, 1]) + rng.normal(0, 1.0, 4))  # rounding makes ties
+        rankings.append(pd.Series(-scores, index=SYSTEMS))
+    average = "item,rater,system,rank\n" + "".join(
+        f"i{k},r{k % 3},{s},{rank:g}\n" for k, r in enumerate(rankings) for s, rank in r.rank(method="average").items())
+    equal = "item,rater,system,rank\n" + "".join(
+        f"i{k},r{k % 3},{s},{rank:g}\n" for k, r in enumerate(rankings) for s, rank in r.rank(method="min").items())
+    assert ".5\n" in average  # the file really holds average ranks
+    done = _run(tmp_path, average, "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    long = pd.DataFrame([{"block": b, "system": s, "rank": v} for b, r in enumerate(rankings)
+                         for s, v in r.rank(method="average").items()])
+    reference = pingouin.friedman(long, dv="rank", within="system", subject="block")
+    assert out["kendall_w"]["w"] == pytest.approx(float(reference["W"].iloc[0]))
+    stat, p = friedmanchisquare(*np.array([r.rank().to_numpy() for r in rankings]).T)
+    assert out["kendall_w"]["chi2"] == pytest.approx(stat) and out["kendall_w"]["p"] == pytest.approx(p)
+    assert json.loads(_run(tmp_path, equal, "--json").stdout)["kendall_w"] == out["kendall_w"]
+    bad = _run(tmp_path, "item,rater,system,rank\ni,r,a,1\ni,r,b,2.25\n")
+    assert bad.returncode != 0 and "row 3, column 'rank': not a rank" in bad.stderr
+
+
 @pytest.mark.parametrize("text,message", [
     ("item,rater,score\n1,a,3\n", "row 1: header 'item,rater,score' is none of the known kinds"),
     ("item,rater,system_a,system_b,winner\ni,r,a,b,c\n", "row 2, column 'winner': 'c' is neither 'a', 'b' nor 'tie'"),

@@ -159,6 +159,8 @@ def _rate_by_keyboard(page) -> int:
             page.keyboard.press("1")
         elif kind == "binary":
             page.keyboard.press("a")
+        elif kind == "slider":
+            page.keyboard.press("5")
         elif kind in ("number", "text") and where["tag"] in ("INPUT", "TEXTAREA"):
             page.keyboard.type("4")
         if page.evaluate(WHERE).get("name") == where.get("name"):

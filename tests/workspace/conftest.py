@@ -67,20 +67,26 @@ TWO_OUTPUT_ITEM = (
 )
 
 
-@pytest.fixture
-def all_kinds_study(db, admin_user):
-    """An open study with the all-kinds rubric, one item with two responses, and a rater."""
+def open_study_with_rubric(rubric: dict, items_text: str, *, admin_user, name: str, rater: str):
+    """An open study of one rater on its own rubric (loaded as a new rubric version)."""
     from annotation.services.items import items_import
     from annotation.services.studies import study_create, study_members_add, study_set_status
     from rubrics.services import rubric_version_create
 
-    version, _ = rubric_version_create(data=ALL_KINDS_RUBRIC)
-    study = study_create(name="All kinds", rubric_version=version, user=admin_user, raters_per_item=1)
-    items_import(study=study, text=TWO_OUTPUT_ITEM, filename="items.jsonl")
-    rater = make_user("kinds-rater")
-    study_members_add(study=study, usernames=[rater.username], role="annotator")
+    version, _ = rubric_version_create(data=rubric)
+    study = study_create(name=name, rubric_version=version, user=admin_user, raters_per_item=1)
+    items_import(study=study, text=items_text, filename="items.jsonl")
+    user = make_user(rater)
+    study_members_add(study=study, usernames=[user.username], role="annotator")
     study_set_status(study=study, status="open")
-    return study, rater
+    return study, user
+
+
+@pytest.fixture
+def all_kinds_study(db, admin_user):
+    """An open study with the all-kinds rubric, one item with two responses, and a rater."""
+    return open_study_with_rubric(ALL_KINDS_RUBRIC, TWO_OUTPUT_ITEM, admin_user=admin_user, name="All kinds",
+                                  rater="kinds-rater")
 
 
 def all_kinds_answers() -> dict:

@@ -11,7 +11,8 @@ class Command(BaseCommand):
             "and per kind: best–worst counts, Kendall's W with its chi-square test, or the share of pairs "
             "the first-shown output won. Reads a long CSV recognised by its header: "
             "pairwise item,rater,system_a,system_b,winner (winner a system or 'tie'); "
-            "ranking item,rater,system,rank (1 = best); "
+            "ranking item,rater,system,rank (1 = best; ties as equal ranks or average ranks such as 3.5; "
+            "Kendall's W uses mid-ranks with the tie correction); "
             "best-worst item,rater,shown,best,worst (shown joined by '|'). No database.")
     requires_system_checks = []
     requires_migrations_checks = False
