@@ -100,7 +100,11 @@ def release_create(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def release_download(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    study = get_study_for_reader(request.user, slug)
+    return release_file_response(get_study_for_reader(request.user, slug), pk)
+
+
+def release_file_response(study, pk: int) -> FileResponse:
+    """A ready release's file with its SHA-256 (`X-Checksum-SHA256`, `Digest`); 404 otherwise."""
     release = get_object_or_404(DatasetRelease, pk=pk, study=study, status=DatasetRelease.Status.READY)
     path = release_path(release)
     if not path.exists():
