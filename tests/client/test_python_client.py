@@ -67,7 +67,7 @@ def test_ratings_as_a_typed_dataframe(concord, admin_user):
     ratings = concord(admin_user).ratings("client-ratings")
     stored = Rating.objects.filter(assignment__study=sim.study).count()
     assert len(ratings) == stored > 0
-    assert ratings["item"].dtype == pd.StringDtype() and ratings["system"].dtype == pd.StringDtype()
+    assert pd.api.types.is_string_dtype(ratings["item"]) and pd.api.types.is_string_dtype(ratings["system"])
     assert pd.api.types.is_integer_dtype(ratings["output"]) and ratings["output"].dtype.na_value is pd.NA
     assert ratings["ignored"].dtype == pd.BooleanDtype()
     assert str(ratings["submitted_at"].dtype).startswith("datetime64") and ratings["submitted_at"].dt.tz is not None

@@ -262,12 +262,12 @@ class Client:
 
 
 def _nullable(arrow_type: Any) -> Any:
-    """Arrow -> pandas nullable dtypes: integers with gaps stay integers, booleans stay booleans."""
+    """Arrow -> pandas nullable dtypes: integers with gaps stay integers, booleans stay booleans.
+    Strings take pandas' own string dtype (missing is NaN, so comparisons stay plain booleans)."""
     import pyarrow as pa
 
     mapping = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
-               pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype(),
-               pa.large_string(): pd.StringDtype()}
+               pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
     return mapping.get(arrow_type)
 
 
