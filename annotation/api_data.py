@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from annotation.access import get_study_for_reader, is_admin
 from annotation.comparison_table import comparisons_parquet
 from annotation.datasets import FORMATS, export_chunks, export_filename
+from annotation.datasets.card import LICENSES
 from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.datasets.releases import ReleaseError, releases_create, study_releases
 from annotation.datasets.views import release_file_response
@@ -34,7 +35,7 @@ PARQUET = "application/vnd.apache.parquet"
 class ReleaseSerializer(serializers.ModelSerializer):
     class Meta:
         model = DatasetRelease
-        fields = ["id", "version", "format", "status", "progress", "error", "sha256", "size", "changelog",
+        fields = ["id", "version", "format", "status", "progress", "error", "sha256", "size", "license", "changelog",
                   "created_at", "finished_at"]
         read_only_fields = fields
 
@@ -44,6 +45,8 @@ class ReleaseCreateSerializer(serializers.Serializer):
     formats = serializers.ListField(child=serializers.ChoiceField(choices=list(FORMATS)), min_length=1)
     changelog = serializers.CharField(required=False, allow_blank=True, default="")
     delta = serializers.FloatField(required=False, min_value=0.01, default=DEFAULT_DELTA)
+    license = serializers.ChoiceField(choices=list(LICENSES), required=False, default="", allow_blank=True,
+                                      help_text="Required with the hf format: the dataset card states it.")
 
 
 class RubricFileSerializer(serializers.Serializer):

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import get_study_for_reader
 from annotation.datasets import FORMATS, export_chunks, export_filename
+from annotation.datasets.card import LICENSES
 from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.models import DatasetRelease
 from annotation.datasets.releases import ReleaseError, next_version, release_path, releases_create, study_releases
@@ -29,6 +30,8 @@ class ReleaseForm(forms.Form):
                                         widget=forms.CheckboxSelectMultiple)
     delta = forms.FloatField(initial=DEFAULT_DELTA, min_value=0.01, required=False,
                              help_text="Preference pairs: minimum overall difference")
+    license = forms.ChoiceField(choices=[("", "—")] + list(LICENSES.items()), required=False,
+                                help_text="The dataset's license (required for the Hugging Face format)")
     changelog = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
 
 
@@ -87,7 +90,8 @@ def release_create(request: HttpRequest, slug: str) -> HttpResponse:
         data = form.cleaned_data
         try:
             made = releases_create(study=study, version=data["version"], formats=data["formats"],
-                                   changelog=data["changelog"], delta=data["delta"], user=request.user)
+                                   changelog=data["changelog"], delta=data["delta"], user=request.user,
+                                   license=data["license"])
         except ReleaseError as exc:
             field, _, message = str(exc).partition(": ")
             form.add_error(field if field in form.fields else None, message or str(exc))

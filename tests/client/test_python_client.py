@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import pandas as pd
 import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # `datasets` reads local files only
+import datasets  # noqa: E402
 
 from annotation.models import Rating
 from annotation.reports.comparisons import comparative_answers
@@ -120,14 +124,20 @@ def test_a_release_downloaded_with_its_checksum_checked(concord, admin_user, cel
                                                        settings):
     simulated_study_create(preset="aqua-003", slug="client-release", n_items=4, n_raters=2, seed=5)
     client = concord(admin_user)
-    made = client.create_release("client-release", "1.0.0", ["parquet", "csv"], changelog="first")
-    assert {r["format"] for r in made} == {"parquet", "csv"}
+    made = client.create_release("client-release", "1.0.0", ["parquet", "csv", "hf"], changelog="first",
+                                 license="cc-by-4.0")
+    assert {r["format"] for r in made} == {"parquet", "csv", "hf"} and {r["license"] for r in made} == {"cc-by-4.0"}
     ready = client.wait_for_release("client-release", "1.0.0", "parquet", timeout_s=120)
     path = client.download_release("client-release", "1.0.0", "parquet", tmp_path)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == ready["sha256"]
     assert len(pd.read_parquet(path)) == len(client.ratings("client-release"))
     with pytest.raises(ConcordError, match="immutable|already"):
         client.create_release("client-release", "1.0.0", ["parquet"])
+
+    client.wait_for_release("client-release", "1.0.0", "hf", timeout_s=120)
+    folder = client.download_hf_dataset("client-release", "1.0.0", tmp_path / "hf")
+    train = datasets.load_dataset(str(folder), cache_dir=str(tmp_path / "hf-cache"))["train"]
+    assert train.num_rows == len(pd.read_parquet(path)) and "license: cc-by-4.0" in (folder / "README.md").read_text()
 
     client.wait_for_release("client-release", "1.0.0", "csv", timeout_s=120)
     stored = next((settings.MEDIA_ROOT / "releases").rglob("*.csv"))

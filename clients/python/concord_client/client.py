@@ -11,6 +11,7 @@ import hashlib
 import io
 import sys
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -210,9 +211,11 @@ class Client:
         return self._json("GET", f"/api/studies/{slug}/releases/")
 
     def create_release(self, slug: str, version: str, formats: Iterable[str], *, changelog: str = "",
-                       delta: float | None = None) -> list[dict[str, Any]]:
-        """Queue release `version` in `formats`; a worker builds it (see `releases`, `wait_for_release`)."""
-        body: dict[str, Any] = {"version": version, "formats": list(formats), "changelog": changelog}
+                       delta: float | None = None, license: str = "") -> list[dict[str, Any]]:
+        """Queue release `version` in `formats` (csv, jsonl, parquet, pairs, consensus, hf); a worker builds
+        it (see `releases`, `wait_for_release`). `license` (e.g. "cc-by-4.0") is required with hf."""
+        body: dict[str, Any] = {"version": version, "formats": list(formats), "changelog": changelog,
+                                "license": license}
         if delta is not None:
             body["delta"] = delta
         return self._json("POST", f"/api/studies/{slug}/releases/", json=body)
@@ -247,6 +250,7 @@ class Client:
                 response.read()
                 raise ConcordError.from_response(response)
             name = _attachment_name(response.headers.get("content-disposition", "")) or f"{slug}-{version}.{fmt}"
+            Path(dest).mkdir(parents=True, exist_ok=True)
             path = Path(dest) / name
             digest = hashlib.sha256()
             with path.open("wb") as out:
@@ -259,6 +263,16 @@ class Client:
             raise ReleaseChecksumError(0, f"release {version} ({fmt}): SHA-256 {got} is not the recorded "
                                           f"{release['sha256']}; the download was removed")
         return path
+
+
+    def download_hf_dataset(self, slug: str, version: str, dest: str | Path = ".") -> Path:
+        """Download the release's `hf` file (checksum checked) and unzip it into `dest/<slug>-<version>/`:
+        the folder `datasets.load_dataset(folder)` opens (README.md dataset card, data/ratings.parquet)."""
+        archive = self.download_release(slug, version, "hf", dest)
+        folder = Path(dest) / f"{slug}-{version}"
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(folder)  # extractall keeps every member inside `folder`
+        return folder
 
 
 def _nullable(arrow_type: Any) -> Any:
