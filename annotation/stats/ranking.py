@@ -46,7 +46,7 @@ def compare_systems(ratings: pd.DataFrame, *, accept_criterion: str | None = Non
     """{criterion: {"systems": {...}, "pairs": [...], "ranking": [...]}} for numeric criteria;
     with `accept_criterion`, the share of its ratings equal to `accept_value` per system.
 
-    Reference: Paired t-tests with Holm (1979), Scandinavian Journal of Statistics 6(2).
+    Reference: Wilcoxon (1945) signed-rank tests, Holm (1979) for their p-values; t intervals of the means.
     """
     out: dict[str, Any] = {}
     if accept_criterion is not None:
