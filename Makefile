@@ -17,9 +17,11 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e .
 	touch $(STAMP)
 
-$(DEV_STAMP): pyproject.toml | $(PY)
+$(DEV_STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	@bash scripts/ensure-compilers.sh
 	$(PY) -m pip install -q -e ".[dev,local-models]"
+	# the Python client is its own distribution (httpx, pandas, pyarrow: already installed above)
+	$(PY) -m pip install -q --no-deps -e clients/python
 	touch $(STAMP) $(DEV_STAMP)
 
 install: $(STAMP)

@@ -1,6 +1,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
+from annotation import api_data
 from annotation.api import RubricViewSet, StudyViewSet
 
 router = DefaultRouter()
@@ -8,6 +9,13 @@ router.register("rubrics", RubricViewSet, basename="rubric")
 router.register("studies", StudyViewSet, basename="study")
 
 urlpatterns = [
+    # before the router, whose rubrics/<pk>/ would take "file"
+    path("rubrics/file/", api_data.rubric_file, name="api-rubric-file"),
+    path("studies/<slug:slug>/export/", api_data.study_export, name="api-study-export"),
+    path("studies/<slug:slug>/report/", api_data.study_report_json, name="api-study-report"),
+    path("studies/<slug:slug>/comparisons/", api_data.study_comparisons, name="api-study-comparisons"),
+    path("studies/<slug:slug>/releases/", api_data.study_releases_view, name="api-study-releases"),
+    path("studies/<slug:slug>/releases/<int:pk>/file/", api_data.release_file, name="api-release-file"),
     path("", include(router.urls)),
     path("", include("annotation.workspace_api_urls")),
     path("", include("annotation.participants_api")),

@@ -398,6 +398,8 @@ class DatasetRelease(models.Model):
     progress = models.FloatField(default=0.0)
     error = models.TextField(blank=True)
     file_path = models.CharField(max_length=500, blank=True, help_text="Relative to MEDIA_ROOT.")
+    license = models.CharField(max_length=40, blank=True,
+                               help_text="The dataset's license, chosen at release (the Hugging Face card's id).")
     sha256 = models.CharField(max_length=64, blank=True)
     size = models.PositiveBigIntegerField(null=True, blank=True)
     created_by = models.ForeignKey(

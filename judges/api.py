@@ -3,16 +3,18 @@ researchers read). Annotators and outsiders see no run: 404, as on the pages."""
 
 from __future__ import annotations
 
-from django.http import Http404
+from django.http import Http404, HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, permissions, serializers, status, viewsets
-from rest_framework.decorators import action
+from rest_framework.decorators import action, api_view, permission_classes
 from rest_framework.response import Response
 
-from annotation.access import is_admin, study_role
+from annotation.access import get_study_for_reader, is_admin, study_role
 from annotation.models import Study
 from judges.config import JudgeConfigError, validate_judge
 from judges.models import JudgeConfig, JudgeRun, JudgeScore
+from judges.score_table import study_scores_parquet
 from judges.selectors import run_progress
 from judges.services.budget import BudgetError, judge_run_set_cap
 from judges.services.runs import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
@@ -168,3 +170,14 @@ class JudgeRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             qs = qs.filter(status=request.query_params["status"])
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(JudgeScoreSerializer(page, many=True).data)
+
+
+@extend_schema(responses={(200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY})
+@api_view(["GET"])
+@permission_classes([permissions.IsAuthenticated])
+def study_scores(request, slug: str) -> HttpResponse:
+    """Every judge score of the study's runs as Parquet (typed columns); readers of the study only."""
+    study = get_study_for_reader(request.user, slug)
+    response = HttpResponse(study_scores_parquet(study), content_type="application/vnd.apache.parquet")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-judge-scores.parquet"'
+    return response

@@ -284,7 +284,7 @@ def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
         routing_configure(study=study, enabled=True, human_budget=None, comparisons=[systems[:2]], auto_pause=False)
         routing_refresh(study=study)
     with eager_celery():
-        releases_create(study=study, version="1.0.0", formats=list(FORMATS),
+        releases_create(study=study, version="1.0.0", formats=list(FORMATS), license="cc-by-4.0",
                         changelog="First release of the simulated demo ratings.")
 
 

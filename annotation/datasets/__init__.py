@@ -46,6 +46,10 @@ FORMATS: dict[str, ExportFormat] = {f.key: f for f in (
                  "(or majority label), group scores and the overall with its CI; an output rated by fewer raters than "
                  "the study's consensus minimum has one left_out row with its rater count instead.",
                  ".consensus.csv", "text/csv; charset=utf-8", formatters.consensus_csv, "chunks"),
+    ExportFormat("hf", "Hugging Face dataset (zip)", "A folder `datasets.load_dataset` opens once unzipped: the "
+                 "ratings as Parquet and a dataset card (README.md) whose YAML names the license chosen at release, "
+                 "the task and the size, with the rubric and the raters' agreement.",
+                 ".hf.zip", "application/zip", formatters.huggingface_zip, "rows"),
 )}
 
 

@@ -190,3 +190,25 @@ def consensus_csv(study: Study, *, progress: Progress | None = None, **_: Any) -
             yield buf.getvalue().encode()
 
 
+
+
+def huggingface_zip(study: Study, *, progress: Progress | None = None, dataset_version: str = UNRELEASED,
+                    license: str = "", changelog: str = "", **_: Any) -> Iterator[bytes]:
+    """A Hugging Face dataset folder, zipped: the ratings' Parquet file and a dataset card (YAML
+    metadata with the license chosen at release, the task, the size, the rubric and agreement)."""
+    from annotation.datasets.card import card_text, hf_zip
+    from annotation.reports.study import cached_study_report  # the report reads exports' tables
+
+    rows = [0]
+
+    def counted(n: int) -> None:
+        rows[0] += n
+        if progress:
+            progress(n)
+
+    def card(n_rows: int) -> str:
+        agreement = cached_study_report(study).get("agreement", {})
+        return card_text(study=study, version=dataset_version, license=license, n_rows=n_rows,
+                         agreement=agreement, changelog=changelog)
+
+    return hf_zip(ratings_parquet(study, progress=counted), card, lambda: rows[0])

@@ -22,6 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.datasets import FORMATS, export_filename, export_to_file
+from annotation.datasets.card import LICENSES
 from annotation.datasets.tables import ITEMS_PER_CHUNK
 from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.datasets.writers import temporaries
@@ -69,8 +70,9 @@ def next_version(study: Study) -> str:
 
 @transaction.atomic
 def releases_create(*, study: Study, version: str, formats: Iterable[str], changelog: str = "",
-                    delta: float | None = None, user=None) -> list[DatasetRelease]:
-    """Queue one release per format (all or none); each is built by a Celery task after commit."""
+                    delta: float | None = None, user=None, license: str = "") -> list[DatasetRelease]:
+    """Queue one release per format (all or none); each is built by a Celery task after commit.
+    `license` (a Hugging Face license id) is required with the `hf` format, whose card states it."""
     version = version.strip()
     formats = list(dict.fromkeys(formats))
     if not SEMVER.match(version):
@@ -82,6 +84,10 @@ def releases_create(*, study: Study, version: str, formats: Iterable[str], chang
         raise ReleaseError(f"formats: unknown {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     if delta is not None and not delta > 0:
         raise ReleaseError("delta: must be positive (ties are never pairs)")
+    if license and license not in LICENSES:
+        raise ReleaseError(f"license: unknown {license!r}; choose from {', '.join(LICENSES)}")
+    if "hf" in formats and not license:
+        raise ReleaseError("license: a Hugging Face release states its license; choose one")
     taken = set(study.releases.filter(version=version, format__in=formats).values_list("format", flat=True))
     if taken:
         raise ReleaseError(f"version: {version} already has {', '.join(sorted(taken))}; releases are immutable, "
@@ -91,7 +97,7 @@ def releases_create(*, study: Study, version: str, formats: Iterable[str], chang
         with transaction.atomic():
             for fmt in formats:
                 made.append(DatasetRelease.objects.create(
-                    study=study, version=version, format=fmt, changelog=changelog.strip(), created_by=user,
+                    study=study, version=version, format=fmt, changelog=changelog.strip(), created_by=user, license=license,
                     delta=(delta or DEFAULT_DELTA) if fmt == "pairs" else None,
                     file_path=f"{study.slug}/{export_filename(study, fmt, version)}"))
     except IntegrityError as exc:  # a concurrent request took the same version first
@@ -201,7 +207,8 @@ def release_build(*, release_id: int) -> DatasetRelease:
             with reporter:
                 written = export_to_file(release.study, release.format, path, overwrite=False,
                                          progress=reporter.add, delta=release.delta or DEFAULT_DELTA,
-                                         dataset_version=release.version)
+                                         dataset_version=release.version, license=release.license,
+                                         changelog=release.changelog)
         except Exception as exc:
             DatasetRelease.objects.filter(pk=release.pk).update(
                 status=DatasetRelease.Status.FAILED, error=f"{type(exc).__name__}: {exc}",

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.access import get_study_for_reader
 from annotation.audit import Action, audit_record
 from annotation.datasets import FORMATS, export_chunks, export_filename
+from annotation.datasets.card import LICENSES
 from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.models import DatasetRelease
 from annotation.datasets.releases import ReleaseError, next_version, release_path, releases_create, study_releases
@@ -30,6 +31,8 @@ class ReleaseForm(forms.Form):
                                         widget=forms.CheckboxSelectMultiple)
     delta = forms.FloatField(initial=DEFAULT_DELTA, min_value=0.01, required=False,
                              help_text="Preference pairs: minimum overall difference")
+    license = forms.ChoiceField(choices=[("", "—")] + list(LICENSES.items()), required=False,
+                                help_text="The dataset's license (required for the Hugging Face format)")
     changelog = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
 
 
@@ -90,7 +93,8 @@ def release_create(request: HttpRequest, slug: str) -> HttpResponse:
         data = form.cleaned_data
         try:
             made = releases_create(study=study, version=data["version"], formats=data["formats"],
-                                   changelog=data["changelog"], delta=data["delta"], user=request.user)
+                                   changelog=data["changelog"], delta=data["delta"], user=request.user,
+                                   license=data["license"])
         except ReleaseError as exc:
             field, _, message = str(exc).partition(": ")
             form.add_error(field if field in form.fields else None, message or str(exc))
@@ -103,7 +107,11 @@ def release_create(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def release_download(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    study = get_study_for_reader(request.user, slug)
+    return release_file_response(get_study_for_reader(request.user, slug), pk)
+
+
+def release_file_response(study, pk: int) -> FileResponse:
+    """A ready release's file with its SHA-256 (`X-Checksum-SHA256`, `Digest`); 404 otherwise."""
     release = get_object_or_404(DatasetRelease, pk=pk, study=study, status=DatasetRelease.Status.READY)
     path = release_path(release)
     if not path.exists():

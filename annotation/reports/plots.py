@@ -7,9 +7,11 @@ Each function returns None when the report has nothing to draw.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, Iterator
 
 import matplotlib
 
@@ -23,8 +25,26 @@ matplotlib.rcParams.update({
 })
 
 
+# While set (captured_figures), every figure drawn is also kept by name, for other file formats.
+_captured: ContextVar[dict[str, Figure] | None] = ContextVar("captured_figures", default=None)
+
+
+@contextlib.contextmanager
+def captured_figures() -> Iterator[dict[str, Figure]]:
+    """Keep the figures report_plots draws inside this block, by plot name (annotation.reports.paper)."""
+    kept: dict[str, Figure] = {}
+    token = _captured.set(kept)
+    try:
+        yield kept
+    finally:
+        _captured.reset(token)
+
+
 def to_svg(fig: Figure, name: str) -> str:
     """The figure as an <svg> element (no XML prolog) for inlining in HTML."""
+    kept = _captured.get()
+    if kept is not None:
+        kept[name] = fig
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": name}):
         # No creation date in the metadata: the same report gives the same bytes.

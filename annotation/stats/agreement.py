@@ -34,7 +34,10 @@ __all__ = [
 
 
 def matrix_agreement(matrix: np.ndarray) -> dict[str, Any]:
-    """Every inter-rater statistic of one criterion, as Stats, in the report's key layout."""
+    """Every inter-rater statistic of one criterion, as Stats, in the report's key layout.
+
+    Reference: Krippendorff (2011); Shrout & Fleiss (1979); Fleiss (1971); Cohen (1960, 1968).
+    """
     x = np.asarray(matrix, dtype=float)
     p = Pairable(x)
     fleiss, agree = fleiss_and_agreement(p)

@@ -23,7 +23,10 @@ Scoring = Literal["accuracy", "neg_rmse"]
 
 
 def benjamini_yekutieli(pvalues: np.ndarray, q: float = 0.05) -> np.ndarray:
-    """Rejections under the Benjamini-Yekutieli FDR procedure (valid under any dependence)."""
+    """Rejections under the Benjamini-Yekutieli FDR procedure (valid under any dependence).
+
+    Reference: Benjamini & Yekutieli (2001), Annals of Statistics 29(4).
+    """
     p = np.asarray(pvalues, dtype=float)
     m = p.size
     if m == 0:
@@ -50,7 +53,10 @@ def alt_test(humans: np.ndarray, judge: np.ndarray, *, scoring: Scoring = "neg_r
              epsilon: float = 0.2, q: float = 0.05, min_items: int = 30,
              names: list[str] | None = None) -> dict[str, Any]:
     """Run the alt-test on an items x humans matrix (NaN = not rated) and the judge's scores
-    per item (NaN = not scored); categorical labels must be coded as numbers."""
+    per item (NaN = not scored); categorical labels must be coded as numbers.
+
+    Reference: Calderon, Reichart & Dror (2025), The Alternative Annotator Test for LLM-as-a-Judge, ACL.
+    """
     h = np.asarray(humans, dtype=float)
     f = np.asarray(judge, dtype=float)
     names = names or [str(j) for j in range(h.shape[1])]

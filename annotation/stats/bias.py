@@ -28,7 +28,10 @@ def _ols(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def verbosity(scores: Sequence[float], lengths: Sequence[float], level: float = 0.95) -> dict[str, Any]:
-    """Does the score rise with the output's length (in words)?"""
+    """Does the score rise with the output's length (in words)?
+
+    Reference: Dubois et al. (2024), Length-Controlled AlpacaEval, COLM.
+    """
     s, n_words = np.asarray(scores, float), np.asarray(lengths, float)
     keep = np.isfinite(s) & np.isfinite(n_words)
     s, n_words = s[keep], n_words[keep]
@@ -47,7 +50,10 @@ def verbosity(scores: Sequence[float], lengths: Sequence[float], level: float = 
 
 def length_controlled(scores: Sequence[float], lengths: Sequence[float], systems: Sequence[str],
                       level: float = 0.95) -> dict[str, Any]:
-    """Per system: the raw mean and the score predicted at the average length, with its interval."""
+    """Per system: the raw mean and the score predicted at the average length, with its interval.
+
+    Reference: Dubois et al. (2024), Length-Controlled AlpacaEval, COLM.
+    """
     s, n_words = np.asarray(scores, float), np.asarray(lengths, float)
     names = sorted(set(systems))
     if len(names) < 1 or s.size < len(names) + 2:
@@ -72,7 +78,10 @@ def length_controlled(scores: Sequence[float], lengths: Sequence[float], systems
 
 
 def self_preference(own: Sequence[float], others: Sequence[float], level: float = 0.95) -> dict[str, Any]:
-    """Mean score of the judge's own family's outputs minus the others', Welch's interval and test."""
+    """Mean score of the judge's own family's outputs minus the others', Welch's interval and test.
+
+    Reference: Panickssery, Bowman & Feng (2024), LLM Evaluators Recognize and Favor Their Own Generations; Welch (1947).
+    """
     a, b = np.asarray(own, float), np.asarray(others, float)
     if a.size < 2 or b.size < 2:
         return {"difference": None, "ci": None, "p": None, "n_own": int(a.size), "n_others": int(b.size),

@@ -23,7 +23,10 @@ def bootstrap_ci(
     vectorized: bool = False,
     batch: int = 256,
 ) -> Stat:
-    """Statistic on the data with its percentile CI; undefined when it is or all resamples are."""
+    """Statistic on the data with its percentile CI; undefined when it is or all resamples are.
+
+    Reference: Efron & Tibshirani (1993), An Introduction to the Bootstrap, ch. 13.
+    """
     arrays = [np.asarray(d) for d in data]
     n = arrays[0].shape[0]
     if any(a.shape[0] != n for a in arrays):

@@ -28,7 +28,10 @@ def _key(value: Any) -> str:
 
 def calibration(distributions: Sequence[Mapping[Any, float]], human: Sequence[Any],
                 bins: int = 10) -> dict[str, Any]:
-    """ECE, Brier score and the reliability diagram's bins; None with a reason when no output has both."""
+    """ECE, Brier score and the reliability diagram's bins; None with a reason when no output has both.
+
+    Reference: Guo et al. (2017), On Calibration of Modern Neural Networks, ICML; Brier (1950).
+    """
     pairs = [({_key(k): float(p) for k, p in d.items()}, _key(h))
              for d, h in zip(distributions, human) if d and h is not None]
     if not pairs:

@@ -44,7 +44,10 @@ def classification_report(gold: Sequence[str], pred: Sequence[str], *, positive:
                           cost: Sequence[float] | None = None, labels: Sequence[str] | None = None
                           ) -> dict[str, Any]:
     """All metrics of aligned gold and predicted labels (plain floats, JSON-ready); macro F1 and
-    per_class over `labels` (the task's classes) when given."""
+    per_class over `labels` (the task's classes) when given.
+
+    Reference: Sokolova & Lapalme (2009), Information Processing & Management 45(4).
+    """
     if len(gold) != len(pred):
         raise ValueError("gold and pred must be aligned (same length)")
     n = len(gold)
@@ -101,6 +104,8 @@ def gold_eval(gold: Mapping[str, str], pred: Mapping[str, str], *, positive: str
     `labels` (default: the gold labels) is unparsed; both count as the wrong label FAILED.
     Cost per 10K is extrapolated from the ids that have a prediction row (a missing one has
     no cost to count); predicted ids not in gold are listed and not scored.
+
+    Reference: Sokolova & Lapalme (2009); seed 003's evaluation table.
     """
     known = frozenset(str(x) for x in labels) if labels else frozenset(str(x) for x in gold.values())
     ids = list(gold)

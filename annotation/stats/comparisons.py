@@ -18,14 +18,20 @@ Win = tuple[str, str, float]  # winner, loser, weight
 
 
 def pairs_from_pairwise(a: str, b: str, winner: str) -> list[Win]:
-    """One A/B judgement; winner is a or b or 'tie'."""
+    """One A/B judgement; winner is a or b or 'tie'.
+
+    Reference: Bradley & Terry (1952); ties as half wins, Davidson (1970).
+    """
     if winner == "tie":
         return [(a, b, 0.5), (b, a, 0.5)]
     return [(winner, b if winner == a else a, 1.0)]
 
 
 def pairs_from_ranking(ranks: dict[str, float]) -> list[Win]:
-    """Every higher-ranked system beats every lower-ranked one (rank 1 = best); equal ranks tie."""
+    """Every higher-ranked system beats every lower-ranked one (rank 1 = best); equal ranks tie.
+
+    Reference: Azari Soufiani, Parkes & Xia (2013), rank breaking, NeurIPS.
+    """
     out: list[Win] = []
     for a, b in combinations(sorted(ranks), 2):
         if ranks[a] == ranks[b]:
@@ -36,7 +42,10 @@ def pairs_from_ranking(ranks: dict[str, float]) -> list[Win]:
 
 
 def pairs_from_best_worst(shown: Sequence[str], best: str, worst: str) -> list[Win]:
-    """Best beats every other shown; every other shown beats worst (best over worst once)."""
+    """Best beats every other shown; every other shown beats worst (best over worst once).
+
+    Reference: Louviere, Flynn & Marley (2015), Best-Worst Scaling.
+    """
     out: list[Win] = [(best, s, 1.0) for s in shown if s != best]
     out += [(s, worst, 1.0) for s in shown if s not in (best, worst)]
     return out
@@ -66,6 +75,8 @@ def bradley_terry(comparisons: Iterable[Win], level: float = 0.95, tol: float = 
     Returns {"systems": {name: {"bt", "bt_ci", "n"}}, "reason": None | why undefined}. When some
     system never wins or never loses against the rest (the comparison graph is not strongly
     connected) the MLE is infinite: strengths are None with that reason, never a made-up number.
+
+    Reference: Bradley & Terry (1952), Biometrika 39(3/4); Hunter (2004), Annals of Statistics 32(1).
     """
     comparisons = list(comparisons)
     systems = sorted({s for w, l_, _ in comparisons for s in (w, l_)})
@@ -103,7 +114,10 @@ def bradley_terry(comparisons: Iterable[Win], level: float = 0.95, tol: float = 
 
 
 def win_rates(comparisons: Iterable[Win]) -> dict[str, dict[str, float]]:
-    """Row system's share of wins (ties half) against each column system it met."""
+    """Row system's share of wins (ties half) against each column system it met.
+
+    Reference: Chiang et al. (2024), Chatbot Arena, ICML (the win-fraction matrix).
+    """
     won: dict[tuple[str, str], float] = defaultdict(float)
     for w, l_, weight in comparisons:
         won[(w, l_)] += weight
@@ -116,7 +130,10 @@ def win_rates(comparisons: Iterable[Win]) -> dict[str, dict[str, float]]:
 
 
 def best_worst_counts(answers: Iterable[tuple[Sequence[str], str, str]]) -> dict[str, float]:
-    """(times best − times worst) / times shown, per system."""
+    """(times best − times worst) / times shown, per system.
+
+    Reference: Louviere, Flynn & Marley (2015), Best-Worst Scaling; Kiritchenko & Mohammad (2017), ACL.
+    """
     shown: dict[str, int] = defaultdict(int)
     score: dict[str, int] = defaultdict(int)
     for tup, best, worst in answers:
@@ -130,7 +147,10 @@ def best_worst_counts(answers: Iterable[tuple[Sequence[str], str, str]]) -> dict
 def kendall_w(rankings: Sequence[dict[str, float]]) -> dict[str, Any]:
     """Kendall's coefficient of concordance over rankings of the same systems (each ranking a
     'judge': one rater's ranking of one item), with the correction for tied ranks and the
-    Friedman χ² test (χ² = m(n − 1)W, df = n − 1)."""
+    Friedman χ² test (χ² = m(n − 1)W, df = n − 1).
+
+    Reference: Kendall & Babington Smith (1939), Annals of Mathematical Statistics 10(3); ties: Kendall (1948).
+    """
     if not rankings:
         return {"w": None, "chi2": None, "df": None, "p": None, "reason": "no rankings"}
     systems = sorted(rankings[0])
@@ -161,7 +181,10 @@ def _midranks(values: list[float]) -> np.ndarray:
 
 def position_effect(judgements: Iterable[tuple[str, str, str]]) -> dict[str, Any]:
     """How often the output shown first wins, over pairwise judgements that were not ties, with
-    the exact binomial test against 0.5."""
+    the exact binomial test against 0.5.
+
+    Reference: Zheng et al. (2023), Judging LLM-as-a-Judge, NeurIPS (position bias); exact binomial test.
+    """
     decided = [winner == a for a, b, winner in judgements if winner != "tie"]
     first = int(sum(decided))
     if not decided:
@@ -183,7 +206,10 @@ def item_pair_shares(judgements: Iterable[tuple[Any, Win]]) -> dict[tuple[Any, s
 
 
 def wilson_interval(wins: float, n: float, level: float = 0.95) -> list[float] | None:
-    """Wilson score interval of a share of wins (ties half)."""
+    """Wilson score interval of a share of wins (ties half).
+
+    Reference: Wilson (1927), JASA 22(158).
+    """
     if n <= 0:
         return None
     z = float(norm.ppf(0.5 + level / 2))

@@ -26,7 +26,10 @@ CIMethod = Literal["normal", "t", "bootstrap"]
 def weighted_consensus(scores: Sequence[float], weights: Sequence[float] | None = None, *,
                        method: CIMethod = "normal", level: float = 0.95, n_boot: int = 2000,
                        seed: int = 0) -> dict[str, Any]:
-    """{"consensus", "ci": [lo, hi] | None, "sd", "n"} of one output's scores on one criterion."""
+    """{"consensus", "ci": [lo, hi] | None, "sd", "n"} of one output's scores on one criterion.
+
+    Reference: Kish (1965), Survey Sampling (effective sample size of a weighted mean).
+    """
     s = np.asarray(scores, dtype=float)
     w = np.ones_like(s) if weights is None else np.asarray(weights, dtype=float)
     ok = ~np.isnan(s)
@@ -192,6 +195,8 @@ def preference_pairs(outputs: Iterable[Mapping[str, Any]], *, min_delta: float =
     Each output row: {"item", "prompt", "system", "content", score_key: float, and the score
     fields (e.g. "technical", "aesthetic"), "confidence_interval", "vote_count"}. Pairs whose
     difference is below `min_delta` (ties and near-ties) are excluded.
+
+    Reference: Ouyang et al. (2022), InstructGPT, NeurIPS; seed 002's pair schema.
     """
     by_item: dict[Any, list[Mapping[str, Any]]] = {}
     for row in outputs:

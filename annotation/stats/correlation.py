@@ -30,7 +30,10 @@ def lin_ccc(x: np.ndarray, y: np.ndarray) -> Stat:
 
 
 def mean_difference(judge: np.ndarray, human: np.ndarray, level: float = 0.95) -> Stat:
-    """Bias: mean(judge - human) with its t-based CI."""
+    """Bias: mean(judge - human) with its t-based CI.
+
+    Reference: Bland & Altman (1986), The Lancet 327(8476).
+    """
     d = np.asarray(judge, dtype=float) - np.asarray(human, dtype=float)
     if d.size < 2:
         return Stat.undefined("fewer than two paired values")
@@ -46,7 +49,10 @@ def _round_half_up(x: np.ndarray) -> np.ndarray:
 
 
 def judge_vs_humans(judge: np.ndarray, human_mean: np.ndarray) -> dict[str, Stat]:
-    """All agreement measures of a judge's scores with the human mean, per item (aligned arrays)."""
+    """All agreement measures of a judge's scores with the human mean, per item (aligned arrays).
+
+    Reference: Lin (1989), Biometrics 45(1); Kendall (1945); Bland & Altman (1986).
+    """
     j = np.asarray(judge, dtype=float)
     h = np.asarray(human_mean, dtype=float)
     ok = ~(np.isnan(j) | np.isnan(h))

@@ -47,7 +47,10 @@ def _spearman_brown_ci(lo: float, hi: float, k: int) -> tuple[float, float] | No
 
 
 def icc(matrix: np.ndarray, *, alpha: float = 0.05) -> dict[str, Stat]:
-    """All six ICC forms (ICC1 = ICC(1,1) ... ICC3k = ICC(3,k)) with (1 - alpha) CIs."""
+    """All six ICC forms (ICC1 = ICC(1,1) ... ICC3k = ICC(3,k)) with (1 - alpha) CIs.
+
+    Reference: Shrout & Fleiss (1979), Psychological Bulletin 86(2); McGraw & Wong (1996), Psychological Methods 1(1).
+    """
     x = np.asarray(matrix, dtype=float)
     if x.ndim != 2 or x.shape[1] < 2:
         return {f: Stat.undefined("needs at least two raters") for f in FORMS}

@@ -40,6 +40,8 @@ def fleiss_kappa(counts: np.ndarray) -> Stat:
     """Fleiss' kappa from an items x categories table of counts (items with < 2 ratings ignored).
 
     With unequal numbers of ratings per item, P_i uses each item's own n_i (the usual generalisation).
+
+    Reference: Fleiss (1971), Psychological Bulletin 76(5).
     """
     t = np.asarray(counts, dtype=float)
     n_i = t.sum(axis=1)
@@ -59,11 +61,15 @@ def fleiss_and_agreement(matrix: np.ndarray | Pairable) -> tuple[Stat, Stat]:
 
 
 def percent_agreement(matrix: np.ndarray) -> Stat:
+    """Reference: Fleiss (1971): the mean pairwise agreement P-bar."""
     return fleiss_and_agreement(matrix)[1]
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray, weights: Weights = "unweighted") -> Stat:
-    """Cohen's kappa of two raters over the same items (no missing values)."""
+    """Cohen's kappa of two raters over the same items (no missing values).
+
+    Reference: Cohen (1960), Educational and Psychological Measurement 20(1); weighted: Cohen (1968).
+    """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     n = a.size
     if n < 2:

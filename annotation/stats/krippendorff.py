@@ -85,7 +85,10 @@ def _ratio_delta(c: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 
 def krippendorff_alpha(matrix: np.ndarray | Pairable, level: Level = "interval") -> Stat:
-    """Krippendorff's alpha of an items x raters matrix (NaN = missing) at one level of measurement."""
+    """Krippendorff's alpha of an items x raters matrix (NaN = missing) at one level of measurement.
+
+    Reference: Krippendorff (2011), Computing Krippendorff's alpha-reliability; Hayes & Krippendorff (2007).
+    """
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; expected one of {LEVELS}")
     p = matrix if isinstance(matrix, Pairable) else Pairable(matrix)
@@ -115,6 +118,9 @@ def krippendorff_alpha(matrix: np.ndarray | Pairable, level: Level = "interval")
 
 
 def krippendorff_all(matrix: np.ndarray) -> dict[str, Stat]:
-    """Alpha at all four levels, sharing the preparation of the pairable values."""
+    """Alpha at all four levels, sharing the preparation of the pairable values.
+
+    Reference: Krippendorff (2011), Computing Krippendorff's alpha-reliability.
+    """
     p = Pairable(matrix)
     return {level: krippendorff_alpha(p, level) for level in LEVELS}

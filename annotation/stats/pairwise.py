@@ -14,6 +14,7 @@ MIN_N = 3  # with two points any correlation is +-1: not information
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> Stat:
+    """Reference: Pearson (1896), Phil. Trans. R. Soc. A 187."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.size < MIN_N:
         return Stat.undefined(f"fewer than {MIN_N} paired values")
@@ -27,12 +28,14 @@ def pearson(x: np.ndarray, y: np.ndarray) -> Stat:
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> Stat:
+    """Reference: Spearman (1904), American Journal of Psychology 15(1)."""
     if np.asarray(x).size < MIN_N:
         return Stat.undefined(f"fewer than {MIN_N} paired values")
     return pearson(rankdata(x), rankdata(y))
 
 
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> Stat:
+    """Reference: Kendall (1945), Biometrika 33(3), the treatment of ties."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.size < MIN_N:
         return Stat.undefined(f"fewer than {MIN_N} paired values")

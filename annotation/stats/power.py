@@ -131,7 +131,10 @@ def items_normal(*, delta: float, sd: float, icc: float, corr: float, raters: in
 
 def paired_power(n: int, *, delta: float, sd: float, icc: float, corr: float, raters: int,
                  alpha: float = 0.05) -> float:
-    """Power of the two-sided paired t-test on n items (noncentral t, df n−1)."""
+    """Power of the two-sided paired t-test on n items (noncentral t, df n−1).
+
+    Reference: Cohen (1988), Statistical Power Analysis, ch. 2 (noncentral t).
+    """
     delta, alpha = _positive("delta", delta), _open_unit("alpha", alpha)
     if n < MIN_ITEMS:
         raise InvalidArgument("n", f"a paired t-test needs at least {MIN_ITEMS} items, got {n}")
@@ -162,7 +165,10 @@ def paired_power_curve(ns: Iterable[int], *, delta: float, sd: float, icc: float
 
 def items_needed(*, delta: float, sd: float, icc: float, corr: float, raters: int,
                  power: float = 0.8, alpha: float = 0.05) -> int:
-    """The smallest n ≥ 2 whose exact paired t-test power reaches `power`."""
+    """The smallest n ≥ 2 whose exact paired t-test power reaches `power`.
+
+    Reference: Cohen (1988), Statistical Power Analysis, ch. 2.
+    """
     approx = items_normal(delta=delta, sd=sd, icc=icc, corr=corr, raters=raters, power=power, alpha=alpha)
     effect = delta / math.sqrt(difference_variance(sd=sd, icc=icc, corr=corr, raters=raters))
     if approx > MAX_SEARCH:
@@ -186,7 +192,10 @@ def items_needed(*, delta: float, sd: float, icc: float, corr: float, raters: in
 def items_table(*, delta: float, sd: float, icc: float, corr: float, power: float = 0.8,
                 alpha: float = 0.05, raters: Iterable[int] = TABLE_RATERS) -> list[dict[str, Any]]:
     """Items needed per number of raters per output: one row per R with the variance V, the
-    normal and exact item counts, the power reached and the total ratings R·n·2."""
+    normal and exact item counts, the power reached and the total ratings R·n·2.
+
+    Reference: Cohen (1988); Shrout & Fleiss (1979) for the rater-noise share.
+    """
     rows = []
     for r in raters:
         kw = dict(delta=delta, sd=sd, icc=icc, corr=corr, raters=r)
@@ -204,7 +213,10 @@ def items_table(*, delta: float, sd: float, icc: float, corr: float, power: floa
 
 def scores_plan(*, delta: float, sd: float, icc: float, corr: float, raters: int = 3,
                 power: float = 0.8, alpha: float = 0.05) -> dict[str, Any]:
-    """The whole absolute-score plan: inputs, the chosen R's answer, the R = 1..6 table, the formula."""
+    """The whole absolute-score plan: inputs, the chosen R's answer, the R = 1..6 table, the formula.
+
+    Reference: Cohen (1988); Shrout & Fleiss (1979).
+    """
     kw = dict(delta=delta, sd=sd, icc=icc, corr=corr)
     n = items_needed(**kw, raters=raters, power=power, alpha=alpha)
     return {
@@ -253,7 +265,10 @@ def judgements_normal(*, win_prob: float, power: float = 0.8, alpha: float = 0.0
 
 def binomial_power(n: int | np.ndarray, *, win_prob: float, alpha: float = 0.05) -> float | np.ndarray:
     """Exact power of the two-sided binomial test of H0 p = 1/2 on n decided judgements
-    (rejecting when the test's p-value, twice the smaller tail, is ≤ α). Vectorised over n."""
+    (rejecting when the test's p-value, twice the smaller tail, is ≤ α). Vectorised over n.
+
+    Reference: Chernick & Liu (2002), The American Statistician 56(2) (the saw-toothed exact binomial power).
+    """
     p = _win_prob(win_prob)
     alpha = _open_unit("alpha", alpha)
     n_arr = np.asarray(n, dtype=np.int64)
@@ -270,7 +285,10 @@ def binomial_power(n: int | np.ndarray, *, win_prob: float, alpha: float = 0.05)
 
 def judgements_needed(*, win_prob: float, power: float = 0.8, alpha: float = 0.05) -> int:
     """The smallest number of decided judgements from which the exact binomial power stays
-    ≥ `power` for the next STAY_ABOVE values."""
+    ≥ `power` for the next STAY_ABOVE values.
+
+    Reference: Chernick & Liu (2002), The American Statistician 56(2).
+    """
     approx = judgements_normal(win_prob=win_prob, power=power, alpha=alpha)
     if approx > MAX_SEARCH:
         raise InvalidArgument("win_prob", f"needs about {approx:.3g} judgements, more than {MAX_SEARCH:,}: "
@@ -289,7 +307,10 @@ def judgements_needed(*, win_prob: float, power: float = 0.8, alpha: float = 0.0
 def pairwise_plan(*, win_prob: float | None = None, bt_diff: float | None = None, ties: float = 0.0,
                   power: float = 0.8, alpha: float = 0.05) -> dict[str, Any]:
     """Judgements per pair of systems: decided ones (normal and exact) and all, ties included.
-    Give either `win_prob` or `bt_diff` (a Bradley–Terry log-strength difference)."""
+    Give either `win_prob` or `bt_diff` (a Bradley–Terry log-strength difference).
+
+    Reference: Bradley & Terry (1952); Chernick & Liu (2002).
+    """
     if (win_prob is None) == (bt_diff is None):
         raise InvalidArgument("win_prob", "give either a win probability or a Bradley–Terry difference")
     p = bt_win_prob(bt_diff) if bt_diff is not None else _win_prob(win_prob)

@@ -32,7 +32,10 @@ def _interval(mean: float, se: float, level: float) -> list[float]:
 
 
 def human_only(y: np.ndarray, level: float = 0.95) -> dict[str, Any]:
-    """The classical estimate: the mean of the human values with its CLT interval."""
+    """The classical estimate: the mean of the human values with its CLT interval.
+
+    Reference: the classical CLT interval, as the baseline of Angelopoulos et al. (2023).
+    """
     n = int(y.size)
     if n == 0:
         return {"mean": None, "ci": None, "n": 0}
@@ -41,7 +44,10 @@ def human_only(y: np.ndarray, level: float = 0.95) -> dict[str, Any]:
 
 
 def ppi_lambda(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray) -> float:
-    """PPI++'s variance-minimising weight of the judge, in [0, 1]."""
+    """PPI++'s variance-minimising weight of the judge, in [0, 1].
+
+    Reference: Angelopoulos, Duchi & Zrnic (2023), PPI++: Efficient Prediction-Powered Inference.
+    """
     n, big_n = y.size, yhat_unlabeled.size
     pooled = np.concatenate([yhat, yhat_unlabeled])
     var_hat = float(np.var(pooled, ddof=1))
@@ -53,7 +59,10 @@ def ppi_lambda(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray) -> f
 
 def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray, *, lam: float = 1.0,
              level: float = 0.95) -> dict[str, Any]:
-    """The prediction-powered mean and interval for a given judge weight `lam` (1 = classical PPI)."""
+    """The prediction-powered mean and interval for a given judge weight `lam` (1 = classical PPI).
+
+    Reference: Angelopoulos et al. (2023), Science 382(6671).
+    """
     n, big_n = y.size, yhat_unlabeled.size
     mean = float(lam * yhat_unlabeled.mean() + (y - lam * yhat).mean())
     se = float(np.sqrt(np.var(lam * yhat_unlabeled) / big_n + np.var(y - lam * yhat) / n))
@@ -64,7 +73,10 @@ def estimate_system(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray,
                     level: float = 0.95) -> dict[str, Any]:
     """Human-only, judge-only, PPI and PPI++ for one system. `y` and `yhat` are paired (the items
     humans rated that the judge scored too); PPI needs at least two of those and one item only
-    the judge scored, else it is null with the reason."""
+    the judge scored, else it is null with the reason.
+
+    Reference: Angelopoulos et al. (2023), Science 382(6671); PPI++: Angelopoulos, Duchi & Zrnic (2023).
+    """
     judge_all = np.concatenate([yhat, yhat_unlabeled])
     out: dict[str, Any] = {
         "human_only": human_only(y, level),
@@ -116,7 +128,10 @@ def read_judged_items(path: str | Path) -> pd.DataFrame:
 
 
 def estimate_systems(table: pd.DataFrame, level: float = 0.95) -> dict[str, Any]:
-    """{system: estimate_system(...)} from read_judged_items' table."""
+    """{system: estimate_system(...)} from read_judged_items' table.
+
+    Reference: Angelopoulos et al. (2023), Science 382(6671).
+    """
     out = {}
     for system, rows in table.groupby(level="system", sort=True):
         human, judge = rows["human"].to_numpy(float), rows["judge"].to_numpy(float)

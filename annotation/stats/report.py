@@ -100,7 +100,10 @@ def agreement_report(df: pd.DataFrame, judges: Sequence[str] = (), level: str | 
 
     `level` applies to every criterion; without it a criterion's level is `levels[name]` when
     given, else nominal for text labels and interval for numbers. Raises LevelError when text
-    labels are asked to be more than nominal."""
+    labels are asked to be more than nominal.
+
+    Reference: Krippendorff (2011); Shrout & Fleiss (1979); Fleiss (1971); Cohen (1960, 1968); Lin (1989).
+    """
     levels = dict(levels or {})
     for name, value in levels.items():
         if value not in LEVELS:

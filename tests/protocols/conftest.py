@@ -58,7 +58,8 @@ def simulated(django_db_setup, django_db_blocker):
                                         worker="no")
             assert [r.status for r in runs] == ["done", "done"], [r.error for r in runs]
             with eager_celery():
-                releases_create(study=sim.study, version="1.0.0", formats=list(FORMATS), changelog="matrix")
+                releases_create(study=sim.study, version="1.0.0", formats=list(FORMATS), changelog="matrix",
+                                license="cc-by-4.0")
             out[preset] = (sim.study, researcher, admin)
     yield out
     with django_db_blocker.unblock():

@@ -45,7 +45,7 @@ def test_load_demo_builds_full_studies_once():
             assert "pairwise" in methods
         if study.slug == "demo-rrgen-001":
             assert study.routing.state["comparisons"] and study.status == "open"  # routing on, study kept open
-        assert DatasetRelease.objects.filter(study=study, status="ready").count() == 5
+        assert DatasetRelease.objects.filter(study=study, status="ready").count() == 6  # every format, hf included
         assert assignment_next(study=study, rater=annotator) is not None, f"{study.slug}: nothing left to rate"
     crowd = studies["demo-compare-pairwise"]
     assert crowd.training_pass_mark == 0.5 and crowd.items.filter(is_training=True).count() == 2

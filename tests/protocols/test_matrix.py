@@ -177,7 +177,7 @@ def check_export_consensus(client, study, preset, tmp_path):
 
 def check_release(client, study, preset, tmp_path):
     releases = DatasetRelease.objects.filter(study=study, version="1.0.0")
-    assert releases.count() == 5 and {r.status for r in releases} == {"ready"}, [(r.format, r.status, r.error)
+    assert releases.count() == 6 and {r.status for r in releases} == {"ready"}, [(r.format, r.status, r.error)
                                                                                for r in releases]
     csv_release = releases.get(format="csv")
     body = _get(client, reverse("release-download", args=[study.slug, csv_release.pk]))

@@ -1,4 +1,4 @@
-"""export_study SLUG --format csv|jsonl|parquet|pairs|consensus [--out PATH] [--delta 0.5]"""
+"""export_study SLUG --format csv|jsonl|parquet|pairs|consensus|hf [--out PATH] [--delta 0.5]"""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ class Command(BaseCommand):
             return
         stream = self.stdout._out  # the real stream behind Django's OutputWrapper
         binary = getattr(stream, "buffer", None)
-        if fmt == "parquet" and (binary is None or stream.isatty()):
-            raise CommandError("parquet is binary: give --out PATH or redirect standard output to a file")
+        if fmt in ("parquet", "hf") and (binary is None or stream.isatty()):
+            raise CommandError(f"{fmt} is binary: give --out PATH or redirect standard output to a file")
         if binary is None:  # a text stream (call_command(stdout=StringIO())): text formats only
             stream.write(b"".join(chunks).decode())
             return

@@ -1,0 +1,37 @@
+"""Downloads of the paper kit: the whole zip, or one file of it (a table's .tex or .md, a figure's
+.svg, .pdf or .png, methods.md or methods.tex). Readers of the study only; anyone else gets 404."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from annotation.access import get_study_for_reader
+from annotation.reports.paper import paper_zip, study_paper_files
+
+CONTENT_TYPES = {"tex": "application/x-tex; charset=utf-8", "md": "text/markdown; charset=utf-8",
+                 "svg": "image/svg+xml", "pdf": "application/pdf", "png": "image/png"}
+
+
+def _attachment(body: bytes, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+@require_GET
+def paper_kit(request: HttpRequest, slug: str) -> HttpResponse:
+    study = get_study_for_reader(request.user, slug)
+    return _attachment(paper_zip(study_paper_files(study)), "application/zip", f"{study.slug}-paper.zip")
+
+
+@login_required
+@require_GET
+def paper_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    study = get_study_for_reader(request.user, slug)
+    files = study_paper_files(study)
+    if name not in files:
+        raise Http404("No such file in this study's paper kit")
+    return _attachment(files[name], CONTENT_TYPES[name.rsplit(".", 1)[1]], f"{study.slug}-{name.replace('/', '-')}")

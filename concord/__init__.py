@@ -1,0 +1,1 @@
+"""Concord's importable parts that need no Django settings (see `concord.stats`)."""
