@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from annotation.access import get_study_for_annotator
@@ -24,7 +25,8 @@ def _write(request: HttpRequest, study, write, questions: list[dict]) -> HttpRes
     except AnswersError as exc:
         return _next_screen(request, study, errors=exc.errors, answers=answers, status=400)
     except PhaseOrderError as exc:
-        messages.error(request, f"Not now: {exc}.")
+        # The reason (exc) is for API callers; a rater who used Back or posted twice just sees where they are.
+        messages.error(request, _("That form is not your step now: here is where you are."))
     return redirect("workspace", slug=study.slug)
 
 
