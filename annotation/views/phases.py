@@ -8,14 +8,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from annotation.questionnaires import QUESTIONNAIRES, AnswersError, answers_from_form
 from annotation.services.crowd import crowd_state
 from annotation.services.phases import PhaseOrderError, phase_consent, phase_instructions, phase_questionnaire
 from annotation.views.language import rater_study
-from annotation.views.workspace import _next_screen
+from annotation.views.workspace import NOT_YOUR_STEP, _next_screen
 
 
 def _write(request: HttpRequest, study, write, questions: list[dict]) -> HttpResponse:
@@ -24,9 +23,8 @@ def _write(request: HttpRequest, study, write, questions: list[dict]) -> HttpRes
         write(answers)
     except AnswersError as exc:
         return _next_screen(request, study, errors=exc.errors, answers=answers, status=400)
-    except PhaseOrderError as exc:
-        # The reason (exc) is for API callers; a rater who used Back or posted twice just sees where they are.
-        messages.error(request, _("That form is not your step now: here is where you are."))
+    except PhaseOrderError:
+        messages.error(request, NOT_YOUR_STEP)  # the reason is for API callers
     return redirect("workspace", slug=study.slug)
 
 
