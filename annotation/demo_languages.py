@@ -1,7 +1,8 @@
 """The demo's languages study: the rater's pages in German (Study.language) and items written right to
 left (Arabic and Hebrew hotel reviews with their replies), rated with the RRGen rubric, whose own
 texts stay as written. Shows the translated workspace and the right-to-left layout (dir="auto" on
-every text block)."""
+every text block), and a participant phase in German: the study's own instructions and comprehension
+check around the platform's translated texts (heading, attention policy, buttons, errors)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,20 @@ import json
 
 from annotation.models import Study, StudyMember
 from annotation.services.items import items_import
+from annotation.services.phases import study_phases_update
 from annotation.services.studies import study_create, study_members_add, study_set_status
 
 SLUG = "demo-languages"
+# The study's own texts, written in German like its interface (the platform translates only its own).
+PHASES = {
+    "instructions": {
+        "text": "Lesen Sie die Bewertung des Gastes und jede Antwort des Hotels ganz. Bewerten Sie, ob die Antwort "
+                "auf die genannten Punkte eingeht. Arabische und hebräische Texte laufen von rechts nach links.",
+        "check": [{"key": "punkte", "text": "Worauf achten Sie vor allem?", "kind": "single",
+                   "options": ["Länge der Antwort", "Eingehen auf die genannten Punkte"],
+                   "correct": "Eingehen auf die genannten Punkte"}]},
+    "attention_policy": {"reject_after_failed": 2},
+}
 
 ITEMS = [
     {"id": "ar-001", "context": "أقمنا ثلاث ليالٍ في غرفة مطلة على البحر. كان المنظر رائعًا، لكن المكيف كان صاخبًا طوال الليل "
@@ -40,6 +52,7 @@ def demo_languages_install(*, rubric_version, admin, annotators: list[str], rese
     study = study_create(name="Demo: Arabic and Hebrew reviews, German interface", slug=SLUG,
                          rubric_version=rubric_version, user=admin, language="de", raters_per_item=3,
                          presentation=Study.Presentation.SIDE_BY_SIDE)
+    study_phases_update(study=study, user=admin, text=json.dumps(PHASES, ensure_ascii=False))
     items_import(study=study, text="".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ITEMS),
                  filename="languages.jsonl")
     study_members_add(study=study, usernames=annotators, role=StudyMember.Role.ANNOTATOR)

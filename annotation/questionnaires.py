@@ -1,7 +1,8 @@
 """A study's participant phases as data: the settings (consent, questionnaires, instructions with a
 comprehension check, the attention policy, screen-out payment) and the answers to questions.
 
-Pure data and functions, no Django, like rubrics.schema: a JSON Schema checks shapes and types,
+Pure data and functions, like rubrics.schema (Django only for gettext: the messages about a participant's
+answers are in the rater's language): a JSON Schema checks shapes and types,
 then the checks a schema cannot express; every error is `(path, message)` with a path such as
 ``pre_questionnaire.questions[1].max``. docs/participant-phases.md describes every field.
 
@@ -18,6 +19,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import yaml
+from django.utils.translation import gettext as _
 from jsonschema import Draft202012Validator
 
 KINDS = ("single", "multiple", "number", "text", "likert")
@@ -156,31 +158,31 @@ def _clean_one(q: dict, value: Any) -> Any:
     kind = q["kind"]
     if kind == "single":
         if value not in q["options"]:
-            raise ValueError("choose one of the options")
+            raise ValueError(_("choose one of the options"))
         return value
     if kind == "multiple":
         values = value if isinstance(value, list) else [value]
         if not all(v in q["options"] for v in values) or len(set(values)) != len(values):
-            raise ValueError("choose among the options, each once")
+            raise ValueError(_("choose among the options, each once"))
         return [o for o in q["options"] if o in values]
     if kind in ("number", "likert"):
         try:
             number = float(value)
         except (TypeError, ValueError):
-            raise ValueError("a number") from None
+            raise ValueError(_("a number")) from None
         if kind == "likert":
             if not number.is_integer() or int(number) not in likert_range(q):
                 r = likert_range(q)
-                raise ValueError(f"a point of the scale, {r.start} to {r.stop - 1}")
+                raise ValueError(_("a point of the scale, %(low)s to %(high)s") % {"low": r.start, "high": r.stop - 1})
             return int(number)
         if not q["min"] <= number <= q["max"]:
-            raise ValueError(f"between {q['min']:g} and {q['max']:g}")
+            raise ValueError(_("between %(low)s and %(high)s") % {"low": f"{q['min']:g}", "high": f"{q['max']:g}"})
         if q.get("integer") and not number.is_integer():
-            raise ValueError("a whole number")
+            raise ValueError(_("a whole number"))
         return int(number) if number.is_integer() else number
     text = str(value).strip()
     if len(text) > q.get("max_length", TEXT_MAX):
-        raise ValueError(f"at most {q.get('max_length', TEXT_MAX)} characters")
+        raise ValueError(_("at most %(n)s characters") % {"n": q.get("max_length", TEXT_MAX)})
     return text
 
 
@@ -191,15 +193,15 @@ def _blank(value: Any) -> bool:
 def answers_clean(questions: list[dict], answers: Any) -> dict:
     """Every answer checked against its question, all at once; unknown keys are refused."""
     if not isinstance(answers, dict):
-        raise AnswersError({"answers": "an object of question key -> answer"})
+        raise AnswersError({"answers": _("an object of question key -> answer")})
     keys = {q["key"] for q in questions}
-    errors = {k: "not a question of this questionnaire" for k in answers if k not in keys}
+    errors = {k: _("not a question of this questionnaire") for k in answers if k not in keys}
     clean = {}
     for q in questions:
         value = answers.get(q["key"])
         if _blank(value):
             if q.get("required", True):
-                errors[q["key"]] = "an answer is required"
+                errors[q["key"]] = _("an answer is required")
             continue
         try:
             clean[q["key"]] = _clean_one(q, value)
@@ -216,7 +218,7 @@ def check_errors(questions: list[dict], answers: dict) -> dict[str, str]:
     for q in questions:
         expected = _clean_one(q, q["correct"])
         if answers.get(q["key"]) != expected:
-            wrong[q["key"]] = "not what the instructions say: read them again"
+            wrong[q["key"]] = _("not what the instructions say: read them again")
     return wrong
 
 

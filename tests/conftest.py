@@ -16,6 +16,16 @@ CHROMIUM = os.environ.get("CONCORD_CHROMIUM", "/usr/bin/chromium")
 PASSWORD = "pw-for-tests-only"
 
 
+@pytest.fixture(autouse=True)
+def _default_language():
+    """A test client's request activates a study's language in this thread (rater_study); the next
+    test starts in the default language again."""
+    yield
+    from django.utils import translation
+
+    translation.deactivate()
+
+
 def current_database_url() -> str:
     """DATABASE_URL pointing at the database the tests use now (after pytest-django created it).
 

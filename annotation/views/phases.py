@@ -10,11 +10,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from annotation.access import get_study_for_annotator
 from annotation.questionnaires import QUESTIONNAIRES, AnswersError, answers_from_form
 from annotation.services.crowd import crowd_state
 from annotation.services.phases import PhaseOrderError, phase_consent, phase_instructions, phase_questionnaire
-from annotation.views.workspace import _next_screen
+from annotation.views.language import rater_study
+from annotation.views.workspace import NOT_YOUR_STEP, _next_screen
 
 
 def _write(request: HttpRequest, study, write, questions: list[dict]) -> HttpResponse:
@@ -23,15 +23,15 @@ def _write(request: HttpRequest, study, write, questions: list[dict]) -> HttpRes
         write(answers)
     except AnswersError as exc:
         return _next_screen(request, study, errors=exc.errors, answers=answers, status=400)
-    except PhaseOrderError as exc:
-        messages.error(request, f"Not now: {exc}.")
+    except PhaseOrderError:
+        messages.error(request, NOT_YOUR_STEP)  # the reason is for API callers
     return redirect("workspace", slug=study.slug)
 
 
 @login_required
 @require_POST
 def consent_view(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     agree = request.POST.get("agree") == "yes"
     return _write(request, study, lambda _: phase_consent(study=study, rater=request.user, agree=agree), [])
 
@@ -39,7 +39,7 @@ def consent_view(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def questionnaire_view(request: HttpRequest, slug: str, which: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     key = f"{which}_questionnaire"
     questions = study.phases[key]["questions"] if key in QUESTIONNAIRES and key in study.phases else []
     return _write(request, study, lambda answers: phase_questionnaire(
@@ -50,7 +50,7 @@ def questionnaire_view(request: HttpRequest, slug: str, which: str) -> HttpRespo
 @login_required
 @require_POST
 def instructions_view(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_annotator(request.user, slug)
+    study = rater_study(request, slug)
     questions = study.phases.get("instructions", {}).get("check", [])
     return _write(request, study, lambda answers: phase_instructions(study=study, rater=request.user,
                                                                      answers=answers), questions)

@@ -50,6 +50,8 @@ PAGE = "annotation/workspace.html"
 
 # ---------------------------------------------------------------- what the screen shows
 
+# A form or item posted out of the phase order (Back, a second tab): the rater is shown where they are.
+NOT_YOUR_STEP = gettext_lazy("That form is not your step now: here is where you are.")
 # The pairwise strengths' labels (the platform's words; the stored value is the key).
 STRENGTH_LABELS = {"slightly": gettext_lazy("Slightly better"), "clearly": gettext_lazy("Clearly better")}
 # The criterion kinds as the guidelines name them to raters.
@@ -383,8 +385,8 @@ def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpR
     assignment = get_own_assignment(request.user, study, token)
     try:
         phase_require(study=study, rater=request.user, assignment=assignment)
-    except PhaseOrderError as exc:
-        messages.error(request, f"Not yet: {exc}.")
+    except PhaseOrderError:
+        messages.error(request, NOT_YOUR_STEP)  # the reason is for API callers
         return _redirect_to_next(request, study)
     was_revision = assignment.status == Assignment.Status.SUBMITTED
     answers = answers_from_form(request.POST, rubric=study.rubric, n_responses=len(assignment.permutation))

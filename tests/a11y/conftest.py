@@ -1,5 +1,5 @@
 """A site with a simulated study per preset (ratings, so reports are full), members in every role,
-an invitation and a Prolific crowd link with a training item."""
+an invitation, a Prolific crowd link with a training item, and a study with every participant phase."""
 
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ TRAINING_ITEM = {
 
 @pytest.fixture
 def site(db, admin_user, annotator, researcher):
-    from annotation.models import Study
+    from annotation.demo import CROWD_PHASES
+    from annotation.models import Assignment, Study
     from annotation.services.crowd import crowd_link_create
     from annotation.services.invitations import invitation_create
     from annotation.services.items import items_import
+    from annotation.services.phases import study_phases_update
     from annotation.services.studies import study_members_add
     from annotation.simulation.study import simulated_study_create
 
@@ -42,6 +44,11 @@ def site(db, admin_user, annotator, researcher):
     crowd_study.save(update_fields=["training_pass_mark"])
     link = crowd_link_create(study=crowd_study, user=admin_user, provider="prolific", completion_code="A11Y-OK",
                              items_per_participant=1, time_limit_minutes=30)
+    phases = simulated_study_create(preset="compare-pairwise", slug="a11y-phases", n_items=2, n_raters=1, seed=2,
+                                    admin=admin_user).study
+    study_phases_update(study=phases, user=admin_user, text=json.dumps(CROWD_PHASES))  # also an audit log entry
+    participant = Assignment.objects.filter(study__slug=slugs[MAIN]).values_list("rater_id", flat=True).first()
     invitation = invitation_create(study=Study.objects.get(slug=slugs[MAIN]), user=admin_user, days=7, max_uses=None)
     return {"slugs": slugs, "items": items, "crowd": link.token, "invitation": invitation.token,
+            "phases": phases.slug, "participant": participant,
             "users": {"admin": admin_user, "researcher": researcher, "annotator": annotator}}

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import Client
 
-from annotation.demo import TRAINING
+from annotation.demo import CROWD_PHASES, TRAINING
 from annotation.models import Assignment
 from annotation.services.assignments import assignment_next
 from annotation.services.crowd import crowd_link_create
@@ -30,6 +30,16 @@ def crowd_study(make_study, admin_user):
 def link(crowd_study, admin_user):
     return crowd_link_create(study=crowd_study, user=admin_user, provider="prolific", completion_code="DEMO2026",
                              time_limit_minutes=60)
+
+
+def phases_study(make_study, *, n_items: int):
+    """A compare-pairwise study with every phase of the demo (CROWD_PHASES) and its two training items."""
+    items = "\n".join(json.dumps(r) for r in items_for("compare-pairwise", n_items, seed=4))
+    study = make_study("compare-pairwise", items_text=items, raters_per_item=3, training_pass_mark=0.5,
+                       phases=CROWD_PHASES)
+    items_import(study=study, text="".join(json.dumps({**r, "training": True}) + "\n" for r in TRAINING),
+                 filename="training.jsonl")
+    return study
 
 
 def enter(link, pid: str) -> Client:

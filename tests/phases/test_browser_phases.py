@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from urllib.parse import urlencode
 
 import pytest
 
-from annotation.demo import CROWD_PHASES, TRAINING
 from annotation.models import Assignment, CrowdParticipant, PhaseRecord
 from annotation.services.crowd import crowd_link_create
-from annotation.services.items import items_import
-from annotation.simulation.items import items_for
-from tests.phases.conftest import expected_winner
+from tests.phases.conftest import expected_winner, phases_study
 from tests.ui.conftest import ARTIFACTS, horizontal_overflow, page_at, shot  # noqa: F401 (page_at: a fixture)
 from tests.ui.test_crowd_flow import _answer_pair
 
@@ -27,13 +23,8 @@ PROLIFIC = "https://app.prolific.com/**"
 
 
 @pytest.fixture
-def study(make_study, admin_user):
-    items = "\n".join(json.dumps(r) for r in items_for("compare-pairwise", 6, seed=4))
-    study = make_study("compare-pairwise", items_text=items, raters_per_item=3, training_pass_mark=0.5,
-                       phases=CROWD_PHASES)
-    items_import(study=study, text="".join(json.dumps({**r, "training": True}) + "\n" for r in TRAINING),
-                 filename="training.jsonl")
-    return study
+def study(make_study):
+    return phases_study(make_study, n_items=6)
 
 
 def _enter(page, live_server, link, pid: str) -> None:

@@ -221,3 +221,16 @@ def test_an_attention_policy_alone_is_shown_before_rating(api, study):
     assert state["state"] == "instructions" and state["attention_policy"]["reject_after_failed"] == 3
     assert state["check"] == []
     assert post(api, study, "instructions/").json()["state"] == "rate"
+
+
+def test_a_page_form_out_of_order_shows_where_the_rater_is_in_the_studys_language(link, study):
+    """The instructions' form posted before consent (Back, a second tab): nothing stored, the consent
+    page again with a message in the study's language; the reason stays for the API."""
+    study.language = "de"
+    study.save(update_fields=["language"])
+    client = enter(link, "early")
+    page = client.post(f"/studies/{study.slug}/rate/instructions/", {"q_tie_ok": "yes"}, follow=True)
+    text = page.content.decode()
+    assert 'data-testid="phase-consent"' in text
+    assert "Dieses Formular ist gerade nicht Ihr Schritt" in text and "Ich willige ein und fahre fort" in text
+    assert not PhaseRecord.objects.filter(rater=CrowdParticipant.objects.get(participant_id="early").user).exists()

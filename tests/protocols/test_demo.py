@@ -25,6 +25,7 @@ def test_load_demo_builds_full_studies_once():
     assert set(studies) == {f"demo-{p}" for p in PRESETS + COMPARE_PRESETS}
     languages = Study.objects.get(slug=LANGUAGES)
     assert languages.language == "de" and languages.status == "open"
+    assert languages.phases["instructions"]["check"][0]["key"] == "punkte"
     assert any("\u0600" <= ch <= "\u06ff" for ch in languages.items.get(external_id="ar-001").context)
     annotator = get_user_model().objects.get(username="annotator")
     for study in studies.values():
