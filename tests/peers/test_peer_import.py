@@ -1,0 +1,160 @@
+"""import_peer and export_study --format label-studio, on files written by the real Label Studio 1.23.2
+and Potato 2.12.1 (tests/fixtures/peers/README.md says how they were made)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from annotation.models import Assignment, Item, Output, Rating
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "peers"
+LS_EXPORT = FIXTURES / "label_studio" / "export.json"
+LS_MAPPING = FIXTURES / "label_studio.mapping.yaml"
+POTATO = FIXTURES / "potato"
+POTATO_MAPPING = FIXTURES / "potato.mapping.yaml"
+CRITERIA = ("semantic_relevance", "fluency", "sentiment_appropriateness", "domain_accuracy", "decision")
+
+
+@pytest.fixture
+def study(make_study):
+    return make_study("rrgen-001")
+
+
+def run_import(study, source: str, path: Path, mapping: Path) -> str:
+    out = StringIO()
+    call_command("import_peer", "--study", study.slug, "--from", source, str(path), "--mapping", str(mapping),
+                 stdout=out)
+    return out.getvalue()
+
+
+def stored(study) -> dict[tuple[str, str, int, str], object]:
+    """(rater username, item id, output position + 1, criterion) -> value, for the study's ratings."""
+    return {(r.assignment.rater.username, r.assignment.item.external_id, r.output.position + 1, r.criterion): r.value
+            for r in Rating.objects.filter(assignment__study=study).select_related("assignment__rater",
+                                                                                   "assignment__item", "output")}
+
+
+def ls_expected() -> dict:
+    expected = {}
+    for task in json.loads(LS_EXPORT.read_text()):
+        for annotation in task["annotations"]:
+            for region in annotation["result"]:
+                key, _, n = region["from_name"].rpartition("_r")
+                if key in CRITERIA:
+                    value = region["value"].get("rating", (region["value"].get("choices") or [None])[0])
+                    expected[(f"ls.{annotation['completed_by']}", task["data"]["item"], int(n), key)] = value
+    return expected
+
+
+def potato_expected() -> dict:
+    expected = {}
+    for state_file in (POTATO / "annotation_output").glob("*/user_state.json"):
+        state = json.loads(state_file.read_text())
+        for instance, labels in state["instance_id_to_label_to_value"].items():
+            for label, value in labels:
+                key, _, n = label["schema"].rpartition("_r")
+                expected[(f"potato.{state['user_id']}", instance, int(n), key)] = int(value) if value.isdigit() else value
+    return expected
+
+
+def counts(study) -> tuple[int, int, int]:
+    return (Item.objects.filter(study=study).count(), Output.objects.filter(item__study=study).count(),
+            Rating.objects.filter(assignment__study=study).count())
+
+
+def test_label_studio_export_is_imported_whole(study):
+    before_items = study.items.count()
+    message = run_import(study, "label-studio", LS_EXPORT, LS_MAPPING)
+    tasks = json.loads(LS_EXPORT.read_text())
+    expected = ls_expected()
+    assert study.items.count() - before_items == len(tasks) == 3
+    assert Output.objects.filter(item__study=study, item__external_id__in=[t["data"]["item"] for t in tasks]).count() == 9
+    assert stored(study) == expected
+    per_criterion = Counter(key[3] for key in expected)
+    assert per_criterion == {c: 18 for c in CRITERIA}  # 3 tasks x 2 raters x 3 responses
+    assert f"imported 3 items (9 outputs; 0 already in the study), 6 annotations by 2 raters" in message
+    assert Assignment.objects.filter(study=study, status="submitted").count() == 6
+    items = {i.external_id: i for i in study.items.prefetch_related("outputs")}
+    for task in tasks:
+        item = items[task["data"]["item"]]
+        assert item.context == task["data"]["review"]
+        assert [o.content for o in item.outputs.order_by("position")] == [task["data"][f"response_{n}"] for n in (1, 2, 3)]
+
+
+def test_potato_output_is_imported_whole(study):
+    before = counts(study)
+    message = run_import(study, "potato", POTATO, POTATO_MAPPING)
+    expected = potato_expected()
+    n_items = sum(1 for line in (POTATO / "items.jsonl").read_text().splitlines() if line.strip())
+    after = counts(study)
+    assert (after[0] - before[0], after[1] - before[1]) == (n_items, 3 * n_items)
+    assert stored(study) == expected
+    assert Counter(key[3] for key in expected) == {c: 18 for c in CRITERIA}
+    assert "6 annotations by 2 raters" in message
+
+
+def test_a_second_import_of_the_same_file_is_refused_whole(study):
+    run_import(study, "potato", POTATO, POTATO_MAPPING)
+    before = counts(study)
+    with pytest.raises(CommandError, match="annotated this item already"):
+        run_import(study, "potato", POTATO, POTATO_MAPPING)
+    assert counts(study) == before
+
+
+def write_tasks(tmp_path: Path, change) -> Path:
+    tasks = json.loads(LS_EXPORT.read_text())
+    change(tasks)
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(tasks))
+    return path
+
+
+def set_rating(tasks, value):
+    tasks[1]["annotations"][0]["result"][1]["value"]["rating"] = value
+
+
+@pytest.mark.parametrize("change, mapping, names", [
+    (lambda t: set_rating(t, 9), None, ["task 2 (id", "fluency_r1", "choose a whole number from 1 to 7"]),
+    (lambda t: t[2]["data"].pop("review"), None, ["task 3 (id", "review: missing from the task's data"]),
+    (lambda t: None, "context: review\noutputs: [response_1]\ncriteria:\n  fluency: [fluency_r1]\n",
+     ["task 1 (id", "semantic_relevance_r1: not in the mapping"]),
+    (lambda t: None, "context: review\noutputs: [response_1]\ncriteria:\n  fluncy: [fluency_r1]\n",
+     ["criteria.fluncy: the rubric has no such criterion"]),
+])
+def test_a_bad_file_or_mapping_is_refused_whole(study, tmp_path, change, mapping, names):
+    path = write_tasks(tmp_path, change)
+    mapping_path = LS_MAPPING
+    if mapping is not None:
+        mapping_path = tmp_path / "mapping.yaml"
+        mapping_path.write_text(mapping)
+    before, users = counts(study), get_user_model().objects.count()
+    with pytest.raises(CommandError) as refused:
+        run_import(study, "label-studio", path, mapping_path)
+    for name in names:
+        assert name in str(refused.value)
+    assert counts(study) == before
+    assert get_user_model().objects.count() == users
+    assert not Assignment.objects.filter(study=study).exists()
+
+
+def test_a_bad_potato_label_names_the_file_and_scheme(study, tmp_path):
+    project = tmp_path / "potato"
+    shutil.copytree(POTATO, project)
+    state_file = project / "annotation_output" / "peer-rater-001" / "user_state.json"
+    state = json.loads(state_file.read_text())
+    labels = state["instance_id_to_label_to_value"]["bench-000002"]
+    labels[4][1] = "MAYBE"  # decision_r1
+    state_file.write_text(json.dumps(state))
+    before = counts(study)
+    with pytest.raises(CommandError) as refused:
+        run_import(study, "potato", project, POTATO_MAPPING)
+    assert "peer-rater-001/user_state.json, instance bench-000002: decision_r1: Response 1: ACCEPT / REJECT: choose one of ACCEPT, REJECT" in str(refused.value)
+    assert counts(study) == before
