@@ -3,8 +3,8 @@ they fit (Label Studio's documented import format: a list of {data, predictions:
 score, result: [{from_name, to_name, type, value}]}]}).
 
 Each item's task has data {id, context, output_1..K}; each judge run that scored it gives one
-prediction (model_version "<judge> run <id>", score the mean of its numeric scores) with one region
-per scored (output, criterion): `<criterion>_r<n>` on `output_<n>`. Judge scores are read through the
+prediction (model_version "<judge> run <id>", score the mean of its scores on scale criteria, 0
+without any) with one region per scored (output, criterion): `<criterion>_r<n>` on `output_<n>`. Judge scores are read through the
 app registry: annotation does not import judges (judges -> annotation), but a researcher's export
 holds what the judges said about the study.
 """
@@ -21,6 +21,7 @@ from django.apps import apps
 
 from annotation.models import Item, Study
 
+SCALES = ("likert", "numeric", "confidence")
 CONTROL = {"likert": "rating", "numeric": "number", "confidence": "number", "binary": "choices", "choice": "choices",
            "text": "textarea"}
 
@@ -89,7 +90,8 @@ def label_studio_tasks(study: Study) -> list[dict]:
             run = runs[run_id]
             regions = [r for position, key, value, _ in rows if key in criteria
                        if (r := _region(criteria[key], None if position is None else position + 1, value))]
-            numeric = [score for *_, score in rows if score is not None]
+            numeric = [score for _, key, _, score in rows
+                       if score is not None and criteria.get(key, {}).get("kind") in SCALES]
             name = run.judge.name if run.judge else run.config.get("name", "judge")
             predictions.append({"model_version": f"{name} run {run_id}",
                                 "score": fmean(numeric) if numeric else 0.0, "result": regions})

@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from annotation.models import Assignment, Item, Output, Rating
+from tests.judges_platform.conftest import make_judge, make_run  # noqa: F401  (fixtures)
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "peers"
 LS_EXPORT = FIXTURES / "label_studio" / "export.json"
@@ -158,3 +159,35 @@ def test_a_bad_potato_label_names_the_file_and_scheme(study, tmp_path):
         run_import(study, "potato", project, POTATO_MAPPING)
     assert "peer-rater-001/user_state.json, instance bench-000002: decision_r1: Response 1: ACCEPT / REJECT: choose one of ACCEPT, REJECT" in str(refused.value)
     assert counts(study) == before
+
+
+def test_label_studio_tasks_carry_the_items_and_judge_scores(study, make_judge, make_run, tmp_path):
+    run_import(study, "label-studio", LS_EXPORT, LS_MAPPING)
+    items = {i.external_id: i for i in study.items.prefetch_related("outputs")}
+    values = {(ext, position, criterion): (position + len(ext)) % 7 + 1
+              for ext in items for position in range(3) for criterion in ("fluency", "domain_accuracy")}
+    values.update({(ext, position, "decision"): "ACCEPT" if position else "REJECT" for ext in items for position in range(3)})
+    run = make_run(study, make_judge("ls-judge"), values)
+    out = tmp_path / "tasks.json"
+    call_command("export_study", study.slug, "--format", "label-studio", "--out", str(out), stderr=StringIO())
+    tasks = json.loads(out.read_text())
+    assert len(tasks) == len(items)
+    got = {}
+    for task in tasks:
+        item = items[task["data"]["id"]]
+        outputs = sorted(item.outputs.all(), key=lambda o: o.position)
+        assert task["data"] == {"id": item.external_id, "context": item.context,
+                                **{f"output_{o.position + 1}": o.content for o in outputs}}
+        [prediction] = task["predictions"]
+        assert prediction["model_version"] == f"ls-judge run {run.pk}"
+        numeric = [v for (ext, _, c), v in values.items() if ext == item.external_id and c != "decision"]
+        assert prediction["score"] == pytest.approx(sum(numeric) / len(numeric))
+        for region in prediction["result"]:
+            key, _, n = region["from_name"].rpartition("_r")
+            assert region["to_name"] == f"output_{n}"
+            value = region["value"]["rating"] if region["type"] == "rating" else region["value"]["choices"][0]
+            got[(item.external_id, int(n) - 1, key)] = value
+    assert got == values
+    config = (tmp_path / "tasks.labeling_config.xml").read_text()
+    assert '<Rating name="fluency_r3" toName="output_3" maxRating="7"/>' in config
+    assert '<Choices name="decision_r1" toName="output_1" choice="single">' in config
