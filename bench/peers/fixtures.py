@@ -7,9 +7,9 @@ label_studio.py: the rrgen-shaped project, four 1-5 <Rating>s / likert schemes a
 choice per response); Label Studio's project also has a <TextArea> per response. Two raters sign up
 and annotate every item through the peer's own HTTP API; then the peer's own output is copied to
 tests/fixtures/peers/<peer>/: Potato's annotation_output folder (with its items and config), Label
-Studio's JSON export (GET /api/projects/<id>/export?exportType=JSON). --check-import posts a Label
-Studio tasks file (as `export_study --format label-studio` writes it) to a fresh project's import API
-and prints what Label Studio stored.
+Studio's JSON export (GET /api/projects/<id>/export?exportType=JSON). --check-import instead posts a
+Label Studio tasks file (as `export_study --format label-studio --out TASKS.json` writes it, with
+TASKS.labeling_config.xml beside it) to a fresh project's import API and prints what Label Studio stored.
 """
 
 from __future__ import annotations
@@ -102,6 +102,9 @@ def make_label_studio(check_import: Path | None) -> str:
 async def _label_studio(base: str, ls, check_import: Path | None) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=60) as owner:
         await ls.sign_up(owner, "fixture-owner@peer.invalid")
+        if check_import is not None:
+            await _check_import(owner, check_import)
+            return
         resp = await owner.post("/api/projects/", json={"title": "Concord fixture", "label_config": labeling_config(ls),
                                                         "maximum_annotations": RATERS})
         resp.raise_for_status()
@@ -130,8 +133,6 @@ async def _label_studio(base: str, ls, check_import: Path | None) -> None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "export.json").write_text(json.dumps(export.json(), indent=1, ensure_ascii=False) + "\n")
         (out / "labeling_config.xml").write_text(labeling_config(ls) + "\n")
-        if check_import is not None:
-            await _check_import(owner, check_import)
 
 
 async def _check_import(owner: httpx.AsyncClient, path: Path) -> None:
@@ -149,19 +150,22 @@ async def _check_import(owner: httpx.AsyncClient, path: Path) -> None:
     listed = await owner.get("/api/tasks/", params={"project": project, "fields": "all", "page_size": 1000})
     listed.raise_for_status()
     stored = listed.json()["tasks"] if isinstance(listed.json(), dict) else listed.json()
-    predictions = sum(len(t.get("predictions") or []) for t in stored)
+    predictions = [p for t in stored for p in t.get("predictions") or []]
     print(json.dumps({"tasks_sent": len(tasks), "tasks_stored": len(stored),
                       "predictions_sent": sum(len(t.get("predictions", [])) for t in tasks),
-                      "predictions_stored": predictions}))
+                      "predictions_stored": len(predictions),
+                      "regions_sent": sum(len(p["result"]) for t in tasks for p in t.get("predictions", [])),
+                      "regions_stored": sum(len(p.get("result") or []) for p in predictions),
+                      "model_versions_stored": sorted({p.get("model_version") for p in predictions})}))
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.peers.fixtures")
     parser.add_argument("peer", choices=("potato", "label_studio"))
-    parser.add_argument("--check-import", type=Path, help="label_studio: a tasks file to import afterwards")
+    parser.add_argument("--check-import", type=Path, help="label_studio: only import this tasks file into a fresh project")
     args = parser.parse_args(argv)
     version = make_potato() if args.peer == "potato" else make_label_studio(args.check_import)
-    print(f"{args.peer} {version}: wrote {FIXTURES / args.peer}")
+    print(f"{args.peer} {version}: " + ("checked the import" if args.check_import else f"wrote {FIXTURES / args.peer}"))
     return 0
 
 

@@ -191,3 +191,28 @@ def test_label_studio_tasks_carry_the_items_and_judge_scores(study, make_judge, 
     config = (tmp_path / "tasks.labeling_config.xml").read_text()
     assert '<Rating name="fluency_r3" toName="output_3" maxRating="7"/>' in config
     assert '<Choices name="decision_r1" toName="output_1" choice="single">' in config
+
+
+def test_text_areas_land_on_a_text_criterion(make_study, tmp_path):
+    from rubrics.loader import load_preset
+    from rubrics.services import rubric_version_create
+
+    data = load_preset("rrgen-001")
+    data["slug"], data["name"] = "rrgen-notes", "RRGen with notes"
+    data["criteria"].append({"key": "notes", "name": "Notes", "description": "what the rater noted", "kind": "text",
+                             "required": False, "target": "output"})
+    version, _ = rubric_version_create(data=data)
+    study = make_study("rrgen-001")
+    study.rubric_version = version
+    study.save(update_fields=["rubric_version"])
+    mapping = tmp_path / "mapping.yaml"
+    # the criteria block is last once the ignore line is gone
+    mapping.write_text(LS_MAPPING.read_text().replace("ignore: [notes_r1, notes_r2, notes_r3]\n", "")
+                       + "  notes: [notes_r1, notes_r2, notes_r3]\n")
+    message = run_import(study, "label-studio", LS_EXPORT, mapping)
+    notes = {(f"ls.{a['completed_by']}", t["data"]["item"], int(r["from_name"][-1]), "notes"): r["value"]["text"][0]
+             for t in json.loads(LS_EXPORT.read_text()) for a in t["annotations"] for r in a["result"]
+             if r["type"] == "textarea"}
+    assert len(notes) == 18
+    assert {k: v for k, v in stored(study).items() if k[3] == "notes"} == notes
+    assert "notes 18" in message
