@@ -216,3 +216,20 @@ def test_text_areas_land_on_a_text_criterion(make_study, tmp_path):
     assert len(notes) == 18
     assert {k: v for k, v in stored(study).items() if k[3] == "notes"} == notes
     assert "notes 18" in message
+
+
+def test_a_study_that_is_not_open_takes_nothing(make_study):
+    study = make_study("rrgen-001", status="closed")
+    before = counts(study)
+    with pytest.raises(CommandError, match="open the study first"):
+        run_import(study, "potato", POTATO, POTATO_MAPPING)
+    assert counts(study) == before
+
+
+def test_cancelled_label_studio_annotations_are_skipped(study, tmp_path):
+    def cancel(tasks):
+        tasks[0]["annotations"][0]["was_cancelled"] = True
+
+    message = run_import(study, "label-studio", write_tasks(tmp_path, cancel), LS_MAPPING)
+    assert "5 annotations by 2 raters (1 skipped in the file)" in message
+    assert Assignment.objects.filter(study=study, status="submitted").count() == 5
