@@ -135,7 +135,8 @@ def peer_import(*, study: Study, source: str, path: Path, mapping_text: str, use
                 result.items_created = items_import(study=study, text=_items_jsonl(new_items, mapping.outputs),
                                                     filename="peer.jsonl")
             except ItemFileError as exc:  # its lines are the new items' places in order
-                raise PeerFileError([(new_items[line - 1].where, fld, msg) for line, fld, msg in exc.errors]) from None
+                raise PeerFileError([(new_items[line - 1].where if 0 < line <= len(new_items) else "items", fld, msg)
+                                     for line, fld, msg in exc.errors]) from None
             result.outputs_created = sum(len(p.outputs) for p in new_items)
         raters = _raters(study, source, {a.annotator for a in data.annotations}, user)
         result.raters = len(raters)

@@ -233,3 +233,16 @@ def test_cancelled_label_studio_annotations_are_skipped(study, tmp_path):
     message = run_import(study, "label-studio", write_tasks(tmp_path, cancel), LS_MAPPING)
     assert "5 annotations by 2 raters (1 skipped in the file)" in message
     assert Assignment.objects.filter(study=study, status="submitted").count() == 5
+
+
+def test_an_item_the_item_import_refuses_is_named_by_its_task(study, tmp_path):
+    def blank_id(tasks):
+        tasks[1]["data"]["item"] = " "
+        for annotation in tasks[1]["annotations"]:
+            annotation["was_cancelled"] = True
+
+    before = counts(study)
+    with pytest.raises(CommandError) as refused:
+        run_import(study, "label-studio", write_tasks(tmp_path, blank_id), LS_MAPPING)
+    assert "task 2 (id" in str(refused.value) and "id: required, a non-empty string" in str(refused.value)
+    assert counts(study) == before
