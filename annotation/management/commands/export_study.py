@@ -1,6 +1,8 @@
-"""export_study SLUG --format csv|jsonl|parquet|pairs|consensus|hf [--out PATH] [--delta 0.5]"""
+"""export_study SLUG --format csv|jsonl|parquet|pairs|consensus|hf|label-studio [--out PATH] [--delta 0.5]"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -8,16 +10,20 @@ from annotation.datasets import FORMATS, export_chunks
 from annotation.datasets.formatters import DEFAULT_DELTA, UNRELEASED
 from annotation.datasets.writers import write_file, write_stream
 from annotation.models import Study
+from annotation.peers.label_studio_export import label_studio_chunks, labeling_config
+
+LABEL_STUDIO = "label-studio"
 
 
 class Command(BaseCommand):
     help = ("Export a study's ratings: csv, jsonl or parquet (long format, one row per rating), pairs "
-            "(RLHF preference pairs, seed 002 schema) or consensus (per-output consensus table). "
+            "(RLHF preference pairs, seed 002 schema), consensus (per-output consensus table) or label-studio (items "
+            "and judge scores as Label Studio tasks with predictions; with --out, the labeling config beside it). "
             "Writes to --out, or to standard output.")
 
     def add_arguments(self, parser):
         parser.add_argument("slug", help="the study's slug")
-        parser.add_argument("--format", dest="fmt", choices=list(FORMATS), required=True)
+        parser.add_argument("--format", dest="fmt", choices=[*FORMATS, LABEL_STUDIO], required=True)
         parser.add_argument("--out", help="file to write (written whole or not at all); default: stdout")
         parser.add_argument("--delta", type=float, default=DEFAULT_DELTA,
                             help=f"pairs: minimum overall difference (default {DEFAULT_DELTA}); smaller "
@@ -31,9 +37,17 @@ class Command(BaseCommand):
             raise CommandError(f"no study with slug {slug!r}")
         if fmt == "pairs" and not delta > 0:
             raise CommandError("--delta must be positive (ties are never pairs)")
-        chunks = export_chunks(study, fmt, delta=delta, dataset_version=dataset_version)
+        if fmt == LABEL_STUDIO:
+            chunks = label_studio_chunks(study)
+        else:
+            chunks = export_chunks(study, fmt, delta=delta, dataset_version=dataset_version)
         if out:
             written = write_file(chunks, out)
+            if fmt == LABEL_STUDIO:
+                tasks = Path(written.path)
+                config = tasks.with_name(f"{tasks.stem}.labeling_config.xml")
+                config.write_text(labeling_config(study))
+                self.stderr.write(f"wrote {config}: the labeling config the tasks fit")
             self.stderr.write(f"wrote {written.path}: {written.size} bytes, sha256 {written.sha256}")
             return
         stream = self.stdout._out  # the real stream behind Django's OutputWrapper
