@@ -120,7 +120,7 @@ def study_releases_view(request: Request, slug: str) -> Response:
 def release_file(request: Request, slug: str, pk: int) -> FileResponse:
     """A ready release's file, its SHA-256 in `X-Checksum-SHA256` and `Digest`."""
     study = get_study_for_reader(request.user, slug)
-    return release_file_response(study, pk)
+    return release_file_response(study, pk, actor=request.user)
 
 
 @extend_schema(request={"multipart/form-data": RubricFileSerializer}, responses=RubricVersionSerializer)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from django.urls import path
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers
 from rest_framework.response import Response
@@ -42,14 +43,25 @@ class AuditEntrySerializer(serializers.ModelSerializer):
 
 
 class ParticipantDataView(APIView):
-    """Everything the participant gave the study (ratings, times, training, crowd entries)."""
+    """Everything the participant gave the study (ratings, times, training, phases, crowd entries)."""
 
     permission_classes = ADMINS
+    fmt = "json"
 
     @extend_schema(responses={200: {"type": "object"}})
-    def get(self, request, slug: str, user_id: int, fmt: str = "json"):
+    def get(self, request, slug: str, user_id: int):
         study = get_object_or_404(Study, slug=slug)
-        return participant_download(study=study, user_id=user_id, fmt=fmt, actor=request.user)
+        return participant_download(study=study, user_id=user_id, fmt=self.fmt, actor=request.user)
+
+
+class ParticipantDataCsvView(ParticipantDataView):
+    """The same, one row per rating."""
+
+    fmt = "csv"
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
+    def get(self, request, slug: str, user_id: int):
+        return super().get(request, slug, user_id)
 
 
 class ParticipantEraseView(APIView):
@@ -86,8 +98,8 @@ class AuditLogView(APIView):
 urlpatterns = [
     path("studies/<slug:slug>/participants/<int:user_id>/data/", ParticipantDataView.as_view(),
          name="api-participant-data"),
-    path("studies/<slug:slug>/participants/<int:user_id>/data.csv", ParticipantDataView.as_view(),
-         {"fmt": "csv"}, name="api-participant-data-csv"),
+    path("studies/<slug:slug>/participants/<int:user_id>/data.csv", ParticipantDataCsvView.as_view(),
+         name="api-participant-data-csv"),
     path("studies/<slug:slug>/participants/<int:user_id>/erase/", ParticipantEraseView.as_view(),
          name="api-participant-erase"),
     path("audit/", AuditLogView.as_view(), name="api-audit-log"),

@@ -107,16 +107,17 @@ def release_create(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def release_download(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    return release_file_response(get_study_for_reader(request.user, slug), pk)
+    return release_file_response(get_study_for_reader(request.user, slug), pk, actor=request.user)
 
 
-def release_file_response(study, pk: int) -> FileResponse:
-    """A ready release's file with its SHA-256 (`X-Checksum-SHA256`, `Digest`); 404 otherwise."""
+def release_file_response(study, pk: int, *, actor) -> FileResponse:
+    """A ready release's file with its SHA-256 (`X-Checksum-SHA256`, `Digest`); 404 otherwise.
+    The download is recorded in the audit log under `actor`."""
     release = get_object_or_404(DatasetRelease, pk=pk, study=study, status=DatasetRelease.Status.READY)
     path = release_path(release)
     if not path.exists():
         raise Http404("The release file is missing")
-    audit_record(actor=request.user, action=Action.DATA_DOWNLOAD, study=study, target=path.name,
+    audit_record(actor=actor, action=Action.DATA_DOWNLOAD, study=study, target=path.name,
                  detail={"format": release.format, "release": release.version})
     response = FileResponse(path.open("rb"), as_attachment=True, filename=path.name,
                             content_type=FORMATS[release.format].content_type)

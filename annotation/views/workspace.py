@@ -148,7 +148,7 @@ def _slider(c: dict, value: str) -> dict:
                           "minor": n > SLIDER_TICKS_ALL and k % (2 * every) != 0 and k not in (0, n - 1)})
     texts = {str(v): (f"{v}, {lv['label']}" if lv.get("label") else str(v)) for v, lv in levels.items()}
     return {"min": lo, "max": hi, "step": step, "ticks": ticks, "texts_json": json.dumps(texts),
-            "valuetext": texts.get(value, value) if value else "not set"}
+            "valuetext": texts.get(value, value) if value else _("not set")}
 
 
 def _widget(c: dict) -> str:

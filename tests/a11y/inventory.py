@@ -98,4 +98,6 @@ NOT_PAGES = {
     "judges:load": "POST only", "judges:run-start": "POST only", "judges:jury": "POST only",
     "judges:routing": "POST only", "judges:run-progress": "an htmx fragment polled on the judges page",
     "judges:run-cancel": "POST only", "judges:run-resume": "POST only", "judges:run-file": "a file download",
+    "judges:run-cap": "POST only", "judges:run-estimate": "an htmx fragment of the judges' study page",
+    "report-paper": "a file download (zip)", "report-paper-file": "a file download (LaTeX, Markdown, SVG, PDF, PNG)",
 }

@@ -101,6 +101,8 @@ RULES = {
     "page:phase-questionnaire": study_rater,
     "page:phase-instructions": study_rater,
     "page:report": study_reader,
+    "page:report-paper": study_reader,
+    "page:report-paper-file": study_reader,
     "page:plan": study_reader,
     "page:datasets": study_reader,
     "page:dataset-export": study_reader,
@@ -110,6 +112,8 @@ RULES = {
     "page:judges:load": site_admin,
     "page:judges:study": study_reader,
     "page:judges:run-start": site_admin,
+    "page:judges:run-estimate": site_admin,
+    "page:judges:run-cap": site_admin,
     "page:judges:gold": study_reader,
     "page:judges:doubt": study_reader,
     "page:judges:run-progress": study_reader,
@@ -151,6 +155,14 @@ RULES = {
     "api:judge-run-cancel": site_admin,
     "api:judge-run-resume": site_admin,
     "api:judge-run-scores": study_reader,
+    "api:judge-run-cap": site_admin,
+    "api:api-judge-scores": study_reader,
+    "api:api-study-export": study_reader,
+    "api:api-study-report": study_reader,
+    "api:api-study-comparisons": study_reader,
+    "api:api-study-releases": study_reader,
+    "api:api-release-file": study_reader,
+    "api:api-rubric-file": site_admin,
 }
 
 # What an allowed GET returns when it is not 200: POST-only views answer 405.
@@ -204,6 +216,11 @@ GET_OK = {
     "api:api-participant-erase": {405},
     "api:judge-run-cancel": {405},
     "api:judge-run-resume": {405},
+    "api:judge-run-cap": {405},
+    "page:judges:run-cap": {405},
+    "api:api-rubric-file": {405},
+    "page:judges:run-estimate": {404},  # no ?judge= given: found-but-missing, for admins only
+    "api:api-study-export": {400},  # no ?file= given: the reader is told which files exist
 }
 
 
@@ -258,7 +275,8 @@ def variants(route: Route, world: dict) -> dict[str, str]:
         side = world["member" if variant != "foreign" else "foreign"]
         pk = (side["run"] if "run" in route.key else side["release"] if "release" in route.key
               else side["rubric"] if "rubric" in route.key else "1")
-        name = "matrix-judge" if "judge-config" in route.key else "report.json"
+        name = ("matrix-judge" if "judge-config" in route.key else "methods.md" if "paper" in route.key
+                else "report.json")
         values = {"slug": side["slug"], "token": side["token"], "pk": str(pk), "fmt": "csv", "name": name,
                   "user_id": str(side["rater_id"]),
                   "format": "json", "app_label": "annotation", "object_id": "1", "content_type_id": "1", "id": "1",
