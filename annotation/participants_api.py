@@ -35,7 +35,7 @@ class ErasureSerializer(serializers.ModelSerializer):
 
 
 class AuditEntrySerializer(serializers.ModelSerializer):
-    study = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    study = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)  # null: site-wide
 
     class Meta:
         model = AuditEntry

@@ -62,3 +62,15 @@ def test_the_worker_closes_a_study_whose_deadline_passed(celery_worker_session, 
         time.sleep(0.2)
     assert Study.objects.get(pk=future.pk).status == Study.Status.OPEN
     assert past.changes.filter(field="deadline").count() == 1
+
+
+def test_a_site_wide_audit_entry_has_no_study_and_the_schema_says_so(api_for, admin_user):
+    """Found by the schema fuzzing: an entry without a study came back as null where the schema said string."""
+    from annotation.audit import Action, audit_record
+
+    audit_record(actor=admin_user, action=Action.SETTING_CHANGE, study=None, target="site")
+    api = api_for(admin_user)
+    entry = next(e for e in api.get("/api/audit/").json() if e["target"] == "site")
+    assert entry["study"] is None
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    assert schema["components"]["schemas"]["AuditEntry"]["properties"]["study"].get("nullable") is True
