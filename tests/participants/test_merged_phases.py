@@ -44,6 +44,7 @@ def test_erasure_takes_the_phase_records_with_it(rated, crowd_rater, annotator, 
 
 
 def test_beat_schedules_the_deadline_check_by_name():
+    app.loader.import_default_modules()  # the apps' tasks modules, as a worker imports them at start
     entry = app.conf.beat_schedule["close-studies-past-deadline"]
     assert entry["task"] == "annotation.tasks.studies_close_past_deadline" and "args" not in entry
     assert entry["task"] in app.tasks

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_beat_schedules_the_purge_by_name():
+    app.loader.import_default_modules()  # the apps' tasks modules, as a worker imports them at start
     entry = app.conf.beat_schedule["purge-expired-panel-ids"]
     assert entry["task"] == "annotation.tasks.participant_ids_purge" and "args" not in entry
     assert entry["task"] in app.tasks
