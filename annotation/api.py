@@ -164,11 +164,14 @@ ERROR_RESPONSES = {
     "404": "No such object, or one this user may not see; also a page number beyond the last page.",
     "409": "The object's state does not allow this now (e.g. resuming a finished run).",
 }
+# Only where a body is read: DRF answers 415 when the body's Content-Type is missing or none of its parsers'.
+BODY_ERROR_RESPONSES = {"415": "The body's Content-Type is missing or not JSON, a form or multipart."}
 
 
 def document_error_responses(result: dict, generator, request, public) -> dict:
-    """drf-spectacular postprocessing hook: every operation may answer 400, 403, 404 or 409 with a JSON
-    body (`{"detail": ...}` or DRF's `{field: [messages]}`), so clients and schema checks expect them."""
+    """drf-spectacular postprocessing hook: every operation may answer 400, 403, 404 or 409 (and one
+    that reads a body, 415) with a JSON body (`{"detail": ...}` or DRF's `{field: [messages]}`), so clients and
+    schema checks expect them."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas["Error"] = {
         "type": "object",
@@ -182,6 +185,7 @@ def document_error_responses(result: dict, generator, request, public) -> dict:
     body = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
-            for code, description in ERROR_RESPONSES.items():
+            errors = {**ERROR_RESPONSES, **(BODY_ERROR_RESPONSES if "requestBody" in operation else {})}
+            for code, description in errors.items():
                 operation.setdefault("responses", {}).setdefault(code, {"description": description, "content": body})
     return result
