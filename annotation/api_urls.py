@@ -17,6 +17,5 @@ urlpatterns = [
     path("studies/<slug:slug>/releases/", api_data.study_releases_view, name="api-study-releases"),
     path("studies/<slug:slug>/releases/<int:pk>/file/", api_data.release_file, name="api-release-file"),
     path("", include(router.urls)),
-    path("", include("annotation.workspace_api_urls")),
     path("", include("annotation.participants_api")),
 ]

@@ -137,7 +137,7 @@ if TESTING:
 # TRUSTED_PROXY_COUNT to the number of proxies, so the client address comes from X-Forwarded-For.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "annotation.auth_backend.ModelBackend",  # Django's, the session user read by a prepared statement
 ]
 AXES_ENABLED = env.bool("AXES_ENABLED", default=True)
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=10)

@@ -27,7 +27,8 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotation.models import Assignment, CrowdLink, CrowdParticipant, Study, StudyChange, StudyMember
+from annotation.db import instance_from_row, prepared_cursor, select_columns
+from annotation.models import Assignment, CrowdLink, CrowdParticipant, Item, Study, StudyChange, StudyMember
 from annotation.services.assignments import assignments_release
 
 PARAMS = {  # provider -> (participant, session) query parameters
@@ -155,14 +156,28 @@ class CrowdState:
         return ""
 
 
+_CROWD_STATE_SQL = f"""
+    SELECT {select_columns(CrowdParticipant, "p")}, {select_columns(CrowdLink, "l")},
+        (SELECT count(*) FROM {Assignment._meta.db_table} a JOIN {Item._meta.db_table} i ON i.id = a.item_id
+         WHERE a.study_id = l.study_id AND a.rater_id = p.user_id AND a.status = %s AND NOT i.is_training)
+    FROM {CrowdParticipant._meta.db_table} p JOIN {CrowdLink._meta.db_table} l ON l.id = p.link_id
+    WHERE l.study_id = %s AND p.user_id = %s
+    ORDER BY p.started_at DESC LIMIT 1
+"""
+
+
 def crowd_state(study: Study, user) -> CrowdState | None:
-    """None for a rater who did not come through a crowd link of this study."""
-    participant = (CrowdParticipant.objects.select_related("link").filter(link__study=study, user=user)
-                   .order_by("-started_at").first())
-    if participant is None:
+    """None for a rater who did not come through a crowd link of this study. Asked on every request of
+    the rating loop: one prepared statement (participant, link and items rated), no ORM compiling."""
+    with prepared_cursor() as cursor:
+        cursor.execute(_CROWD_STATE_SQL, [Assignment.Status.SUBMITTED, study.pk, user.pk])
+        row = cursor.fetchone()
+    if row is None:
         return None
-    rated = Assignment.objects.filter(study=study, rater=user, status=Assignment.Status.SUBMITTED,
-                                      item__is_training=False).count()  # training is not the quota
+    n = len(CrowdParticipant._meta.concrete_fields)
+    participant = instance_from_row(CrowdParticipant, row[:n])
+    participant.link = instance_from_row(CrowdLink, row[n:-1])
+    rated = row[-1]  # training is not the quota
     quota = participant.link.items_per_participant
     now = timezone.now()
     left = int((participant.deadline - now).total_seconds()) if participant.deadline else None

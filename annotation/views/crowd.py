@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django.utils.translation import gettext as _
 
+from annotation.auth_backend import PATH as AUTH_BACKEND
 from annotation.services.crowd import CrowdError, crowd_enter, crowd_return, crowd_state
 from annotation.views.language import rater_study
 
@@ -27,7 +28,7 @@ def crowd_entry(request: HttpRequest, token: str) -> HttpResponse:
     study = participant.link.study
     if request.user.is_authenticated and request.user.pk != participant.user_id:
         logout(request)
-    login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")
+    login(request, participant.user, backend=AUTH_BACKEND)
     request.session[SESSION_KEY] = sorted(set(request.session.get(SESSION_KEY, [])) | {study.pk})
     if participant.deadline is not None:
         request.session.set_expiry(participant.deadline)  # the time limit ends the session too

@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation.auth_backend import PATH as AUTH_BACKEND
 from annotation import selectors
 from annotation.access import get_study_for_manager
 from annotation.forms import (AddMembersForm, CrowdLinkForm, CrowdLinkRevokeForm, InvitationAcceptForm,
@@ -296,7 +297,7 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
             elif form.is_valid():
                 user = invitation_services.invitation_accept(token=token, username=form.cleaned_data["username"],
                                                              password=form.cleaned_data["password"])
-                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+                login(request, user, backend=AUTH_BACKEND)
             else:
                 raise invitation_services.InvitationError("", "")
         except invitation_services.InvitationError as exc:
