@@ -46,7 +46,8 @@ browsers:
 	@bash scripts/ensure-chromium.sh
 	@bash scripts/ensure-axe.sh
 
-## Debian's PgBouncer for the 1,000-rater bench and tests/prod/test_pgbouncer.py (they start it themselves).
+## PgBouncer for the 1,000-rater bench and tests/prod/test_pgbouncer.py (they start it themselves): Debian's
+## package, and 1.24.1 built from Debian's source (it keeps prepared statements in transaction mode).
 pgbouncer:
 	@bash scripts/ensure-pgbouncer.sh
 

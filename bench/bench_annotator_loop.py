@@ -58,6 +58,7 @@ class Phase:
     seconds: float
     think: tuple[float, float] | None
     one_trip: bool = False  # submit?next=1: the submit's answer carries the next item
+    lean_client: bool = False  # bench.leanhttp instead of httpx (1,000 raters: the client's CPU is the server's)
     next_ms: list[float] = field(default_factory=list)
     submit_ms: list[float] = field(default_factory=list)
     acknowledged: set[str] = field(default_factory=set)  # tokens whose submit returned 200
@@ -80,7 +81,7 @@ def _setup(n_items: int, secret_key: str, *, name: str = "bench annotator loop",
 
 async def _rater(i: int, base: str, slug: str, session_key: str, phase: Phase, stop_at: float) -> None:
     rng = random.Random(i)
-    async with rater_client(base, session_key, timeout=30) as client:
+    async with rater_client(base, session_key, timeout=30, lean=phase.lean_client) as client:
         if phase.think:  # raters arrive over the first think interval, not all in the same millisecond
             await asyncio.sleep(rng.uniform(0, phase.think[1]))
         data = None  # the rate/next/ body in hand (one-trip phase), else fetched
@@ -324,7 +325,7 @@ def run(full: bool = False) -> dict:
 
 THOUSAND = 1000
 POOLED_WEB_PROCESSES = 2
-POOLED_THREADS = 16  # per web process: 32 client connections to PgBouncer in all
+POOLED_THREADS = int(os.environ.get("BENCH_1K_THREADS", "16"))  # per web process (each a PgBouncer client)
 POOL_SIZE = 10  # PostgreSQL connections PgBouncer keeps for the two web processes
 POOLED_APP_NAME = "concord-bench-pooled"
 
@@ -403,12 +404,12 @@ def run_thousand(full: bool = False) -> dict:
     gunicorn processes: next-item and submit p95 < 50 ms, nothing lost, duplicated or over-assigned."""
     from urllib.parse import urlsplit, urlunsplit
 
-    from bench.pgbouncer import POOLED_ENV, pgbouncer_version, running_pgbouncer
+    from bench.pgbouncer import pgbouncer_version, pooled_env, running_pgbouncer
 
     seconds, n_items = (180.0, 40_000) if full else (75.0, 12_000)
     seconds = float(os.environ.get("BENCH_1K_SECONDS", seconds))  # a shorter run, to try the setup
     think = (THINK_SECONDS[0] * THINK_SCALE, THINK_SECONDS[1] * THINK_SCALE)
-    phase = Phase(f"{THOUSAND:,} raters, human pace, PgBouncer", seconds, think)
+    phase = Phase(f"{THOUSAND:,} raters, human pace, PgBouncer", seconds, think, lean_client=True)
     with bench_database("annotator1k") as db_name:
         secret_key = secrets.token_urlsafe(40)
         slug, sessions = setup_study(n_items, secret_key, raters=THOUSAND, raters_per_item=RATERS_PER_ITEM,
@@ -429,7 +430,7 @@ def run_thousand(full: bool = False) -> dict:
                                ) as (pooled, bouncer):
             port = free_port()
             server = start_server(port, secret_key, database_url=pooled, gunicorn_args=args,
-                                  extra_env={**POOLED_ENV, "PGAPPNAME": POOLED_APP_NAME})
+                                  extra_env={**pooled_env(), "PGAPPNAME": POOLED_APP_NAME})
             try:
                 base = f"http://127.0.0.1:{port}"
                 asyncio.run(warm_up(base, slug, sessions[0]))
@@ -493,7 +494,8 @@ def run_thousand(full: bool = False) -> dict:
                    "phase_s": seconds, "pgbouncer": f"{pgbouncer_version()}, pool_mode=transaction, "
                                                     f"default_pool_size={POOL_SIZE}",
                    "server": f"gunicorn {POOLED_WEB_PROCESSES} workers x {POOLED_THREADS} threads (gthread), DEBUG=0, "
-                             "DATABASE_PREPARED_STATEMENTS=0", "client": "asyncio + httpx, one client per rater",
+                             f"DATABASE_PREPARED_STATEMENTS={pooled_env()['DATABASE_PREPARED_STATEMENTS']}",
+                   "client": "asyncio streams (bench/leanhttp.py), one client per rater",
                    "double_submit_share": 0.05, "autovacuum": autovacuum,
                    # The machine's 1-minute load average around the phase: other work on the same cores.
                    "load_average_before_after": [load_before, load_after]},

@@ -2,12 +2,14 @@
 bench as config/embedded.py starts the embedded servers (scripts/ensure-pgbouncer.sh installs it).
 
     with running_pgbouncer(database_url, pool_size=10) as (url, proc):   # url: the same database via PgBouncer
-        start_server(port, key, database_url=url, extra_env=POOLED_ENV)
+        start_server(port, key, database_url=url, extra_env=pooled_env())
 
-PgBouncer 1.18 (Debian 12) keeps no prepared statements in transaction mode (max_prepared_statements
-came with 1.21), so the web processes run with DATABASE_PREPARED_STATEMENTS=0 (annotation.db binds
-on the server without naming statements) and without server-side cursors (Django's advice for
-transaction pooling). Authentication: trust on 127.0.0.1, the users listed in a private auth file.
+PgBouncer before 1.21 keeps no prepared statements in transaction mode, so behind Debian 12's 1.18 the
+web processes run with DATABASE_PREPARED_STATEMENTS=0 (annotation.db binds on the server without naming
+statements). From 1.21 PgBouncer tracks the protocol's named statements itself (max_prepared_statements),
+and the loop keeps its prepared statements: scripts/ensure-pgbouncer.sh builds Debian 13's 1.24.1 from
+Debian's source archive into .data/pgbouncer/ for that. Server-side cursors stay off either way (Django's
+advice for transaction pooling). Authentication: trust on 127.0.0.1, the users listed in a private auth file.
 """
 
 from __future__ import annotations
@@ -26,15 +28,27 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from bench.loadclient import free_port
 
-PGBOUNCER = os.environ.get("CONCORD_PGBOUNCER", "/usr/sbin/pgbouncer")
+ROOT = Path(__file__).resolve().parent.parent
+BUILT = ROOT / ".data" / "pgbouncer" / "bin" / "pgbouncer"  # scripts/ensure-pgbouncer.sh builds it
+PGBOUNCER = os.environ.get("CONCORD_PGBOUNCER") or (str(BUILT) if BUILT.exists() else "/usr/sbin/pgbouncer")
 RUN_AS = os.environ.get("CONCORD_PGBOUNCER_USER", "postgres")  # when started by root
-# What a web process needs behind a transaction-mode pooler (config/settings.py reads both).
-POOLED_ENV = {"DATABASE_PREPARED_STATEMENTS": "0", "DATABASE_DISABLE_SERVER_SIDE_CURSORS": "1"}
+MAX_PREPARED_STATEMENTS = 200  # per server connection; the loop runs about two dozen distinct statements
 
 
 def pgbouncer_version() -> str:
     out = subprocess.run([PGBOUNCER, "--version"], capture_output=True, text=True, check=True).stdout
     return out.splitlines()[0].split()[-1]
+
+
+def keeps_prepared_statements() -> bool:
+    """PgBouncer 1.21 and later keep the protocol's prepared statements in transaction mode."""
+    return tuple(int(p) for p in pgbouncer_version().split(".")[:2]) >= (1, 21)
+
+
+def pooled_env() -> dict[str, str]:
+    """What a web process needs behind this PgBouncer in transaction mode (config/settings.py reads both)."""
+    return {"DATABASE_PREPARED_STATEMENTS": "1" if keeps_prepared_statements() else "0",
+            "DATABASE_DISABLE_SERVER_SIDE_CURSORS": "1"}
 
 
 @contextlib.contextmanager
@@ -74,7 +88,7 @@ logfile = {work / 'pgbouncer.log'}
 pidfile = {work / 'pgbouncer.pid'}
 log_connections = 0
 log_disconnections = 0
-""")
+""" + (f"max_prepared_statements = {MAX_PREPARED_STATEMENTS}\n" if keeps_prepared_statements() else ""))
     command = [PGBOUNCER, str(work / "pgbouncer.ini")]
     if os.geteuid() == 0:  # PgBouncer refuses to run as root: as the package's own account, or as the
         # embedded server's, whose socket directory only its owner may enter

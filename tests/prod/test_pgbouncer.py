@@ -1,6 +1,7 @@
-"""The rating loop through PgBouncer in transaction mode (Debian's 1.18, as bench/pgbouncer.py starts
-it; scripts/ensure-pgbouncer.sh installs it): real gunicorn, two processes, with prepared statements
-and server-side cursors off (bench.pgbouncer.POOLED_ENV). Ten raters at full speed finish a study;
+"""The rating loop through PgBouncer in transaction mode (1.24.1 built from Debian's source by
+scripts/ensure-pgbouncer.sh, else Debian 12's 1.18; bench/pgbouncer.py starts it): real gunicorn, two
+processes, prepared statements kept where PgBouncer keeps them and server-side cursors off
+(bench.pgbouncer.pooled_env). Ten raters at full speed finish a study;
 every submit is stored once, nothing over-assigned, and PostgreSQL never sees more connections than
 the pool holds."""
 
@@ -16,7 +17,7 @@ import pytest
 from bench.bench_annotator_loop import Phase, _BackendCounter, _run_phase
 from bench.faults_web import _bench_db
 from bench.loadclient import audit, free_port, setup_study, start_server, stop_server
-from bench.pgbouncer import POOLED_ENV, running_pgbouncer
+from bench.pgbouncer import pooled_env, running_pgbouncer
 
 RATERS, ITEMS, RATERS_PER_ITEM, POOL = 10, 30, 2, 3
 
@@ -37,7 +38,7 @@ def test_a_study_rated_through_pgbouncer_in_transaction_mode(unblocked):
         phase = Phase("through PgBouncer", 60.0, None)
         with running_pgbouncer(direct, pool_size=POOL, max_clients=50) as (pooled, _):
             port = free_port()
-            server = start_server(port, key, database_url=pooled, extra_env=POOLED_ENV,
+            server = start_server(port, key, database_url=pooled, extra_env=pooled_env(),
                                   gunicorn_args=["--workers", "2", "--worker-class", "gthread", "--threads", "4"])
             counter.start()
             try:
