@@ -17,7 +17,8 @@ from typing import Any, Iterable, Sequence
 
 from annotation.models import Assignment, Output, Rating, Study
 from annotation.stats import comparisons as cmp
-from annotation.stats.comparison_files import KINDS, Comparisons, comparisons_report
+from annotation.reports.pairwise_sums import PairwiseSums, pairwise_sums
+from annotation.stats.comparison_files import KINDS, Comparisons, comparisons_report, matrix_report
 from rubrics.schema import COMPARATIVE_KINDS
 
 
@@ -118,13 +119,22 @@ def as_comparisons(answers: Sequence[Answer], kind: str) -> Comparisons:
 
 def comparisons_section(study: Study) -> dict[str, Any]:
     """Per comparative criterion: the command's statistics (Bradley–Terry with intervals, win
-    rates, best–worst counts, Kendall's W, position bias) plus counts and the first-shown rate."""
-    answers = comparative_answers(study)
+    rates, best–worst counts, Kendall's W, position bias) plus counts and the first-shown rate.
+
+    Pairwise criteria are summed in bulk (annotation.reports.pairwise_sums: arena-sized studies hold
+    millions of answers); rankings and best–worst answers, and pairwise ones stored in another shape,
+    are read answer by answer."""
+    criteria = comparative_criteria(study.rubric)
+    sums = pairwise_sums(study, [c["key"] for c in criteria if c["kind"] == "pairwise"])
+    slow = [c["key"] for c in criteria if sums.get(c["key"]) is None]
     by_key: dict[str, list[Answer]] = defaultdict(list)
-    for a in answers:
+    for a in comparative_answers(study, slow) if slow else []:
         by_key[a.criterion].append(a)
     out = {}
-    for c in comparative_criteria(study.rubric):
+    for c in criteria:
+        if sums.get(c["key"]) is not None:
+            out[c["key"]] = _pairwise_entry(c, sums[c["key"]])
+            continue
         mine = by_key.get(c["key"], [])
         entry: dict[str, Any] = {"key": c["key"], "name": c.get("name", c["key"]), "kind": c["kind"],
                                  "n_answers": len(mine), "n_raters": len({a.rater for a in mine}),
@@ -137,6 +147,17 @@ def comparisons_section(study: Study) -> dict[str, Any]:
                 entry["position"] = cmp.first_shown_best(answers_first_best(mine))
         out[c["key"]] = entry
     return out
+
+
+def _pairwise_entry(c: dict, sums: PairwiseSums) -> dict[str, Any]:
+    """The section's entry of a pairwise criterion from its sums: what comparisons_report gives
+    for the same answers (Bradley–Terry, win rates, position), with the counts."""
+    entry: dict[str, Any] = {"key": c["key"], "name": c.get("name", c["key"]), "kind": c["kind"],
+                             "n_answers": sums.n_answers, "n_raters": sums.n_raters, "n_items": sums.n_items}
+    if sums.n_answers:
+        entry.update(matrix_report("pairwise", sums.systems, sums.wins))
+        entry["position"] = cmp.position_effect_counts(sums.first_wins, sums.decided)
+    return entry
 
 
 def _kendall_w(answers: Sequence[Answer]) -> dict[str, Any]:

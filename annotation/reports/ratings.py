@@ -341,21 +341,9 @@ def stats_frame(study: Study, criteria: Sequence[str], *,
     `label` is the value as text (for choices); `gold` the item's gold answer for the
     criterion as text; `seconds` the assignment's time on task.
     """
-    def build(id_range=None) -> tuple[str, list]:
-        params = [study.pk, Assignment.Status.SUBMITTED, list(criteria)]
-        where = _range_where(params, item_range=item_range, id_range=id_range)
-        return (
-            f"SELECT a.item_id, i.external_id, COALESCE(o.position, -1), o.system, a.rater_id, r.criterion,"
-            f" r.score, {_VALUE_TEXT}, a.time_on_task_ms / 1000.0, {_SHOWN}::smallint, a.is_attention_check,"
-            f" i.gold -> r.criterion #>> '{{}}'"
-            f" FROM {_A} a {_PERM_JOIN} JOIN {_I} i ON i.id = a.item_id JOIN {_R} r ON r.assignment_id = a.id"
-            f" LEFT JOIN {_O} o ON o.id = r.output_id"
-            f" WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND r.criterion = ANY(%s){where}"
-        ), params
+    from annotation.reports.stats_ids import stats_table  # (it reads with this module's helpers)
 
-    parts = None if item_range is not None else _long_parts(study, build)
-    batches = arrow_batches(*build(), STATS_SCHEMA) if parts is None else arrow_parts(parts, STATS_SCHEMA)
-    table = pa.Table.from_batches(list(batches), schema=STATS_SCHEMA)
+    table = stats_table(study, criteria, item_range=item_range)
     # Few distinct values, many rows: as categoricals, the report's groupbys and filters on them
     # work on integer codes instead of strings.
     for name in CATEGORICAL_STATS_COLUMNS:

@@ -13,6 +13,7 @@ ratings stays within seconds:
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -38,20 +39,39 @@ def add_analysis_value(df: pd.DataFrame, criteria: Sequence[Mapping[str, Any]]) 
     """Column `x`: the score of a numeric criterion (its value when no score was stored), or
     the index of the chosen option of a categorical one (in the rubric's order)."""
     x = pd.to_numeric(df["score"], errors="coerce").to_numpy(dtype=float, copy=True)
-    crit = df["criterion"].to_numpy(dtype=object)  # (a categorical: no string conversion of every row)
-    labels = df["label"].astype(object).to_numpy()
+    is_key = _equals(df["criterion"])
     for c in criteria:
-        rows = crit == c["key"]
+        rows = is_key(c["key"])
         if not rows.any():
             continue
         if criterion_measure(c) == "numeric":
             missing = rows & np.isnan(x)  # a stored score is the value; parse the text only where none is
             if missing.any():
-                x[missing] = pd.to_numeric(pd.Series(labels[missing]), errors="coerce").to_numpy(dtype=float)
+                x[missing] = pd.to_numeric(pd.Series(_values_at(df["label"], missing)),
+                                           errors="coerce").to_numpy(dtype=float)
         elif criterion_measure(c) == "categorical":
             order = {str(ch["value"]): k for k, ch in enumerate(c.get("choices", []))}
-            x[rows] = [order.get(str(v), np.nan) for v in labels[rows]]
+            x[rows] = [order.get(str(v), np.nan) for v in _values_at(df["label"], rows)]
     return df.assign(x=x)
+
+
+def _equals(column: pd.Series):
+    """value -> boolean mask of the rows equal to it; on a categorical, a comparison of integer
+    codes (ten million rows as Python strings cost seconds and a gigabyte)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes, categories = column.cat.codes.to_numpy(), column.cat.categories
+        return lambda value: codes == categories.get_loc(value) if value in categories else np.zeros(codes.size, bool)
+    values = column.to_numpy(dtype=object)
+    return lambda value: values == value
+
+
+def _values_at(column: pd.Series, mask: np.ndarray) -> np.ndarray:
+    """The column's values (objects; missing as None or NaN, as astype(object) gives them) at the rows of `mask`."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()[mask]
+        categories = np.append(column.cat.categories.to_numpy(dtype=object), np.nan)
+        return categories[np.where(codes >= 0, codes, -1)]
+    return column.astype(object).to_numpy()[mask]
 
 
 # ---------------------------------------------------------------- consensus
@@ -250,6 +270,17 @@ def _bootstrap_features(units: np.ndarray, unit_item: np.ndarray, x: np.ndarray,
     return item_feats, feats.shape[1], k, n_icc
 
 
+def _one_blas_thread():
+    """One BLAS thread for the bootstrap's products where threadpoolctl is installed: on two
+    cores shared with PostgreSQL and other workers, OpenBLAS's spinning threads made the same
+    product 10 to 40 times slower (measured in bench/bench_report_x10.py). The sums are the same."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # not a dependency of the app: without it, BLAS keeps its own setting
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
 def agreement_bootstraps(specs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, str]], *, n_items: int,
                          n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> dict[str, dict[str, Any]]:
     """agreement_bootstrap for several criteria at once, on one set of item resamples: key ->
@@ -273,12 +304,17 @@ def agreement_bootstraps(specs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarr
     if n_items >= 2 and n_boot > 0 and stacked.shape[1]:
         rng = np.random.default_rng(seed)
         batch = int(min(max(4_000_000 // n_items, 1), 256))
+        # Features x items, contiguous: the product below is then a few long dot products per
+        # feature, which BLAS does ten times faster than a wide-and-short product on a busy machine.
+        stacked_t = np.ascontiguousarray(stacked.T)
         for begin in range(0, n_boot, batch):
             b = min(batch, n_boot - begin)
-            idx = rng.integers(0, n_items, size=(b, n_items))
-            w = np.bincount((idx + (np.arange(b) * n_items)[:, None]).ravel(),
-                            minlength=b * n_items).reshape(b, n_items).astype(float)
-            totals = w @ stacked
+            idx = rng.integers(0, n_items, size=(b, n_items))  # the same draws, in the same order, as before
+            w = np.empty((b, n_items))
+            for r in range(b):  # one resample's counts at a time: its counters stay in cache
+                w[r] = np.bincount(idx[r], minlength=n_items)
+            with _one_blas_thread():
+                totals = (stacked_t @ w.T).T
             for key, (lo, hi) in spans.items():
                 a, i = stats_of(key, totals[:, lo:hi])
                 draws[key][0].append(a)

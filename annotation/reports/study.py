@@ -134,7 +134,7 @@ def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: 
         return {}
     unit, _ = _units(rated)
     details = agreement_report(pd.DataFrame({
-        "item": unit, "rater": rated["rater_id"].to_numpy(), "criterion": rated["criterion"].to_numpy(dtype=object),
+        "item": unit, "rater": rated["rater_id"].to_numpy(), "criterion": rated["criterion"].array,
         "score": rated["x"].to_numpy()}),
         # choices are nominal codes: no ICC, Pearson or weighted kappa of them in the details
         levels={k: "interval" if criterion_measure(c) == "numeric" else "nominal" for k, c in by_key.items()},

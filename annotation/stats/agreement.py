@@ -20,6 +20,7 @@ from .kappa import (
     fleiss_kappa,
     mean_of,
     pairwise_cohen,
+    pairwise_cohens,
     percent_agreement,
 )
 from .krippendorff import LEVELS, Pairable, krippendorff_all, krippendorff_alpha
@@ -46,8 +47,8 @@ def matrix_agreement(matrix: np.ndarray) -> dict[str, Any]:
         "krippendorff_alpha": {level: krippendorff_alpha(p, level) for level in LEVELS},
         "icc": icc(x),
         "fleiss_kappa": fleiss,
-        "cohen_kappa": {w: mean_of(list(pairwise_cohen(x, w).values()), f"Cohen's kappa ({w})")
-                        for w in ("unweighted", "linear", "quadratic")},
+        "cohen_kappa": {w: mean_of(list(pairs.values()), f"Cohen's kappa ({w})")
+                        for w, pairs in pairwise_cohens(x, ("unweighted", "linear", "quadratic")).items()},
         "mean_pairwise_pearson": mean_of(list(corr["pearson"].values()), "Pearson"),
         "mean_pairwise_spearman": mean_of(list(corr["spearman"].values()), "Spearman"),
         "percent_agreement": agree,

@@ -96,14 +96,21 @@ def read_comparisons(path: str | Path) -> Comparisons:
 
 def comparisons_report(data: Comparisons) -> dict[str, Any]:
     """The `comparisons` command's JSON (see its --help)."""
-    bt = cmp.bradley_terry(data.wins)
-    report: dict[str, Any] = {"kind": data.kind, "systems": bt["systems"], "win_rates": cmp.win_rates(data.wins)}
-    if bt["reason"]:
-        report["bt_reason"] = bt["reason"]
+    report = matrix_report(data.kind, *cmp.win_matrix(data.wins))
     if data.kind == "best_worst":
         report["bws_count"] = cmp.best_worst_counts(data.best_worst)
     if data.kind == "ranking":
         report["kendall_w"] = cmp.kendall_w(data.rankings)
     if data.kind == "pairwise":
         report["position"] = cmp.position_effect(data.pairwise)
+    return report
+
+
+def matrix_report(kind: str, systems: list[str], wins) -> dict[str, Any]:
+    """The part of comparisons_report that needs only the win matrix (cmp.win_matrix): Bradley–Terry
+    with intervals and the win rates. Large studies sum their judgements into it without a list."""
+    bt = cmp.bradley_terry_matrix(systems, wins)
+    report: dict[str, Any] = {"kind": kind, "systems": bt["systems"], "win_rates": cmp.win_rates_matrix(systems, wins)}
+    if bt["reason"]:
+        report["bt_reason"] = bt["reason"]
     return report

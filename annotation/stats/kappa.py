@@ -9,7 +9,7 @@ E|I - J| = sum_t F_a(t)(1 - F_b(t)) + F_b(t)(1 - F_a(t)), E(I - J)^2 from moment
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Literal
+from typing import Literal, Sequence
 
 import numpy as np
 
@@ -70,32 +70,42 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray, weights: Weights = "unweighted") -
 
     Reference: Cohen (1960), Educational and Psychological Measurement 20(1); weighted: Cohen (1968).
     """
+    return cohen_kappas(a, b, (weights,))[weights]
+
+
+def cohen_kappas(a: np.ndarray, b: np.ndarray, weights: Sequence[Weights]) -> dict[str, Stat]:
+    """cohen_kappa for several weightings of the same two raters: the categories are found once."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     n = a.size
     if n < 2:
-        return Stat.undefined("fewer than two items rated by both raters")
+        return {w: Stat.undefined("fewer than two items rated by both raters") for w in weights}
+    for w in weights:
+        if w not in ("unweighted", "linear", "quadratic"):
+            raise ValueError(f"unknown weights {w!r}")
     labels, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
     ia, ib = inv[:n].astype(float), inv[n:].astype(float)
     size = labels.size
     pa = np.bincount(inv[:n], minlength=size) / n
     pb = np.bincount(inv[n:], minlength=size) / n
-    if weights == "unweighted":
-        observed = float(np.mean(ia != ib))
-        expected = 1.0 - float(np.sum(pa * pb))
-    elif weights == "linear":
-        observed = float(np.mean(np.abs(ia - ib)))
-        fa, fb = np.cumsum(pa)[:-1], np.cumsum(pb)[:-1]
-        expected = float(np.sum(fa * (1 - fb) + fb * (1 - fa)))
-    elif weights == "quadratic":
-        observed = float(np.mean((ia - ib) ** 2))
-        pos = np.arange(size, dtype=float)
-        ma, mb = float(pa @ pos), float(pb @ pos)
-        expected = float(pa @ pos**2) - ma * ma + float(pb @ pos**2) - mb * mb + (ma - mb) ** 2
-    else:
-        raise ValueError(f"unknown weights {weights!r}")
-    if expected <= 1e-15:
-        return Stat.undefined("no expected disagreement (both raters used one and the same category)")
-    return Stat.of(1.0 - observed / expected)
+    out = {}
+    for w in weights:
+        if w == "unweighted":
+            observed = float(np.mean(ia != ib))
+            expected = 1.0 - float(np.sum(pa * pb))
+        elif w == "linear":
+            observed = float(np.mean(np.abs(ia - ib)))
+            fa, fb = np.cumsum(pa)[:-1], np.cumsum(pb)[:-1]
+            expected = float(np.sum(fa * (1 - fb) + fb * (1 - fa)))
+        else:
+            observed = float(np.mean((ia - ib) ** 2))
+            pos = np.arange(size, dtype=float)
+            ma, mb = float(pa @ pos), float(pb @ pos)
+            expected = float(pa @ pos**2) - ma * ma + float(pb @ pos**2) - mb * mb + (ma - mb) ** 2
+        if expected <= 1e-15:
+            out[w] = Stat.undefined("no expected disagreement (both raters used one and the same category)")
+        else:
+            out[w] = Stat.of(1.0 - observed / expected)
+    return out
 
 
 def rater_columns(matrix: np.ndarray) -> list[np.ndarray]:
@@ -120,10 +130,16 @@ def mean_of(stats: list[Stat], what: str) -> Stat:
 
 def pairwise_cohen(matrix: np.ndarray, weights: Weights = "unweighted") -> dict[tuple[int, int], Stat]:
     """Cohen's kappa of every pair of raters (columns) over the items both rated."""
+    return pairwise_cohens(matrix, (weights,))[weights]
+
+
+def pairwise_cohens(matrix: np.ndarray, weights: Sequence[Weights]) -> dict[str, dict[tuple[int, int], Stat]]:
+    """pairwise_cohen for several weightings: each pair's shared items and categories found once."""
     x = np.asarray(matrix, dtype=float)
     cols = rater_columns(x)
-    out = {}
+    out: dict[str, dict[tuple[int, int], Stat]] = {w: {} for w in weights}
     for i, j in combinations(range(x.shape[1]), 2):
         rows = common_items(cols, i, j)
-        out[(i, j)] = cohen_kappa(x[rows, i], x[rows, j], weights)
+        for w, value in cohen_kappas(x[rows, i], x[rows, j], weights).items():
+            out[w][(i, j)] = value
     return out

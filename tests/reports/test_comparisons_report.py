@@ -149,3 +149,51 @@ def test_the_answers_download_and_the_preference_pairs(client, admin_user, tmp_p
         lo, hi = meta["chosen_scores"]["confidence_interval"]
         assert lo <= wins / len(judged) <= hi
         assert set(p) == {"prompt", "chosen", "rejected", "metadata"} and p["chosen"] != p["rejected"]
+
+
+def _answer_by_answer(study, key: str) -> dict:
+    """The section's entry as the answer-by-answer path computes it (the reference for the bulk sums)."""
+    from annotation.reports.comparisons import as_comparisons
+    from annotation.stats.comparison_files import comparisons_report
+
+    mine = [a for a in comparative_answers(study, [key]) if a.criterion == key]
+    entry = {"n_answers": len(mine), "n_raters": len({a.rater for a in mine}), "n_items": len({a.item_id for a in mine})}
+    entry.update(comparisons_report(as_comparisons(mine, "pairwise")))
+    return entry
+
+
+def test_bulk_pairwise_sums_give_the_answer_by_answer_entry_exactly():
+    """The section sums pairwise answers in bulk (annotation.reports.pairwise_sums); what it reports
+    is what the answers read one by one give, number for number, including answers the reader skips
+    (a winner stored as text, a value that is no object) and ignored or attention-check work."""
+    from annotation.models import Assignment, Rating
+    from annotation.reports.comparisons import comparisons_section
+
+    study = _study("compare-pairwise", n_items=30, n_raters=8)
+    ratings = Rating.objects.filter(assignment__study=study, criterion="preference").order_by("id")
+    odd_text, odd_list = ratings[0], ratings[1]
+    odd_text.value = {**odd_text.value, "winner": str(odd_text.value["shown"][0])}  # text, not the id
+    odd_text.save(update_fields=["value"])
+    odd_list.value = [1, 2]
+    odd_list.save(update_fields=["value"])
+    Assignment.objects.filter(pk=ratings[2].assignment_id).update(ignored=True)
+    expected = _answer_by_answer(study, "preference")
+    got = comparisons_section(study)["preference"]
+    assert {k: got[k] for k in expected} == expected
+    assert expected["n_answers"] == 30 * 8 - 3 and got["position"]["n"] > 0
+
+
+def test_pairwise_answers_not_showing_two_outputs_take_the_answer_by_answer_path():
+    from annotation.models import Output, Rating
+    from annotation.reports.comparisons import comparisons_section
+    from annotation.reports.pairwise_sums import pairwise_sums
+
+    study = _study("compare-pairwise", n_items=6, n_raters=4)
+    rating = Rating.objects.filter(assignment__study=study, criterion="preference").order_by("id").first()
+    third = Output.objects.filter(item__study=study).exclude(pk__in=rating.value["shown"]).first()
+    rating.value = {**rating.value, "shown": rating.value["shown"] + [third.pk]}
+    rating.save(update_fields=["value"])
+    assert pairwise_sums(study, ["preference"]) == {"preference": None}
+    expected = _answer_by_answer(study, "preference")
+    got = comparisons_section(study)["preference"]
+    assert {k: got[k] for k in expected} == expected

@@ -152,3 +152,47 @@ def test_arrow_rows_equal_the_sql_rows_at_the_edges(rated_study, raters):
     assert {(r["output"], r["criterion"], r["criterion_kind"], r["shown_position"]) for r in edges} == {
         (0, "retired_key", None, 2), (1, "fluency", "likert", None), (2, "fluency", "likert", 1),
         (None, "fluency", "likert", None)}
+
+
+def _joined_stats_rows(study, criteria) -> list[tuple]:
+    """The statistics' rows as the joined SQL read gave them before the id read (the reference):
+    items, outputs and the unpacked permutation joined in PostgreSQL, every name written per row."""
+    from django.db import connection
+
+    from annotation.reports.ratings import _A, _I, _O, _PERM_JOIN, _R, _SHOWN, _VALUE_TEXT
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT a.item_id, i.external_id, COALESCE(o.position, -1), o.system, a.rater_id, r.criterion,"
+            f" r.score, {_VALUE_TEXT}, a.time_on_task_ms / 1000.0, {_SHOWN}::smallint, a.is_attention_check,"
+            f" i.gold -> r.criterion #>> '{{}}'"
+            f" FROM {_A} a {_PERM_JOIN} JOIN {_I} i ON i.id = a.item_id JOIN {_R} r ON r.assignment_id = a.id"
+            f" LEFT JOIN {_O} o ON o.id = r.output_id"
+            f" WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND r.criterion = ANY(%s)",
+            [study.pk, "submitted", list(criteria)])
+        return [tuple(None if v is None else float(v) if k in (6, 8) else v for k, v in enumerate(row))
+                for row in cursor.fetchall()]
+
+
+def test_stats_frame_read_by_ids_equals_the_joined_read(rated_study, raters):
+    """stats_frame reads ids and names them in Arrow (annotation.reports.stats_ids): gold answers
+    (text, number, null, a list), an attention check, item-level ratings, an output missing from
+    the permutation and a criterion left out must come back as the joined SQL read gives them."""
+    items = list(rated_study.items.order_by("id"))
+    items[0].gold = {"decision": "ACCEPT", "fluency": 4}
+    items[1].gold = {"decision": None, "fluency": [1, 2]}
+    items[0].save(update_fields=["gold"])
+    items[1].save(update_fields=["gold"])
+    other = raters[0].__class__.objects.create_user(username="r-stats-edges")
+    a = submit(rated_study, other, items[2], {(1, "fluency"): 4, (2, "fluency"): 2, (2, "decision"): "REJECT"},
+               permutation=[2, 0], time_ms=45_123)
+    Rating.objects.create(assignment=a, output=None, criterion="fluency", value=3, score=3.0, reasoning="")
+    Assignment.objects.filter(pk=a.pk).update(is_attention_check=True)
+    criteria = ["fluency", "decision"]
+    df = stats_frame(rated_study, criteria)
+    got = sorted((tuple(None if isinstance(v, float) and v != v else v for v in row)
+                  for row in df.astype(object).itertuples(index=False, name=None)), key=repr)
+    want = sorted(_joined_stats_rows(rated_study, criteria), key=repr)
+    assert got == want
+    assert {r[11] for r in want} >= {"ACCEPT", "4", "[1, 2]", None}  # the gold cases really occur
+    assert any(r[4] == other.pk and r[9] is None for r in want)  # item-level and unshown outputs too

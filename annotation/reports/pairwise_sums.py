@@ -1,0 +1,142 @@
+"""A study's pairwise answers summed in bulk, for the report's Comparisons section at arena scale.
+
+    pairwise_sums(study, keys) -> {key: PairwiseSums | None}
+
+The statistics of pairwise judgements need only sums: the win matrix (Bradley–Terry, win rates),
+how often the first shown won among the decided ones (position bias) and the distinct raters and
+items. So the answers are read with COPY into Arrow as numbers (the shown output ids, the winner's
+id or a tie), mapped to systems with numpy and summed with bincount: no Python object per answer.
+
+The answers kept are those annotation.reports.comparisons.comparative_answers keeps (submitted, not
+ignored, not an attention check, item-level, both shown ids and the winner outputs of the items
+read, or a tie); the pairs are those of annotation.stats.comparisons.pairs_from_pairwise. A
+criterion whose stored answers do not all show exactly two outputs (never written so) gets None:
+the caller then takes the answer-by-answer path, which reads whatever was stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from annotation.models import Assignment, Study
+from annotation.reports.ratings import _A, _I, _O, _R, _long_parts, _range_where, arrow_batches, arrow_parts
+
+_SCHEMA = pa.schema([
+    ("criterion", pa.string()), ("item_id", pa.int64()), ("rater_id", pa.int64()),
+    ("first", pa.float64()), ("second", pa.float64()), ("winner", pa.float64()), ("tie", pa.bool_()),
+    ("n_shown", pa.int32()),
+])
+_OUTPUTS = pa.schema([("id", pa.int64()), ("item_id", pa.int64()), ("system", pa.string())])
+
+
+def _number(path: str) -> str:
+    """A JSON number at `path` of the value as float8 (ids are far below 2**53), else NULL: a
+    string "12" is not the output 12 (comparative_answers looks ids up as they were stored)."""
+    return f"CASE WHEN jsonb_typeof(r.value {path}) = 'number' THEN (r.value {path})::text::float8 END"
+
+
+_FIRST, _SECOND, _WINNER = _number("-> 'shown' -> 0"), _number("-> 'shown' -> 1"), _number("-> 'winner'")
+
+
+@dataclass
+class PairwiseSums:
+    systems: list[str]
+    wins: np.ndarray  # wins[i, j]: i's wins over j, ties half each way
+    n_answers: int
+    n_raters: int
+    n_items: int
+    first_wins: int  # decided answers that the output shown first won
+    decided: int
+
+
+def _answers_sql(study: Study, keys: Sequence[str], id_range: tuple[int, int] | None = None) -> tuple[str, list]:
+    params: list = [study.pk, Assignment.Status.SUBMITTED, list(keys)]
+    where = _range_where(params, id_range=id_range)
+    return (f"SELECT r.criterion, a.item_id, a.rater_id, {_FIRST}, {_SECOND}, {_WINNER},"
+            " r.value -> 'winner' = '\"tie\"'::jsonb,"
+            " CASE WHEN jsonb_typeof(r.value -> 'shown') = 'array' THEN jsonb_array_length(r.value -> 'shown') END"
+            f" FROM {_A} a JOIN {_R} r ON r.assignment_id = a.id"
+            " WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND NOT a.is_attention_check"
+            f" AND r.output_id IS NULL AND r.criterion = ANY(%s) AND jsonb_typeof(r.value) = 'object'{where}"), params
+
+
+def _read(study: Study, keys: Sequence[str]) -> pa.Table:
+    parts = _long_parts(study, lambda r=None: _answers_sql(study, keys, r))
+    batches = arrow_batches(*_answers_sql(study, keys), _SCHEMA) if parts is None else arrow_parts(parts, _SCHEMA)
+    return pa.Table.from_batches(list(batches), schema=_SCHEMA)
+
+
+def _outputs(study: Study) -> pa.Table:
+    sql = (f"SELECT o.id, o.item_id, o.system FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
+           " WHERE i.study_id = %s ORDER BY o.id")
+    return pa.Table.from_batches(list(arrow_batches(sql, [study.pk], _OUTPUTS)), schema=_OUTPUTS)
+
+
+def _column(table: pa.Table, name: str, fill) -> np.ndarray:
+    return table[name].combine_chunks().fill_null(fill).to_numpy(zero_copy_only=False)
+
+
+def pairwise_sums(study: Study, keys: Sequence[str]) -> dict[str, PairwiseSums | None]:
+    """Per pairwise criterion key: its answers' sums (PairwiseSums), or None when some stored
+    answer does not show exactly two outputs (see the module's docstring)."""
+    if not keys:
+        return {}
+    table = _read(study, keys)
+    outputs = _outputs(study)
+    item = _column(table, "item_id", 0)
+    # comparative_answers looks ids up among the outputs of the items it read, so do the same.
+    out_item = _column(outputs, "item_id", 0)
+    known = np.isin(out_item, np.unique(item))
+    out_ids = _column(outputs, "id", 0)[known]
+    out_sys, names = pd.factorize(outputs["system"].to_pandas()[known].to_numpy(dtype=object))
+
+    def system_of(ids: np.ndarray) -> np.ndarray:
+        """The system code of each id, -1 where it is no output read (or not a whole number)."""
+        whole = np.isfinite(ids) & (ids == np.round(ids))
+        wanted = np.where(whole, ids, -1).astype(np.int64)
+        at = np.minimum(np.searchsorted(out_ids, wanted), max(out_ids.size - 1, 0))
+        hit = whole & (out_ids[at] == wanted) if out_ids.size else np.zeros(ids.size, bool)
+        return np.where(hit, out_sys[at] if out_ids.size else -1, -1)
+
+    first = system_of(_column(table, "first", np.nan))
+    second = system_of(_column(table, "second", np.nan))
+    winner = system_of(_column(table, "winner", np.nan))
+    tie = _column(table, "tie", False).astype(bool)
+    n_shown = _column(table, "n_shown", -1)
+    rater = _column(table, "rater_id", 0)
+    criterion = table["criterion"].combine_chunks().dictionary_encode()
+    crit_codes = criterion.indices.to_numpy(zero_copy_only=False)
+    crit_names = criterion.dictionary.to_pylist()
+    out: dict[str, PairwiseSums | None] = {}
+    for key in keys:
+        mine = crit_codes == crit_names.index(key) if key in crit_names else np.zeros(len(table), bool)
+        if (n_shown[mine] != 2).any():
+            out[key] = None
+            continue
+        ok = mine & (first >= 0) & (second >= 0) & (tie | (winner >= 0))
+        out[key] = _sums(first[ok], second[ok], winner[ok], tie[ok], rater[ok], item[ok], names)
+    return out
+
+
+def _sums(a: np.ndarray, b: np.ndarray, w: np.ndarray, tie: np.ndarray, rater: np.ndarray, item: np.ndarray,
+          names) -> PairwiseSums:
+    decided = ~tie
+    used = np.unique(np.concatenate([a, b, w[decided]]))
+    systems = sorted(str(names[c]) for c in used)  # bradley_terry's order: by name
+    place = np.full(len(names), -1, dtype=np.int64)
+    place[[list(map(str, names)).index(s) for s in systems]] = np.arange(len(systems))
+    a, b, w = place[a], place[b], np.where(decided, place[np.maximum(w, 0)], -1)
+    k = len(systems)
+    # pairs_from_pairwise: a tie is (a, b, 0.5) and (b, a, 0.5); a win (winner, a if the winner is not a, 1).
+    loser = np.where(w == a, b, a)
+    cells = np.concatenate([(a * k + b)[tie], (b * k + a)[tie], (w * k + loser)[decided]])
+    weights = np.concatenate([np.full(2 * int(tie.sum()), 0.5), np.ones(int(decided.sum()))])
+    wins = np.bincount(cells, weights=weights, minlength=k * k).reshape(k, k) if k else np.zeros((0, 0))
+    return PairwiseSums(systems=systems, wins=wins, n_answers=int(a.size), n_raters=int(np.unique(rater).size),
+                        n_items=int(np.unique(item).size), first_wins=int((decided & (w == a)).sum()),
+                        decided=int(decided.sum()))
