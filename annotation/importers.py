@@ -266,6 +266,8 @@ def _text_problem(value: str) -> str | None:
     """Why PostgreSQL cannot store this text, or None."""
     if "\x00" in value:
         return "contains a NUL character, which cannot be stored"
+    if value.isascii():  # a flag of the string, no scan: ASCII holds no surrogate
+        return None
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -66,6 +66,10 @@ def _copy_items(study: Study, items: Iterable[ParsedItem]) -> int:
     return count
 
 
+def _json(value: dict) -> str:
+    return json.dumps(value) if value else "{}"  # most items' gold and outputs' metadata are empty
+
+
 def _copy_chunk(study: Study, parsed: list[ParsedItem]) -> None:
     # COPY is ~10x faster than bulk_create for 100k+ rows; the unique constraints still hold.
     # The items' ids are drawn from their sequence first, so the outputs need no read back.
@@ -80,9 +84,9 @@ def _copy_chunk(study: Study, parsed: list[ParsedItem]) -> None:
             " FROM STDIN"
         ) as copy:
             for item_id, p in zip(ids, parsed, strict=True):
-                copy.write_row((item_id, study.pk, p.external_id, p.context, p.context_kind, json.dumps(p.metadata),
-                                json.dumps(p.gold), p.is_attention_check, p.is_training, p.explanation, "now"))
+                copy.write_row((item_id, study.pk, p.external_id, p.context, p.context_kind, _json(p.metadata),
+                                _json(p.gold), p.is_attention_check, p.is_training, p.explanation, "now"))
         with cursor.copy(f"COPY {output_table} (item_id, position, system, content, kind, metadata) FROM STDIN") as copy:
             for item_id, p in zip(ids, parsed, strict=True):
                 for position, o in enumerate(p.outputs):
-                    copy.write_row((item_id, position, o.system, o.content, o.kind, json.dumps(o.metadata)))
+                    copy.write_row((item_id, position, o.system, o.content, o.kind, _json(o.metadata)))
