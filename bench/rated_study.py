@@ -77,3 +77,46 @@ def fill_rated_study(study, raters: list, criteria: list[str], n_items: int) -> 
         cursor.execute("RESET session_replication_role")
         cursor.execute("RESET jit")
         cursor.execute(f"ANALYZE {r_t}")
+
+
+def fill_items(study, raters: list, n_items: int, n_outputs: int = 3) -> None:
+    """n_items items item-0000000.. of n_outputs outputs (systems model-a, -b, ...), and the items
+    page's mix of states: every 10th item rated by each of `raters`, every 1000th of those flagged as
+    unsuitable by its first rater, every 100th open on a rater's screen."""
+    from annotation.models import Assignment, Item, Output
+
+    i_t, o_t, a_t = (m._meta.db_table for m in (Item, Output, Assignment))
+    words = ["clean", "slow", "friendly", "noisy", "spacious", "dated", "central", "quiet", "pricey", "cosy"]
+    with connection.cursor() as cursor:
+        cursor.execute("SET jit = off")
+        cursor.execute("SET session_replication_role = replica")  # ids come from their tables: no FK checks
+        cursor.execute(
+            f"INSERT INTO {i_t} (study_id, external_id, context, context_kind, metadata, gold, is_attention_check,"
+            " is_training, explanation, slots_taken, priority, created_at)"
+            " SELECT %s, 'item-' || lpad(g::text, 7, '0'), 'Review ' || g || ': the room was '"
+            " || (%s::text[])[1 + g %% 10] || ' and the staff were ' || (%s::text[])[1 + (g / 10) %% 10]"
+            " || ' at the front desk (' || md5(g::text) || ').',"
+            " 'text', '{}', '{}', false, false, '', CASE WHEN g %% 10 = 0 THEN %s ELSE 0 END, 0, now()"
+            " FROM generate_series(0, %s - 1) g ORDER BY g",
+            [study.pk, words, words, len(raters), n_items])
+        cursor.execute(f"ANALYZE {i_t}")
+        cursor.execute(
+            f"INSERT INTO {o_t} (item_id, position, system, content, kind, metadata)"
+            " SELECT i.id, p, 'model-' || chr(97 + p), 'Response ' || p || ' to review '"
+            " || substr(i.external_id, 6)::int || '. Thank you for staying with us.', 'text', '{}'"
+            f" FROM {i_t} i CROSS JOIN generate_series(0, %s - 1) p WHERE i.study_id = %s ORDER BY i.id, p",
+            [n_outputs, study.pk])
+        cursor.execute(f"ANALYZE {o_t}")
+        cursor.execute(
+            f"INSERT INTO {a_t} (study_id, item_id, rater_id, status, permutation, slot, is_attention_check, draft,"
+            " ignored, ignore_reason, comment, time_on_task_ms, created_at, submitted_at)"
+            " SELECT %s, i.id, u.rater_id, CASE WHEN k %% 100 = 0 AND u.r = 1 THEN 'active' ELSE 'submitted' END,"
+            " '[0, 1, 2]', u.r - 1, false, '{}', k %% 10000 = 0 AND u.r = 1, '', '', 30000, now(), now()"
+            f" FROM (SELECT id, substr(external_id, 6)::int AS k FROM {i_t} WHERE study_id = %s) i"
+            " CROSS JOIN unnest(%s::bigint[]) WITH ORDINALITY AS u(rater_id, r)"
+            " WHERE i.k %% 10 = 0 ORDER BY i.id, u.r",
+            [study.pk, study.pk, [r.pk for r in raters]])
+        cursor.execute("RESET session_replication_role")
+        cursor.execute("RESET jit")
+        for table in (i_t, o_t, a_t):
+            cursor.execute(f"ANALYZE {table}")

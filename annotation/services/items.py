@@ -13,6 +13,7 @@ from typing import IO, Iterable
 from django.db import connection, transaction
 
 from annotation.importers import ItemStream, ParsedItem
+from annotation.items_list import forget_study_systems
 from annotation.models import Item, Output, Study
 
 # Items per COPY: a file smaller than this is validated whole before anything is written.
@@ -38,6 +39,7 @@ def items_import(*, study: Study, text: str | None = None, file: IO[bytes] | Non
                             criteria_keys=criteria_keys, existing_ids=existing)
         count = _copy_items(study, stream)
         transaction.on_commit(_refresh_item_statistics)
+        transaction.on_commit(lambda: forget_study_systems(study))
     return count
 
 
