@@ -90,9 +90,19 @@ def items_page(study: Study, f: ItemFilters, *, size: int = PAGE_SIZE) -> ItemPa
     # a page at 2,000,000 items), though only 50 rows needed them.
     submitted, active = Assignment.Status.SUBMITTED, Assignment.Status.ACTIVE
     qs = Item.objects.filter(study=study)
+    window_end = _search_window_end(study, f) if f.q else None
     if f.q:
-        qs = qs.filter(Q(external_id__istartswith=f.q) | Q(context__icontains=f.q)
-                       | Exists(Output.objects.filter(item=OuterRef("pk"), content__icontains=f.q)))
+        # The outputs' search is bounded by the window too: whether PostgreSQL looks them up item by
+        # item or hashes the matching outputs first (its choice depends on the table's size), it reads
+        # the window's outputs only.
+        outputs = Output.objects.filter(item=OuterRef("pk"), content__icontains=f.q)
+        if f.before is not None:
+            outputs = outputs.filter(item_id__lt=f.before)
+        elif f.after is not None:
+            outputs = outputs.filter(item_id__gt=f.after)
+        if window_end is not None:
+            outputs = outputs.filter(**{"item_id__gte" if f.before is not None else "item_id__lte": window_end})
+        qs = qs.filter(Q(external_id__istartswith=f.q) | Q(context__icontains=f.q) | Exists(outputs))
     if f.system:
         qs = qs.filter(Exists(Output.objects.filter(item=OuterRef("pk"), system=f.system)))
     if f.status in ("in_progress", "complete") or f.ratings is not None:
@@ -111,7 +121,6 @@ def items_page(study: Study, f: ItemFilters, *, size: int = PAGE_SIZE) -> ItemPa
         flagged = Exists(Assignment.objects.filter(item=OuterRef("pk"), status=submitted, ignored=True))
         qs = qs.filter(flagged) if f.flagged == "yes" else qs.exclude(flagged)
     fields = ("pk", "external_id", "context", "is_attention_check")
-    window_end = _search_window_end(study, f) if f.q else None
     if f.before is not None:  # the page before: walk backwards from `before`, then show in id order
         if window_end is not None:
             qs = qs.filter(pk__gte=window_end)
