@@ -116,7 +116,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         upload.is_valid(raise_exception=True)
         file = upload.validated_data["file"]
         try:
-            count = items_import(study=study, text=file.read().decode("utf-8"), filename=file.name)
+            count = items_import(study=study, file=file, filename=file.name)
         except ItemFileError as exc:
             return Response({"detail": "file refused; nothing was imported",
                              "errors": [{"line": line, "field": f, "message": m} for line, f, m in exc.errors]},

@@ -1,17 +1,22 @@
-"""Parse and validate item files (JSONL or CSV) as a whole, before anything is written.
+"""Parse and validate item files (JSONL or CSV), streamed: one line at a time, from text or a file.
 
 Pure: no Django. The format is documented in docs/item-format.md. Every problem is
 collected with its line number and field, so a user can fix the file in one pass.
+`parse_items` gives the whole file's items (or raises); `ItemStream` yields them as they are
+read, so a file of millions of items is never held whole (the import writes them as they come
+and keeps nothing when the stream ends with an error).
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
 import math
 import re
 from dataclasses import dataclass, field
+from typing import IO, Iterator
 
 CONTEXT_KINDS = {"text", "markdown", "code", "html", "conversation"}
 OUTPUT_KINDS = {"text", "markdown", "code", "html", "diff", "conversation"}
@@ -21,6 +26,7 @@ MAX_JSON_DEPTH = 64  # metadata/gold nesting; deeper is no annotation data and s
 # Cells hold whole HTML pages and programs; the csv module's default limit is 128 KiB per field.
 csv.field_size_limit(2**31 - 1)
 _OUTPUT_COLUMN = re.compile(r"^output_(\d+)_(system|content|kind)$")
+READ_BLOCK = 1 << 20  # bytes read from a file at a time
 
 
 @dataclass(frozen=True)
@@ -68,33 +74,94 @@ def detect_format(filename: str, head: str) -> str:
 def parse_items(text: str, *, filename: str = "", fmt: str | None = None, criteria_keys: set[str] | None = None,
                 existing_ids: set[str] | None = None) -> list[ParsedItem]:
     """Parse a whole file; raise ItemFileError listing every problem (up to MAX_ERRORS)."""
-    text = text.removeprefix("\ufeff")  # a byte order mark from Excel or Notepad is not part of the first field
-    fmt = fmt or detect_format(filename, text[:200])
-    rows = _jsonl_rows(text) if fmt == "jsonl" else _csv_rows(text)
-    errors: list[tuple[int, str, str]] = []
-    items: list[ParsedItem] = []
-    seen: dict[str, int] = {}
-    existing_ids = existing_ids or set()
-    for line, row in rows:
-        if isinstance(row, _RowError):
-            errors.append((line, row.field, row.message))
+    return list(ItemStream(text, filename=filename, fmt=fmt, criteria_keys=criteria_keys,
+                           existing_ids=existing_ids))
+
+
+class ItemStream:
+    """A file's items, validated as they are read from `source` (text, or a binary file read as
+    UTF-8 in blocks). Iterating yields each valid item until the first problem, then reads on
+    only to collect problems; at the end (or at MAX_ERRORS) it raises ItemFileError with them
+    all. So a consumer that writes what it is given must keep nothing when the iteration raises.
+    A file that is not UTF-8 raises UnicodeDecodeError where the bad byte is read.
+    """
+
+    def __init__(self, source: str | IO[bytes], *, filename: str = "", fmt: str | None = None,
+                 criteria_keys: set[str] | None = None, existing_ids: set[str] | None = None):
+        self._text = _TextSource(source)
+        self.fmt = fmt or detect_format(filename, self._text.head)
+        self._criteria_keys = criteria_keys
+        self._existing_ids = existing_ids or set()
+
+    def __iter__(self) -> Iterator[ParsedItem]:
+        lines = self._text.lines()
+        rows = _jsonl_rows(lines) if self.fmt == "jsonl" else _csv_rows(lines)
+        errors: list[tuple[int, str, str]] = []
+        # id -> line of every item so far: the one thing held per item (duplicates are named with both lines).
+        seen: dict[str, int] = {}
+        for line, row in rows:
+            if isinstance(row, _RowError):
+                errors.append((line, row.field, row.message))
+            else:
+                item = _validate(line, row, errors, self._criteria_keys)
+                if item is not None:
+                    if item.external_id in seen:
+                        errors.append((line, "id", f"duplicate id {item.external_id!r} (first on line {seen[item.external_id]})"))
+                    elif item.external_id in self._existing_ids:
+                        errors.append((line, "id", f"id {item.external_id!r} already exists in this study"))
+                    else:
+                        seen[item.external_id] = line
+                        if not errors:
+                            yield item
+            if len(errors) >= MAX_ERRORS:
+                break
+        if not errors and not seen:
+            errors.append((1, "", "the file holds no items"))
+        if errors:
+            raise ItemFileError(errors)
+
+
+class _TextSource:
+    """The text of an upload, from a str or a binary file, with its first characters known
+    before the lines are read (format detection). Lines end at "\n" only, and keep it:
+    str.splitlines() would also split inside a string holding U+2028 or \x85."""
+
+    def __init__(self, source: str | IO[bytes]):
+        self._source = source
+        if isinstance(source, str):
+            self._first = source.removeprefix("\ufeff")  # a byte order mark from Excel or Notepad
+            self._decoder = None
         else:
-            item = _validate(line, row, errors, criteria_keys)
-            if item is not None:
-                if item.external_id in seen:
-                    errors.append((line, "id", f"duplicate id {item.external_id!r} (first on line {seen[item.external_id]})"))
-                elif item.external_id in existing_ids:
-                    errors.append((line, "id", f"id {item.external_id!r} already exists in this study"))
-                else:
-                    seen[item.external_id] = line
-                    items.append(item)
-        if len(errors) >= MAX_ERRORS:
-            break
-    if not errors and not items:
-        errors.append((1, "", "the file holds no items"))
-    if errors:
-        raise ItemFileError(errors)
-    return items
+            self._decoder = codecs.getincrementaldecoder("utf-8")()
+            self._first = self._read()
+            while self._first is not None and not self._first:  # a block that ends inside a character
+                self._first = self._read()
+            self._first = (self._first or "").removeprefix("\ufeff")
+        self.head = self._first[:200]
+
+    def _read(self) -> str | None:
+        block = self._source.read(READ_BLOCK)
+        if isinstance(block, str):  # a file opened in text mode
+            return block or None
+        if not block:
+            rest = self._decoder.decode(b"", final=True)
+            return rest or None
+        return self._decoder.decode(block)
+
+    def lines(self) -> Iterator[str]:
+        if self._decoder is None and isinstance(self._source, str):
+            yield from io.StringIO(self._first, newline="\n")
+            return
+        pending, block = "", self._first
+        while block is not None:
+            pending += block
+            cut = pending.rfind("\n") + 1
+            if cut:
+                yield from io.StringIO(pending[:cut], newline="\n")
+                pending = pending[cut:]
+            block = self._read()
+        if pending:
+            yield pending
 
 
 @dataclass(frozen=True)
@@ -116,9 +183,9 @@ def _json_load(raw: str) -> tuple[object, str | None]:
         return None, "not valid JSON (nested too deeply)"
 
 
-def _jsonl_rows(text: str):
-    # Lines end at "\n" only: str.splitlines() would also split inside a string holding U+2028 or \x85.
-    for number, raw in enumerate(text.split("\n"), start=1):
+def _jsonl_rows(lines: Iterator[str]):
+    for number, raw in enumerate(lines, start=1):
+        raw = raw.removesuffix("\n")
         if not raw.strip():
             continue
         row, problem = _json_load(raw)
@@ -128,8 +195,8 @@ def _jsonl_rows(text: str):
         yield number, row if isinstance(row, dict) else _RowError("", "each line must be a JSON object")
 
 
-def _csv_rows(text: str):
-    reader = csv.DictReader(io.StringIO(text), restval="")
+def _csv_rows(lines: Iterator[str]):
+    reader = csv.DictReader(lines, restval="")
     try:
         header = reader.fieldnames or []
     except csv.Error as exc:
@@ -199,6 +266,8 @@ def _text_problem(value: str) -> str | None:
     """Why PostgreSQL cannot store this text, or None."""
     if "\x00" in value:
         return "contains a NUL character, which cannot be stored"
+    if value.isascii():  # a flag of the string, no scan: ASCII holds no surrogate
+        return None
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:

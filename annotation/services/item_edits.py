@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from annotation.items_list import forget_study_systems
 from annotation.models import Assignment, Item, Output
 
 
@@ -28,7 +29,9 @@ def _lock(item: Item) -> Item:
 def item_delete(*, item: Item) -> str:
     item = _lock(item)
     external_id = item.external_id
+    study = item.study
     item.delete()
+    transaction.on_commit(lambda: forget_study_systems(study))  # its outputs may have been a system's last
     return external_id
 
 

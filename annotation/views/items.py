@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.access import get_study_for_admin
-from annotation.items_list import FLAGGED, STATUSES, ItemFilters, items_page, study_systems
+from annotation.items_list import FLAGGED, SEARCH_WINDOW, STATUSES, ItemFilters, items_page, study_systems
 from annotation.models import Assignment, Item
 from annotation.services.item_edits import ItemLocked, item_delete, item_replace
 from annotation.views.workspace import build_screen
@@ -27,7 +27,7 @@ def study_items(request: HttpRequest, slug: str) -> HttpResponse:
     filters = ItemFilters.from_query(request.GET)
     page = items_page(study, filters) if not filters.errors else None
     context = {"study": study, "f": filters, "page": page, "statuses": STATUSES, "flagged_choices": FLAGGED,
-               "systems": study_systems(study)}
+               "systems": study_systems(study), "search_window": f"{SEARCH_WINDOW:,}"}
     if request.htmx and not request.htmx.boosted:
         return render(request, f"{TEMPLATE}#results", context)
     return render(request, TEMPLATE, context)

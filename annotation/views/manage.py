@@ -235,7 +235,7 @@ def study_upload_items(request: HttpRequest, slug: str) -> HttpResponse:
     if form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            count = items_import(study=study, text=upload.read().decode("utf-8"), filename=upload.name)
+            count = items_import(study=study, file=upload, filename=upload.name)
         except ItemFileError as exc:
             form.add_error("file", f"{upload.name} was refused; nothing was imported. The problems:")
             return _answer(request, study, "upload", upload_form=form, upload_errors=exc.errors,

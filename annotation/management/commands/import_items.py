@@ -24,10 +24,10 @@ class Command(BaseCommand):
         except Study.DoesNotExist as exc:
             raise CommandError(f"no study with slug {study!r}") from exc
         try:
-            count = items_import(study=target, text=path.read_text(encoding="utf-8"), filename=path.name,
-                                 fmt=options.get("format"))
+            with path.open("rb") as items_file:
+                count = items_import(study=target, file=items_file, filename=path.name, fmt=options.get("format"))
         except ItemFileError as exc:
             raise CommandError(f"{file}: refused, nothing was imported\n{exc}") from exc
         except UnicodeDecodeError as exc:
-            raise CommandError(f"{file}: not UTF-8 text (byte {exc.start})") from exc
+            raise CommandError(f"{file}: not UTF-8 text") from exc
         self.stdout.write(f"{study}: imported {count} items")
