@@ -75,7 +75,8 @@ class JudgeRun(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     n_outputs = models.PositiveIntegerField(default=0)
     n_expected = models.PositiveIntegerField(default=0, help_text="(output, criterion) pairs to score.")
-    # Filled from the scores when the run ends; live progress aggregates the scores.
+    # Live: each chunk adds the scores it inserted, in the same transaction (judges.services.runs
+    # add_to_totals); recounted from the scores after other writes and when the run ends.
     n_scored = models.PositiveIntegerField(default=0)
     n_unparsed = models.PositiveIntegerField(default=0)
     n_refusal = models.PositiveIntegerField(default=0)
@@ -115,6 +116,11 @@ class JudgeRun(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def n_done(self) -> int:
+        """Slots with their one score, whatever its status."""
+        return self.n_scored + self.n_unparsed + self.n_refusal + self.n_error + self.n_truncated
 
 
 class JudgeScore(models.Model):

@@ -9,7 +9,6 @@ from django.utils import timezone
 
 from annotation.models import Study
 from judges.models import JudgeConfig, JudgeRun
-from judges.services.runs import run_totals
 
 
 @dataclass(frozen=True)
@@ -45,15 +44,16 @@ class RunProgress:
 
 
 def run_progress(run: JudgeRun) -> RunProgress:
-    t = run_totals(run)
+    """From the run's live counters: one row, however many scores the run has."""
+    done = run.n_done
     end = run.finished_at or timezone.now()
     elapsed = (end - run.started_at).total_seconds() if run.started_at else None
-    rate = t["done"] / elapsed if elapsed and elapsed > 0 and t["done"] else None
-    remaining = max(run.n_expected - t["done"], 0)
+    rate = done / elapsed if elapsed and elapsed > 0 and done else None
+    remaining = max(run.n_expected - done, 0)
     eta = remaining / rate if rate and run.status in JudgeRun.ACTIVE else None
-    return RunProgress(run.pk, run.status, run.n_expected, t["done"], t["scored"], t["unparsed"], t["refusal"],
-                       t["error"], t["tokens_in"], t["tokens_out"], float(t["cost"]), elapsed, rate, eta,
-                       truncated=t["truncated"])
+    return RunProgress(run.pk, run.status, run.n_expected, done, run.n_scored, run.n_unparsed, run.n_refusal,
+                       run.n_error, run.tokens_in, run.tokens_out, float(run.cost_usd), elapsed, rate, eta,
+                       truncated=run.n_truncated)
 
 
 def study_runs(study: Study) -> list[JudgeRun]:

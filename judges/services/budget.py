@@ -2,7 +2,7 @@
 
 The cap: before a chunk asks the model it reserves the most it can cost (its slots x the
 estimate's worst case per slot). The reservation locks the run row, then adds what is spent
-(its scores; a batch run's answered requests) and what other chunks have reserved: the row lock
+(the run's live counters; a batch run's answered requests) and what other chunks have reserved: the row lock
 orders concurrent chunks, and the sum is read after the lock, so it sees every chunk that
 finished before. A chunk that finds no room pauses the run (saying why) and asks nothing. A
 chunk writes its scores and gives its reservation back in one transaction under the same lock.
@@ -16,9 +16,9 @@ from typing import Any, Mapping
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Sum
+from django.db.models import F
 
-from judges.models import JudgeRun, JudgeScore
+from judges.models import JudgeRun
 
 
 class BudgetError(ValueError):
@@ -31,21 +31,23 @@ def slot_max_cost(run: JudgeRun) -> float:
     return float(est.get("max_cost_usd") or 0.0) / run.n_expected if run.n_expected else 0.0
 
 
-def cost_spent(run_id: int, *, batch: bool) -> float:
+def cost_spent(run: JudgeRun, *, batch: bool) -> float:
+    """What the run has paid for; `run` read under its row lock (its live counters then include
+    every chunk that finished before)."""
     if batch:
         from judges.services.batches import batch_cost_spent
 
-        return batch_cost_spent(run_id)
-    return float(JudgeScore.objects.filter(run_id=run_id).aggregate(s=Sum("cost_usd"))["s"] or 0.0)
+        return batch_cost_spent(run.pk)
+    return float(run.cost_usd)
 
 
 def cost_reserve(*, run_id: int, amount: float, batch: bool = False) -> tuple[bool, str]:
     """Take `amount` USD of the run's budget: (True, "") or (False, why not). Call inside no transaction."""
     with transaction.atomic():
-        run = JudgeRun.objects.select_for_update().only("cost_cap_usd", "cost_reserved_usd").get(pk=run_id)
+        run = JudgeRun.objects.select_for_update().only("cost_cap_usd", "cost_reserved_usd", "cost_usd").get(pk=run_id)
         if run.cost_cap_usd is None:
             return True, ""
-        spent = cost_spent(run_id, batch=batch)
+        spent = cost_spent(run, batch=batch)
         if spent + run.cost_reserved_usd + amount > run.cost_cap_usd * (1 + 1e-9):
             return False, (f"paused before crossing its cap of ${run.cost_cap_usd:.4f}: spent ${spent:.4f}, "
                            f"${run.cost_reserved_usd:.4f} reserved by work under way, and the next "

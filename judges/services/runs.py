@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import operator
 import time
+from collections import Counter
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from django.db import connection, transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from annotation.models import Item, Output, Study
@@ -180,6 +183,7 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None, max_cost_usd
             _enqueue(run, make_chunks(counts, config_chunk_size(config)))
             return run
         _copy_scores(previous, run)
+        judge_run_refresh_totals(run=run)
         missing = missing_item_ids(run)  # items added since the previous run, and its failed slots
         if missing:
             _enqueue(run, make_chunks(missing, config_chunk_size(config)))
@@ -281,7 +285,10 @@ def judge_runs_requeue_lost(*, held: Callable[[Iterable[str]], Mapping[int, set[
         covered = held({run.config.get("queue") or "judges" for run in runs}) if runs else {}
         found = {}
         for run in runs:
-            items = {(item_id, n) for item_id, n in missing_item_ids(run) if item_id not in covered.get(run.pk, ())}
+            missing = missing_item_ids(run)
+            if not missing:  # every slot scored, yet active: its counters lag; end it on a recount
+                judge_run_finish_if_complete(run_id=run.pk, recount=True)
+            items = {(item_id, n) for item_id, n in missing if item_id not in covered.get(run.pk, ())}
             if items:
                 found[run.pk] = items
         return found
@@ -366,7 +373,7 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         if todo:
             pending[(item.external_id, None)] = todo
     if not pending:
-        judge_run_finish_if_complete(run_id=run.pk)
+        judge_run_finish_if_complete(run_id=run.pk, recount=True)
         return outcome
 
     if batch_run(run.config):
@@ -435,8 +442,9 @@ def _write_judged(run: JudgeRun, judged: Sequence[engine.Judged], pending: Mappi
                 rows.append(JudgeScore(run=run, item=item, output=out, criterion=slot, status="error",
                                        detail={"error": "the method returned no result for this slot"}))
     with transaction.atomic():
-        cost_release(run_id=run.pk, amount=reserved)  # locks the run row first: see judges.services.budget
-        JudgeScore.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
+        JudgeRun.objects.select_for_update().filter(pk=run.pk).values_list("pk").first()  # see judges.services.budget
+        cost_release(run_id=run.pk, amount=reserved)
+        add_to_totals(run_id=run.pk, inserted=insert_new_scores(rows))
     outcome.written = len(rows)
     judge_run_finish_if_complete(run_id=run.pk)
     return outcome
@@ -455,6 +463,7 @@ def _score_row(run: JudgeRun, item: Item, out: Output | None, j: engine.Judged,
 # ------------------------------------------------------------------------------------- finishing
 
 def run_totals(run: JudgeRun) -> dict[str, Any]:
+    """The run's totals counted from its scores: exact, and as slow as the run is large."""
     agg = JudgeScore.objects.filter(run=run).aggregate(
         done=Count("id"),
         scored=Count("id", filter=Q(status="scored")), unparsed=Count("id", filter=Q(status="unparsed")),
@@ -466,28 +475,75 @@ def run_totals(run: JudgeRun) -> dict[str, Any]:
 
 
 def judge_run_refresh_totals(*, run: JudgeRun) -> JudgeRun:
+    """Recount the run's counters from its scores: after writes that do not count as they go
+    (copied scores, deleted errors, a jury) and once when the run ends."""
     t = run_totals(run)
-    run.n_scored, run.n_unparsed, run.n_refusal, run.n_error = t["scored"], t["unparsed"], t["refusal"], t["error"]
-    run.n_truncated = t["truncated"]
+    for status in JudgeScore.Status.values:
+        setattr(run, f"n_{status}", t[status])
     run.tokens_in, run.tokens_out, run.cost_usd = t["tokens_in"], t["tokens_out"], float(t["cost"])
-    run.save(update_fields=["n_scored", "n_unparsed", "n_refusal", "n_error", "n_truncated", "tokens_in",
-                            "tokens_out", "cost_usd"])
+    run.save(update_fields=[*COUNTERS, "tokens_in", "tokens_out", "cost_usd"])
     return run
 
 
-def judge_run_finish_if_complete(*, run_id: int) -> bool:
+COUNTERS = [f"n_{status}" for status in JudgeScore.Status.values]
+RETURNED = ("status", "tokens_in", "tokens_out", "cost_usd")
+
+
+def insert_new_scores(rows: Sequence[JudgeScore], batch_size: int = 1000) -> list[tuple]:
+    """Insert the rows no other attempt wrote first (the unique slot constraint), returning
+    (status, tokens_in, tokens_out, cost_usd) of those that went in, so the run's counters add
+    exactly them: a chunk delivered twice counts once. (bulk_create cannot return what
+    ON CONFLICT DO NOTHING skipped.)"""
+    fields = [f for f in JudgeScore._meta.concrete_fields if not f.primary_key]
+    table = connection.ops.quote_name(JudgeScore._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    inserted: list[tuple] = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), batch_size):
+            batch = rows[start:start + batch_size]
+            params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in batch for f in fields]
+            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES {', '.join([one] * len(batch))}"
+                           f" ON CONFLICT DO NOTHING RETURNING {', '.join(RETURNED)}", params)
+            inserted += cursor.fetchall()
+    return inserted
+
+
+def add_to_totals(*, run_id: int, inserted: Sequence[tuple]) -> None:
+    """Add the rows just inserted to the run's live counters, in the transaction that inserted them:
+    the progress page and the end-of-run check read the row, not a million scores."""
+    if not inserted:
+        return
+    statuses = Counter(row[0] for row in inserted)
+    JudgeRun.objects.filter(pk=run_id).update(
+        **{f"n_{s}": F(f"n_{s}") + n for s, n in statuses.items()},
+        tokens_in=F("tokens_in") + sum(row[1] for row in inserted),
+        tokens_out=F("tokens_out") + sum(row[2] for row in inserted),
+        cost_usd=F("cost_usd") + sum(row[3] for row in inserted))
+
+
+def judge_run_finish_if_complete(*, run_id: int, recount: bool = False) -> bool:
     """Mark the run done once every slot has its score; exactly one caller wins and writes the files.
 
-    The status and the totals change in one transaction, so no reader sees a done run without them.
+    The live counters say when to look; the run ends only on a recount of its scores (once a run,
+    in the transaction that ends it), so counters that drifted (scores deleted under a running
+    run) are corrected, never trusted. `recount`: look even when the counters say it is not time
+    (a chunk that found all its slots scored). The status and the totals change in one transaction,
+    so no reader sees a done run without them.
     """
-    n = JudgeScore.objects.filter(run_id=run_id).count()
+    active = JudgeRun.objects.filter(pk=run_id, status__in=JudgeRun.ACTIVE)
+    done = reduce(operator.add, (F(c) for c in COUNTERS))
+    if not recount and not active.alias(done=done).filter(done__gte=F("n_expected")).exists():
+        return False
     with transaction.atomic():
-        won = JudgeRun.objects.filter(pk=run_id, status__in=JudgeRun.ACTIVE, n_expected__lte=n).update(
-            status=JudgeRun.Status.DONE, finished_at=timezone.now())
-        if not won:
+        run = active.select_for_update().select_related("study__rubric_version").first()
+        if run is None:
             return False
-        run = JudgeRun.objects.select_related("study__rubric_version").get(pk=run_id)
         judge_run_refresh_totals(run=run)
+        if run.n_done < run.n_expected:
+            return False
+        run.status, run.finished_at = JudgeRun.Status.DONE, timezone.now()
+        run.save(update_fields=["status", "finished_at"])
     from judges.services.files import write_run_files
     from annotation.services.routing_flag import routing_refresh_request
 

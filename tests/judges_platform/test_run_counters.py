@@ -1,0 +1,98 @@
+"""A run's live counters: what the progress page, the cost cap and the end-of-run check read instead
+of counting a million scores. They must equal a count of the scores at every moment a chunk has
+written, count a chunk delivered twice once, and never end a run on their word alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from judges.models import JudgeRun, JudgeScore
+from judges.selectors import run_progress
+from judges.services.runs import (
+    add_to_totals, insert_new_scores, judge_chunk_process, judge_run_finish_if_complete, judge_run_start, run_totals,
+)
+
+pytestmark = pytest.mark.django_db
+
+STATUS_COUNTERS = ("scored", "unparsed", "refusal", "error", "truncated")
+
+
+def counters(run: JudgeRun) -> dict:
+    run.refresh_from_db()
+    return {**{s: getattr(run, f"n_{s}") for s in STATUS_COUNTERS}, "done": run.n_done,
+            "tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "cost": pytest.approx(run.cost_usd)}
+
+
+def counted(run: JudgeRun) -> dict:
+    t = run_totals(run)
+    return {**{s: t[s] for s in STATUS_COUNTERS}, "done": t["done"], "tokens_in": t["tokens_in"],
+            "tokens_out": t["tokens_out"], "cost": pytest.approx(float(t["cost"]))}
+
+
+def item_ids(study) -> list[int]:
+    return list(study.items.order_by("id").values_list("id", flat=True))
+
+
+def test_counters_follow_each_chunk_and_the_progress_reads_them(make_study, make_judge, fake_server):
+    study = make_study("rrgen-001")
+    run = judge_run_start(study=study, judge=make_judge(endpoint=fake_server.base_url))
+    ids = item_ids(study)
+    assert run.n_expected == 75 and counters(run)["done"] == 0
+
+    judge_chunk_process(run_id=run.pk, item_ids=ids[:2])
+    mid = counters(run)
+    assert mid == counted(run) and mid["done"] == 2 * 3 * 5 and mid["tokens_in"] > 0
+    progress = run_progress(run)
+    assert (progress.done, progress.scored, progress.tokens_in) == (30, mid["scored"], mid["tokens_in"])
+    assert run.status == JudgeRun.Status.RUNNING  # 30 of 75: not done
+
+    judge_chunk_process(run_id=run.pk, item_ids=ids[:2])  # delivered again: nothing pending, nothing counted
+    assert counters(run) == mid
+
+    judge_chunk_process(run_id=run.pk, item_ids=ids[2:])
+    run.refresh_from_db()
+    assert run.status == JudgeRun.Status.DONE and counters(run) == counted(run) and run.n_done == 75
+
+
+def test_rows_another_attempt_wrote_first_are_neither_inserted_nor_counted(make_study, make_judge):
+    study = make_study("rrgen-001")
+    run = judge_run_start(study=study, judge=make_judge())
+    out = study.items.order_by("id").first().outputs.order_by("position").first()
+
+    def rows(status: str) -> list[JudgeScore]:
+        return [JudgeScore(run=run, item=out.item, output=out, criterion=c, status=status, value=3, score=3.0,
+                           tokens_in=100, tokens_out=7, cost_usd=0.5) for c in ("fluency", "decision")]
+
+    first = insert_new_scores(rows("scored"))
+    assert sorted(first) == [("scored", 100, 7, 0.5)] * 2
+    add_to_totals(run_id=run.pk, inserted=first)
+    again = insert_new_scores(rows("error"))  # a racing attempt: the slots are taken
+    assert again == []
+    add_to_totals(run_id=run.pk, inserted=again)
+    assert counters(run) == counted(run)
+    assert (run.n_scored, run.n_error, run.tokens_in, run.cost_usd) == (2, 0, 200, 1.0)
+    assert set(JudgeScore.objects.filter(run=run).values_list("status", flat=True)) == {"scored"}
+
+
+def test_counters_that_drifted_ahead_do_not_end_the_run_and_are_corrected(make_study, make_judge, fake_server):
+    study = make_study("rrgen-001")
+    run = judge_run_start(study=study, judge=make_judge(endpoint=fake_server.base_url))
+    judge_chunk_process(run_id=run.pk, item_ids=item_ids(study)[:1])
+    # e.g. scores deleted under a running run: the counters claim every slot is done
+    JudgeRun.objects.filter(pk=run.pk).update(n_scored=run.n_expected)
+
+    assert judge_run_finish_if_complete(run_id=run.pk) is False
+    run.refresh_from_db()
+    assert run.status == JudgeRun.Status.RUNNING
+    assert counters(run) == counted(run) and run.n_done == 15
+
+
+def test_counters_that_lag_end_the_run_on_a_recount(make_study, make_judge, fake_server):
+    study = make_study("rrgen-001")
+    run = judge_run_start(study=study, judge=make_judge(endpoint=fake_server.base_url))
+    judge_chunk_process(run_id=run.pk, item_ids=item_ids(study))
+    JudgeRun.objects.filter(pk=run.pk).update(status=JudgeRun.Status.RUNNING, n_scored=0, n_unparsed=0)
+    assert judge_run_finish_if_complete(run_id=run.pk) is False  # the counters say 0 of 75: no look
+    assert judge_run_finish_if_complete(run_id=run.pk, recount=True) is True
+    run.refresh_from_db()
+    assert run.status == JudgeRun.Status.DONE and run.n_done == 75
