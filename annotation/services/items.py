@@ -8,6 +8,7 @@ the file rolls the whole transaction back: all or nothing, as before the file wa
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Iterable
 
 from django.db import connection, transaction
@@ -53,18 +54,31 @@ def _refresh_item_statistics() -> None:
 
 
 def _copy_items(study: Study, items: Iterable[ParsedItem]) -> int:
-    """Write the items in chunks; the last chunk only once the stream has ended without error."""
+    """Write the items in chunks; the last chunk only once the stream has ended without error.
+
+    One writer thread copies a chunk while this thread validates the next: PostgreSQL's work (its
+    own process, another core) overlaps Python's instead of following it. The writer uses this
+    transaction's connection, which this thread leaves alone meanwhile (validation reads no table);
+    at most two chunks are held. An error on either side ends the import and rolls all of it back."""
     count = 0
     chunk: list[ParsedItem] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == CHUNK_ITEMS:
-            _copy_chunk(study, chunk)
+    raw = connection.connection  # Django's wrapper belongs to this thread; the transaction is the connection's
+    # psycopg's errors from the raw connection, raised as Django's (IntegrityError, DataError, ...)
+    with connection.wrap_database_errors, ThreadPoolExecutor(max_workers=1, thread_name_prefix="items-copy") as writer:
+        written = None
+        for item in items:
+            chunk.append(item)
+            if len(chunk) == CHUNK_ITEMS:
+                if written is not None:
+                    written.result()  # a failed COPY stops the import here
+                written = writer.submit(_copy_chunk, raw, study.pk, chunk)
+                count += len(chunk)
+                chunk = []
+        if written is not None:
+            written.result()
+        if chunk:
+            _copy_chunk(raw, study.pk, chunk)
             count += len(chunk)
-            chunk = []
-    if chunk:
-        _copy_chunk(study, chunk)
-        count += len(chunk)
     return count
 
 
@@ -72,11 +86,11 @@ def _json(value: dict) -> str:
     return json.dumps(value) if value else "{}"  # most items' gold and outputs' metadata are empty
 
 
-def _copy_chunk(study: Study, parsed: list[ParsedItem]) -> None:
+def _copy_chunk(raw, study_id: int, parsed: list[ParsedItem]) -> None:
     # COPY is ~10x faster than bulk_create for 100k+ rows; the unique constraints still hold.
     # The items' ids are drawn from their sequence first, so the outputs need no read back.
     item_table, output_table = Item._meta.db_table, Output._meta.db_table
-    with connection.cursor() as cursor:
+    with raw.cursor() as cursor:
         cursor.execute(f"SELECT nextval(pg_get_serial_sequence('{item_table}', 'id'))"
                        " FROM generate_series(1, %s)", [len(parsed)])
         ids = sorted(row[0] for row in cursor.fetchall())  # ids in upload order: the upload-order walk reads them
@@ -86,7 +100,7 @@ def _copy_chunk(study: Study, parsed: list[ParsedItem]) -> None:
             " FROM STDIN"
         ) as copy:
             for item_id, p in zip(ids, parsed, strict=True):
-                copy.write_row((item_id, study.pk, p.external_id, p.context, p.context_kind, _json(p.metadata),
+                copy.write_row((item_id, study_id, p.external_id, p.context, p.context_kind, _json(p.metadata),
                                 _json(p.gold), p.is_attention_check, p.is_training, p.explanation, "now"))
         with cursor.copy(f"COPY {output_table} (item_id, position, system, content, kind, metadata) FROM STDIN") as copy:
             for item_id, p in zip(ids, parsed, strict=True):

@@ -70,3 +70,26 @@ def test_a_csv_file_with_newlines_inside_cells_streams(new_study, small_chunks):
     text = "id,context,output_1_system,output_1_content\n" + rows
     assert items_import(study=study, file=io.BytesIO(text.encode()), filename="items.csv") == 5
     assert Item.objects.get(study=study, external_id="c4").context == "line one\nline two 4"
+
+
+def test_a_copy_that_fails_in_the_writer_stops_the_import_and_keeps_nothing(new_study, small_chunks, monkeypatch):
+    """The writer thread copies a chunk while the next is validated: its failure must reach the
+    import, end it, and roll back the chunks already written."""
+    study = new_study()
+    before = row_counts()
+    real, calls = item_service._copy_chunk, []
+
+    def copy_chunk(raw, study_id, parsed):
+        calls.append(len(parsed))
+        if len(calls) == 2:
+            with raw.cursor() as cursor:  # a real error from PostgreSQL, on the import's connection
+                cursor.execute("SELECT 1 / 0")
+        real(raw, study_id, parsed)
+
+    monkeypatch.setattr(item_service, "_copy_chunk", copy_chunk)
+    from django.db import DataError
+
+    with pytest.raises(DataError):
+        items_import(study=study, file=io.BytesIO(("\n".join(lines(30)) + "\n").encode()), filename="items.jsonl")
+    assert row_counts() == before
+    assert len(calls) <= 3  # stopped at the failure, not after the whole file
