@@ -256,7 +256,9 @@ class Output(models.Model):
         DIFF = "diff", "Diff"
         CONVERSATION = "conversation", "Conversation"
 
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="outputs")
+    # No index of its own: output_position_unique (item, position) leads with the item and serves
+    # every read by item and the cascade; a second index cost each import write and storage.
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="outputs", db_index=False)
     position = models.PositiveSmallIntegerField(help_text="Order in the uploaded file, 0-based.")
     system = models.CharField(max_length=200)
     content = models.TextField()

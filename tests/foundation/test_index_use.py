@@ -1,4 +1,4 @@
-"""Every index on the ratings, assignments and items tables serves a query named here (issue 26:
+"""Every index on the ratings, assignments, items and outputs tables serves a query named here (issue 26:
 an index is paid on every write and in every byte of storage, so each must earn it).
 
 Each named query is EXPLAINed with sequential scans priced out (`enable_seqscan = off`), the way
@@ -12,12 +12,12 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from annotation.models import Assignment, Item, Rating
+from annotation.models import Assignment, Item, Output, Rating
 from tests.reports.conftest import raters, rated_study  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
 
-R, A, I = Rating._meta.db_table, Assignment._meta.db_table, Item._meta.db_table
+R, A, I, O = Rating._meta.db_table, Assignment._meta.db_table, Item._meta.db_table, Output._meta.db_table
 
 # (table, the index's columns as pg_indexes writes them, what uses it, the query). Parameters are
 # filled from the rated study: %(study)s, %(item)s, %(rater)s, %(assignment)s, %(output)s, %(rating)s.
@@ -70,13 +70,20 @@ NAMED_QUERIES = [
     (I, "(study_id, priority DESC, pick_key) WHERE (priority > 0)", "the pick's routed items first "
      "(judges.services.routing)",
      f"SELECT id FROM {I} WHERE study_id = %(study)s AND priority > 0 ORDER BY priority DESC, pick_key LIMIT 1"),
+    (O, "(id)", "an output by id (a rating's output, the judges' scores)",
+     f"SELECT id FROM {O} WHERE id = %(output)s"),
+    (O, "(item_id, \"position\")", "an item's outputs in order (every prefetch of outputs, the rating screen) and "
+     "the cascade when items are deleted; it is the only index on item_id",
+     f"SELECT id FROM {O} WHERE item_id = ANY(ARRAY[%(item)s]::bigint[]) ORDER BY item_id, position"),
+    (O, "(system)", "the items page's one-system filter (items_list: EXISTS an output of the system)",
+     f"SELECT item_id FROM {O} WHERE system = 'model-b'"),
 ]
 
 
 def _indexes() -> dict[tuple[str, str], str]:
     """(table, columns and predicate as written after USING btree) -> index name."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT tablename, indexname, indexdef FROM pg_indexes WHERE tablename = ANY(%s)", [[R, A, I]])
+        cursor.execute("SELECT tablename, indexname, indexdef FROM pg_indexes WHERE tablename = ANY(%s)", [[R, A, I, O]])
         rows = cursor.fetchall()
     return {(table, definition.split(" USING btree ", 1)[1].replace(" NULLS NOT DISTINCT", "")): name
             for table, name, definition in rows}
@@ -119,7 +126,7 @@ def test_the_named_query_reads_through_its_index(rated_study, table, columns, us
               "output": rating.output_id, "rating": rating.pk}
     indexes = _indexes()
     with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {R}; ANALYZE {A}; ANALYZE {I}")
+        cursor.execute(f"ANALYZE {R}; ANALYZE {A}; ANALYZE {I}; ANALYZE {O}")
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # deferred FK checks pending would forbid ALTER TABLE
         for other in SERVED_ALSO_BY.get((table, columns), []):  # rolled back with the test's transaction
             assert _plan_indexes(sql, params) <= {indexes[other], indexes[(table, columns)]}
