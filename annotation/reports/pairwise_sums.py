@@ -57,6 +57,11 @@ class PairwiseSums:
 def _answers_sql(study: Study, keys: Sequence[str], id_range: tuple[int, int] | None = None) -> tuple[str, list]:
     params: list = [study.pk, Assignment.Status.SUBMITTED, list(keys)]
     where = _range_where(params, id_range=id_range)
+    if id_range is not None:
+        # The same range on the ratings' side: the filters on r.value look rare to the planner,
+        # which then scanned every rating of the table for each range (20 ranges, 20 scans).
+        where += " AND r.assignment_id >= %s AND r.assignment_id < %s"
+        params += list(id_range)
     return (f"SELECT r.criterion, a.item_id, a.rater_id, {_FIRST}, {_SECOND}, {_WINNER},"
             " r.value -> 'winner' = '\"tie\"'::jsonb,"
             " CASE WHEN jsonb_typeof(r.value -> 'shown') = 'array' THEN jsonb_array_length(r.value -> 'shown') END"

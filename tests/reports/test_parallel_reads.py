@@ -126,3 +126,25 @@ def test_a_reader_that_stops_early_closes_its_connections(rated_study, settings,
     chunks.close()
     assert len(opened) == 2
     assert all(conn.closed for conn in opened)
+
+
+def test_pairwise_sums_in_ranges_equal_one_query(settings, monkeypatch, calls):
+    """The Comparisons section's bulk read (annotation.reports.pairwise_sums), whose ranges bound
+    both the assignments and their ratings, sums to what one query gives."""
+    from annotation.reports.pairwise_sums import pairwise_sums
+    from annotation.simulation.latent import Knobs
+    from annotation.simulation.study import simulated_study_create
+
+    study = simulated_study_create(preset="compare-pairwise", slug="ranges-pairwise", n_items=12, n_raters=5,
+                                   seed=4, knobs=Knobs(noise=0.4, position_bias=0.6)).study
+    settings.BULK_READ_WORKERS = 1
+    single = pairwise_sums(study, ["preference"])["preference"]
+    assert not calls
+    settings.BULK_READ_WORKERS = 2
+    _ranges_of(monkeypatch, 7)  # 60 assignments -> 9 ranges
+    split = pairwise_sums(study, ["preference"])["preference"]
+    assert calls == [9]
+    assert split.n_answers == single.n_answers == 60
+    assert split.systems == single.systems and (split.wins == single.wins).all()
+    assert (split.n_raters, split.n_items, split.first_wins, split.decided) == (
+        single.n_raters, single.n_items, single.first_wins, single.decided)
