@@ -9,7 +9,10 @@ each size in turn: a load change on the shared machine then falls on every size 
 one measured last. Each size's figure is the median over its rounds.
 
 Targets: the one-request-per-item rate at the largest size within 10% of the rate at a tenth of it
-(issue 26: flat from 200,000 to 2,000,000 items), and human-pace p95 < 50 ms at the largest size.
+(issue 26: flat from 200,000 to 2,000,000 items), and human-pace p95 < 50 ms at the largest size. On a
+shared machine the rate follows the load; the server CPU per rated item (gunicorn + PostgreSQL) does
+not, so its ratio is reported beside it. The studies have no attention checks: with them every call
+counts the rater's own assignments, which grows with their progress (bench/loop_rater_growth.py).
 
     python -m bench loop_x10            # 15 s saturated phases, 2 rounds, 30 s at a human pace: ~10 minutes
     python -m bench loop_x10 --full     # 30 s phases, 3 rounds, 60 s at a human pace: ~18 minutes
