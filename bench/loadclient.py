@@ -32,8 +32,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -68,9 +70,11 @@ def items_jsonl(n: int) -> str:
 
 
 def setup_study(n_items: int, secret_key: str, *, raters: int, raters_per_item: int,
-                name: str = "bench annotator loop", user_prefix: str = "bench-rater") -> tuple[str, list[str]]:
+                name: str = "bench annotator loop", user_prefix: str = "bench-rater",
+                fill: Callable[[Any, int], None] | None = None) -> tuple[str, list[str]]:
     """An open rrgen-001 study, its items and `raters` annotators with sessions signed with the
-    server's secret key; returns (slug, session keys)."""
+    server's secret key; returns (slug, session keys). The items are imported from a JSONL file,
+    or written by `fill(study, n_items)` (bench.rated_study.fill_items: millions in minutes)."""
     from django.conf import settings
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
     from django.contrib.sessions.backends.db import SessionStore
@@ -83,7 +87,10 @@ def setup_study(n_items: int, secret_key: str, *, raters: int, raters_per_item: 
     versions = {v.rubric.slug: v for v in rubric_presets_install()}
     study = study_create(name=name, rubric_version=versions["rrgen-001"],
                          raters_per_item=raters_per_item, presentation="succession")
-    items_import(study=study, text=items_jsonl(n_items), filename="items.jsonl")
+    if fill is None:
+        items_import(study=study, text=items_jsonl(n_items), filename="items.jsonl")
+    else:
+        fill(study, n_items)
     study_set_status(study=study, status="open")
     User = get_user_model()
     users = User.objects.bulk_create([User(username=f"{user_prefix}-{i:03d}", password="!unusable")
