@@ -42,10 +42,10 @@ _ID_COLUMNS = (
 _ID_SCHEMA = pa.schema([(name, kind) for name, _, kind in _ID_COLUMNS])
 
 
-def _ids_sql(study: Study, id_range: tuple[int, int] | None = None) -> tuple[str, list]:
+def _ids_sql(study: Study, id_range: tuple[int, int] | None = None, columns=_ID_COLUMNS) -> tuple[str, list]:
     params: list = [study.pk, Assignment.Status.SUBMITTED]
     where = _range_where(params, id_range=id_range)
-    cols = ", ".join(sql for _, sql, _ in _ID_COLUMNS)
+    cols = ", ".join(sql for _, sql, _ in columns)
     return (f"SELECT {cols} FROM {_A} a LEFT JOIN {_R} r ON r.assignment_id = a.id"
             f" WHERE a.study_id = %s AND a.status = %s{where} ORDER BY a.id, r.output_id, r.criterion"), params
 
@@ -85,7 +85,7 @@ class _Names:
             "ignore_reason": ids["ignore_reason"],
             "comment": ids["comment"],
             "time_on_task_ms": ids["time_on_task_ms"],
-            "shown_position": _shown_positions(ids["permutation"], position),
+            "shown_position": shown_positions(ids["permutation"], position),
             "is_attention_check": ids["is_attention_check"],
             "submitted_at": ids["submitted_at"],
         }
@@ -113,7 +113,7 @@ class _Lookup:
         return pa.array(found, pa.int64(), mask=~known)
 
 
-def _shown_positions(permutations: pa.ChunkedArray, positions: pa.Array) -> pa.Array:
+def shown_positions(permutations: pa.ChunkedArray, positions: pa.Array) -> pa.Array:
     """Each row's 1-based place of its output's position in its assignment's permutation (a JSON
     list of positions), null where the row has no output or the permutation does not hold it. A
     study has few distinct permutations: each is parsed once."""
@@ -133,15 +133,22 @@ def _shown_positions(permutations: pa.ChunkedArray, positions: pa.Array) -> pa.A
     return pa.array(shown, pa.int16(), mask=shown == 0)
 
 
-def rating_batches(study: Study) -> Iterator[pa.RecordBatch]:
-    """The long format as Arrow record batches (LONG_SCHEMA), in long_sql's order."""
-    parts = _long_parts(study, lambda r=None: _ids_sql(study, id_range=r))
+def id_tables(study: Study, columns=_ID_COLUMNS) -> Iterator[tuple[_Names, pa.Table]]:
+    """(the study's names, a table of `columns`) per batch of rows, in long_sql's order."""
+    schema = pa.schema([(name, kind) for name, _, kind in columns])
+    parts = _long_parts(study, lambda r=None: _ids_sql(study, id_range=r, columns=columns))
     if parts is None:  # one query on this connection (in a transaction: it sees what the names see)
         names = _Names(study)
-        read = arrow_batches(*_ids_sql(study), _ID_SCHEMA)
+        read = arrow_batches(*_ids_sql(study, columns=columns), schema)
     else:  # the names are read once the ranges' snapshot is taken, so they know every id it holds
         names = None
-        read = arrow_parts(parts, _ID_SCHEMA)
+        read = arrow_parts(parts, schema)
     for batch in read:
         names = names or _Names(study)
-        yield from names.long_table(pa.Table.from_batches([batch])).to_batches()
+        yield names, pa.Table.from_batches([batch])
+
+
+def rating_batches(study: Study) -> Iterator[pa.RecordBatch]:
+    """The long format as Arrow record batches (LONG_SCHEMA), in long_sql's order."""
+    for names, ids in id_tables(study):
+        yield from names.long_table(ids).to_batches()
