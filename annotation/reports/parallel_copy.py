@@ -15,6 +15,7 @@ callers read with one query.
 from __future__ import annotations
 
 import queue
+import select
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterator, Sequence, TypeVar
@@ -22,6 +23,7 @@ from typing import Callable, Iterator, Sequence, TypeVar
 import psycopg
 from django.conf import settings
 from django.db import connection, transaction
+from psycopg import errors, pq
 from psycopg import sql as pgsql
 
 T = TypeVar("T")
@@ -40,18 +42,51 @@ def parallel_possible() -> bool:
 def copy_chunks(cursor: psycopg.Cursor, statement: str, params: Sequence, *, unescape: bool = False) -> Iterator[bytes]:
     """The bytes of one COPY ... TO STDOUT, in chunks of about CHUNK_BYTES made of whole rows.
     With unescape, COPY text format's doubled backslashes are undone (one-column JSON lines:
-    JSON text never holds raw tabs or newlines, so that is the only escape COPY adds)."""
-    with cursor.copy(statement, params) as copy:
-        buf: list[bytes] = []
+    JSON text never holds raw tabs or newlines, so that is the only escape COPY adds).
+
+    Rows are taken from libpq as they arrive (PostgreSQL sends one message per row): psycopg's
+    own read() costs a generator and a wait per row, a third of a bulk read's Python time.
+    psycopg still starts the COPY, and on an early exit (a dropped download) cancels it."""
+    with cursor.copy(statement, params):
+        pgconn = cursor.connection.pgconn
+        take = pgconn.get_copy_data
+        buf: list = []
         size = 0
-        for data in copy:  # one CopyData message per row
-            buf.append(bytes(data))
-            size += len(data)
-            if size >= CHUNK_BYTES:
-                yield _join(buf, unescape)
-                buf, size = [], 0
-        if buf:
-            yield _join(buf, unescape)
+        while True:
+            nbytes, data = take(1)  # without blocking: 0 when no whole row has arrived yet
+            if nbytes > 0:
+                buf.append(bytes(data))  # a copy: holding libpq's buffers until the join costs more
+                size += nbytes
+                if size >= CHUNK_BYTES:
+                    yield _join(buf, unescape)
+                    buf, size = [], 0
+            elif nbytes == 0:
+                _wait_readable(pgconn)
+            else:  # -1: the COPY is over (-2, an error, is reported by its result)
+                break
+        _copy_result(pgconn)
+    if buf:
+        yield _join(buf, unescape)
+
+
+def _wait_readable(pgconn) -> None:
+    select.select([pgconn.socket], [], [])
+    pgconn.consume_input()
+
+
+def _copy_result(pgconn) -> None:
+    """Read the COPY's final results, as psycopg would, up to the end; an error is raised then."""
+    failed = None
+    while True:
+        while pgconn.is_busy():
+            _wait_readable(pgconn)
+        result = pgconn.get_result()
+        if result is None:
+            break
+        if result.status != pq.ExecStatus.COMMAND_OK and failed is None:
+            failed = result
+    if failed is not None:
+        raise errors.error_from_result(failed, encoding=pgconn._encoding)
 
 
 def _join(buf: list[bytes], unescape: bool) -> bytes:
