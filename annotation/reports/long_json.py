@@ -40,6 +40,7 @@ JSON_ID_COLUMNS = (
     ("submitted_at", "to_json(a.submitted_at)::text", pa.string()),  # quoted ISO 8601, in the session's zone
 )
 
+LINES_PER_CHUNK = 65_536
 # PostgreSQL's escape_json: these seven by name, any other character below a space as \\u00XX.
 _NAMED_ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\b", "\\b"), ("\f", "\\f"), ("\n", "\\n"), ("\r", "\\r"),
                   ("\t", "\\t"))
@@ -144,5 +145,6 @@ def rating_json_lines(study: Study) -> Iterator[bytes]:
     for names, ids in id_tables(study, JSON_ID_COLUMNS):
         if json_names is None or json_names.names is not names:
             json_names = _JsonNames(names)
-        if data := json_names.lines(ids):
-            yield data
+        for start in range(0, len(ids), LINES_PER_CHUNK):  # a range's lines are 100 MB and more
+            if data := json_names.lines(ids.slice(start, LINES_PER_CHUNK)):
+                yield data

@@ -109,10 +109,13 @@ def _open_on_snapshot(snapshot: str) -> psycopg.Connection:
 
 
 def copy_in_parallel(statements: Sequence[Statement], *, unescape: bool = False,
-                     parse: Callable[[bytes], T] | None = None) -> Iterator[list[bytes] | T]:
+                     parse: Callable[[bytes], T] | Sequence[Callable[[bytes], T]] | None = None,
+                     ) -> Iterator[list[bytes] | T]:
     """Per statement, in order: its COPY bytes as a list of chunks, or `parse(bytes)` of them
-    when given (run on the worker thread: pyarrow's parsers release the GIL)."""
+    when given (run on the worker thread: pyarrow's parsers release the GIL); `parse` may also
+    be one function per statement."""
     n = min(workers(), len(statements))
+    parsers = parse if isinstance(parse, Sequence) else [parse] * len(statements)
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_export_snapshot()")
@@ -129,28 +132,28 @@ def copy_in_parallel(statements: Sequence[Statement], *, unescape: bool = False,
                 conn.close()
             raise
 
-    def run(statement: Statement) -> list[bytes] | T:
+    def run(k: int, statement: Statement) -> list[bytes] | T:
         conn = pool.get()
         try:
             with conn.cursor() as cur:
                 chunks = list(copy_chunks(cur, statement[0], statement[1], unescape=unescape))
         finally:
             pool.put(conn)
-        return parse(b"".join(chunks)) if parse else chunks
+        return parsers[k](b"".join(chunks)) if parsers[k] else chunks
 
     executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="concord-copy")
     pending: deque[Future] = deque()
-    todo = iter(statements)
+    todo = iter(enumerate(statements))
     try:
-        for statement in todo:
-            pending.append(executor.submit(run, statement))
+        for k, statement in todo:
+            pending.append(executor.submit(run, k, statement))
             if len(pending) > n:
                 break
         while pending:
             result = pending.popleft().result()
             nxt = next(todo, None)
             if nxt is not None:
-                pending.append(executor.submit(run, nxt))
+                pending.append(executor.submit(run, *nxt))
             yield result
     finally:
         executor.shutdown(wait=True, cancel_futures=True)

@@ -83,3 +83,16 @@ def test_jsonl_reads_back_the_database_values(hostile_json_study):
     assert decision["value"] == HOSTILE and HOSTILE in (decision["reasoning"], decision["comment"])
     nested = next(row for row in got if row["criterion"] == "decision" and row["output"] is None)
     assert nested["value"] == {"nested": [1, 2.5, None, True, "s\tt"]} and nested["output"] is None
+
+
+@pytest.mark.django_db(transaction=True)  # committed, so that the range readers' connections see the rows
+def test_jsonl_bytes_equal_when_read_in_ranges_on_two_connections(hostile_json_study, settings, monkeypatch):
+    from annotation.reports import ratings
+
+    settings.BULK_READ_WORKERS = 1
+    one_query = b"".join(copy_ratings(hostile_json_study, fmt="jsonl"))
+    settings.BULK_READ_WORKERS = 2
+    monkeypatch.setattr(ratings, "MIN_RANGE_ASSIGNMENTS", 1)
+    monkeypatch.setattr(ratings, "MAX_RANGE_ASSIGNMENTS", 2)  # 11 assignments: 6 ranges, each read twice
+    assert b"".join(export_chunks(hostile_json_study, "jsonl")) == one_query
+    assert one_query.count(b"\n") == 18

@@ -62,7 +62,8 @@ def test_ranges_on_two_connections_equal_one_query(rated_study, settings, monkey
     settings.BULK_READ_WORKERS = 2
     _ranges_of(monkeypatch, 5)  # 23 submitted assignments -> 5 ranges
     split = _reads(rated_study)
-    assert calls == [5, 5, 5, 5, 5]  # csv, jsonl, arrow, jsonl from arrow, stats frame
+    # arrow (a ratings and an assignments read per range), stats frame, csv, jsonl, jsonl from arrow (as arrow)
+    assert calls == [10, 5, 5, 5, 10]
     assert split["csv"] == single["csv"]
     assert split["jsonl"] == single["jsonl"] == split["jsonl_arrow"] == single["jsonl_arrow"]
     assert split["arrow"].equals(single["arrow"])
