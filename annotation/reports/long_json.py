@@ -20,10 +20,10 @@ import pyarrow.compute as pc
 
 from annotation.models import Study
 from annotation.reports.long_arrow import id_tables, shown_positions
-from annotation.reports.ratings import LONG_NAMES
 
 # (name, SQL, type): the columns json_build_object would turn into JSON, as text PostgreSQL wrote.
 JSON_ID_COLUMNS = (
+    ("assignment", "a.id", pa.int64()),  # a run of rows with one id shares the assignment's columns
     ("item_id", "a.item_id", pa.int64()),
     ("output_id", "r.output_id", pa.int64()),
     ("rater_id", "a.rater_id", pa.int64()),
@@ -88,46 +88,77 @@ class _JsonNames:
     def __init__(self, names):
         self.names = names
         self.items = json_strings(names.items.names)
-        self.systems = json_strings(names.outputs.names)
         self.raters = json_strings(names.raters.names)
-        self.kinds = json_strings(names.kinds)
+        # Per output: its position and system, as one piece of a line.
+        self.outputs = pc.binary_join_element_wise(', "output" : ', _numbers(names.outputs.extra), ', "system" : ',
+                                                   json_strings(names.outputs.names), "")
+        self.kinds = names.kinds
 
     def lines(self, ids: pa.Table) -> bytes:
-        """The JSON lines of a table of JSON_ID_COLUMNS, keys in LONG_NAMES order."""
+        """The JSON lines of a table of JSON_ID_COLUMNS, keys in LONG_NAMES order (json_build_object's
+        spacing: {"k" : v, "k" : v}). Keys whose values come together are joined as one piece: an
+        output's position and system, a criterion and its kind, and the assignment's columns, made once
+        per assignment (its rows are consecutive) rather than once per rating."""
         names = self.names
         output = names.outputs.index(ids["output_id"])
         position = pc.take(names.outputs.extra, output)
         criterion = ids["criterion"].combine_chunks()
         kind_at = pc.index_in(criterion, value_set=names.kind_keys)
-        spans = pc.fill_null(pc.equal(pc.take(names.kinds, kind_at), "spans"), False)
+        spans = pc.fill_null(pc.equal(pc.take(self.kinds, kind_at), "spans"), False)
         value = ids["value"].combine_chunks()
         no_value = pa.nulls(len(ids), pa.string())
-        columns = {
-            "item": pc.take(self.items, names.items.index(ids["item_id"])),
-            "output": _numbers(position),
-            "system": pc.fill_null(pc.take(self.systems, output), "null"),
-            "rater": pc.take(self.raters, names.raters.index(ids["rater_id"])),
-            "criterion": json_strings(criterion.dictionary_encode()),
-            "criterion_kind": pc.fill_null(pc.take(self.kinds, kind_at), "null"),
-            "value": _raw(pc.if_else(spans, no_value, value)),
-            "score": _numbers(ids["score"].combine_chunks()),
-            "reasoning": json_strings(ids["reasoning"].combine_chunks()),
-            "spans": _raw(pc.if_else(spans, value, no_value)),
-            "ignored": _booleans(ids["ignored"].combine_chunks()),
-            "ignore_reason": json_strings(ids["ignore_reason"].combine_chunks()),
-            "comment": json_strings(ids["comment"].combine_chunks()),
-            "time_on_task_ms": _raw(ids["time_on_task_ms"].combine_chunks()),
-            "shown_position": _numbers(shown_positions(ids["permutation"], position)),
-            "is_attention_check": _booleans(ids["is_attention_check"].combine_chunks()),
-            "submitted_at": _raw(ids["submitted_at"].combine_chunks()),
-        }
-        parts: list = []
-        for n, name in enumerate(LONG_NAMES):  # json_build_object's spacing: {"k" : v, "k" : v}
-            parts += [("{" if n == 0 else ", ") + f'"{name}" : ', columns[name]]
-        parts.append("}\n")
-        lines = pc.binary_join_element_wise(*parts, "")
+        first, run = _runs(ids["assignment"].to_numpy())
+        per_assignment = ids.take(first)
+        head, middle, before_shown, after_shown = (pc.take(piece, run)
+                                                   for piece in self._assignment_pieces(per_assignment))
+        lines = pc.binary_join_element_wise(
+            head,
+            pc.fill_null(pc.take(self.outputs, output), ', "output" : null, "system" : null'),
+            middle,
+            _criterion_pieces(criterion, self.kinds, names.kind_keys),
+            ', "value" : ', _raw(pc.if_else(spans, no_value, value)),
+            ', "score" : ', _numbers(ids["score"].combine_chunks()),
+            ', "reasoning" : ', json_strings(ids["reasoning"].combine_chunks()),
+            ', "spans" : ', _raw(pc.if_else(spans, value, no_value)),
+            before_shown,
+            ', "shown_position" : ', _numbers(shown_positions(ids["permutation"], position)),
+            after_shown,
+            "")
         assert lines.null_count == 0, "a column left a SQL NULL unwritten"  # a null would drop its row
         return _buffer_bytes(lines)
+
+    def _assignment_pieces(self, rows: pa.Table):
+        """Per assignment: '{"item" : …', ', "rater" : …' and the two runs of its columns after spans."""
+        names = self.names
+        head = pc.binary_join_element_wise('{"item" : ', pc.take(self.items, names.items.index(rows["item_id"])), "")
+        middle = pc.binary_join_element_wise(', "rater" : ', pc.take(self.raters, names.raters.index(rows["rater_id"])),
+                                             "")
+        before_shown = pc.binary_join_element_wise(
+            ', "ignored" : ', _booleans(rows["ignored"].combine_chunks()),
+            ', "ignore_reason" : ', json_strings(rows["ignore_reason"].combine_chunks()),
+            ', "comment" : ', json_strings(rows["comment"].combine_chunks()),
+            ', "time_on_task_ms" : ', _raw(rows["time_on_task_ms"].combine_chunks()), "")
+        after_shown = pc.binary_join_element_wise(
+            ', "is_attention_check" : ', _booleans(rows["is_attention_check"].combine_chunks()),
+            ', "submitted_at" : ', _raw(rows["submitted_at"].combine_chunks()), "}\n", "")
+        return head, middle, before_shown, after_shown
+
+
+def _criterion_pieces(criterion: pa.Array, kinds: pa.Array, kind_keys: pa.Array) -> pa.Array:
+    """', "criterion" : …, "criterion_kind" : …' per row, made once per distinct criterion."""
+    encoded = criterion.dictionary_encode()
+    keys = encoded.dictionary
+    kind = pc.take(kinds, pc.index_in(keys, value_set=kind_keys))
+    pieces = pc.binary_join_element_wise(', "criterion" : ', json_strings(keys), ', "criterion_kind" : ',
+                                         json_strings(kind), "")
+    return pc.fill_null(pc.take(pieces, encoded.indices), ', "criterion" : null, "criterion_kind" : null')
+
+
+def _runs(assignments: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+    """(the first row of each run of equal assignment ids, each row's run number)."""
+    starts = np.ones(len(assignments), dtype=bool)
+    starts[1:] = assignments[1:] != assignments[:-1]
+    return np.flatnonzero(starts), pa.array(np.cumsum(starts) - 1)
 
 
 def _buffer_bytes(lines: pa.Array) -> bytes:
