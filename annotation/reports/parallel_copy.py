@@ -64,7 +64,7 @@ def copy_chunks(cursor: psycopg.Cursor, statement: str, params: Sequence, *, une
                 _wait_readable(pgconn)
             else:  # -1: the COPY is over (-2, an error, is reported by its result)
                 break
-        _copy_result(pgconn)
+        _copy_result(pgconn, cursor.connection.info.encoding)
     if buf:
         yield _join(buf, unescape)
 
@@ -74,7 +74,7 @@ def _wait_readable(pgconn) -> None:
     pgconn.consume_input()
 
 
-def _copy_result(pgconn) -> None:
+def _copy_result(pgconn, encoding: str) -> None:
     """Read the COPY's final results, as psycopg would, up to the end; an error is raised then."""
     failed = None
     while True:
@@ -86,7 +86,7 @@ def _copy_result(pgconn) -> None:
         if result.status != pq.ExecStatus.COMMAND_OK and failed is None:
             failed = result
     if failed is not None:
-        raise errors.error_from_result(failed, encoding=pgconn._encoding)
+        raise errors.error_from_result(failed, encoding=encoding)
 
 
 def _join(buf: list[bytes], unescape: bool) -> bytes:
