@@ -50,6 +50,7 @@ def test_stopping_early_cancels_the_copy():
         chunks = copy_chunks(cursor.cursor, _series(20 * ROWS), [])
         assert next(chunks).startswith(b"1\txxx\n")
         chunks.close()  # as a dropped download does
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY (SELECT g,%%' AND state = 'active'")
+        cursor.execute("SELECT count(*) FROM pg_stat_activity"
+                       " WHERE query LIKE 'COPY (SELECT g,%%' AND state = 'active'")
         assert cursor.fetchone() == (0,)
     _still_usable()
