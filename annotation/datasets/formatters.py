@@ -22,6 +22,7 @@ from annotation.datasets.spreadsheet import spreadsheet_safe_column
 from annotation.models import Assignment, Output, Study
 from annotation.reports.comparisons import as_comparisons, comparative_answers, comparative_criteria
 from annotation.reports.long_arrow import rating_batches
+from annotation.reports.long_json import rating_json_lines
 from annotation.reports.ratings import LONG_SCHEMA, copy_ratings
 from annotation.stats import comparisons as cmp
 from annotation.stats.consensus import preference_pairs
@@ -41,7 +42,8 @@ def ratings_csv(study: Study, *, progress: Progress | None = None, **_: Any) -> 
 
 
 def ratings_jsonl(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
-    for chunk in copy_ratings(study, fmt="jsonl"):
+    # Written in Arrow; the bytes are those of copy_ratings(study, fmt="jsonl") (long_json says why).
+    for chunk in rating_json_lines(study):
         if progress:
             progress(chunk.count(b"\n"))  # exact: JSON text has no raw newlines
         yield chunk

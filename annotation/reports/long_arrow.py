@@ -10,6 +10,7 @@ at a million ratings). The rows and their order are those of `ratings.long_sql`.
 from __future__ import annotations
 
 import json
+import re
 from typing import Iterator
 
 import numpy as np
@@ -18,8 +19,9 @@ import pyarrow.compute as pc
 from django.db import connection
 
 from annotation.models import Assignment, Study
-from annotation.reports.ratings import (_A, _I, _O, _R, _U, _VALUE_TEXT, LONG_NAMES, LONG_SCHEMA, _long_parts,
-                                        _range_where, arrow_batches, arrow_parts)
+from annotation.reports import parallel_copy
+from annotation.reports.ratings import (_A, _I, _O, _R, _U, _VALUE_TEXT, LONG_NAMES, LONG_SCHEMA, _arrow_table,
+                                        _long_parts, _range_where, arrow_batches, copy_statement)
 
 # (name, SQL, type), one row per rating of a submitted assignment (one with nulls for an assignment
 # without ratings), in long_sql's order.
@@ -42,10 +44,10 @@ _ID_COLUMNS = (
 _ID_SCHEMA = pa.schema([(name, kind) for name, _, kind in _ID_COLUMNS])
 
 
-def _ids_sql(study: Study, id_range: tuple[int, int] | None = None) -> tuple[str, list]:
+def _ids_sql(study: Study, id_range: tuple[int, int] | None = None, columns=_ID_COLUMNS) -> tuple[str, list]:
     params: list = [study.pk, Assignment.Status.SUBMITTED]
     where = _range_where(params, id_range=id_range)
-    cols = ", ".join(sql for _, sql, _ in _ID_COLUMNS)
+    cols = ", ".join(sql for _, sql, _ in columns)
     return (f"SELECT {cols} FROM {_A} a LEFT JOIN {_R} r ON r.assignment_id = a.id"
             f" WHERE a.study_id = %s AND a.status = %s{where} ORDER BY a.id, r.output_id, r.criterion"), params
 
@@ -85,7 +87,7 @@ class _Names:
             "ignore_reason": ids["ignore_reason"],
             "comment": ids["comment"],
             "time_on_task_ms": ids["time_on_task_ms"],
-            "shown_position": _shown_positions(ids["permutation"], position),
+            "shown_position": shown_positions(ids["permutation"], position),
             "is_attention_check": ids["is_attention_check"],
             "submitted_at": ids["submitted_at"],
         }
@@ -113,7 +115,7 @@ class _Lookup:
         return pa.array(found, pa.int64(), mask=~known)
 
 
-def _shown_positions(permutations: pa.ChunkedArray, positions: pa.Array) -> pa.Array:
+def shown_positions(permutations: pa.ChunkedArray, positions: pa.Array) -> pa.Array:
     """Each row's 1-based place of its output's position in its assignment's permutation (a JSON
     list of positions), null where the row has no output or the permutation does not hold it. A
     study has few distinct permutations: each is parsed once."""
@@ -133,15 +135,65 @@ def _shown_positions(permutations: pa.ChunkedArray, positions: pa.Array) -> pa.A
     return pa.array(shown, pa.int16(), mask=shown == 0)
 
 
-def rating_batches(study: Study) -> Iterator[pa.RecordBatch]:
-    """The long format as Arrow record batches (LONG_SCHEMA), in long_sql's order."""
-    parts = _long_parts(study, lambda r=None: _ids_sql(study, id_range=r))
+def _per_assignment(sql: str) -> bool:
+    """Whether a column reads the assignment alone (every rating row of the assignment repeats it)."""
+    return re.search(r"\br\.", sql) is None
+
+
+def _split_sql(study: Study, id_range: tuple[int, int], columns) -> list[tuple[str, list]]:
+    """Two reads of an assignment range: its rating rows (long_sql's rows, with the assignment's
+    id) and its assignments, once each."""
+    params: list = [study.pk, Assignment.Status.SUBMITTED]
+    where = "a.study_id = %s AND a.status = %s" + _range_where(params, id_range=id_range)
+    per_rating = ", ".join(sql for _, sql, _ in columns if not _per_assignment(sql))
+    per_assignment = ", ".join(sql for _, sql, _ in columns if _per_assignment(sql))
+    return [(f"SELECT a.id, {per_rating} FROM {_A} a LEFT JOIN {_R} r ON r.assignment_id = a.id"
+             f" WHERE {where} ORDER BY a.id, r.output_id, r.criterion", params),
+            (f"SELECT a.id, {per_assignment} FROM {_A} a WHERE {where} ORDER BY a.id", list(params))]
+
+
+def _split_schemas(columns) -> list[pa.Schema]:
+    key = [("assignment_id", pa.int64())]
+    return [pa.schema(key + [(name, kind) for name, sql, kind in columns if not _per_assignment(sql)]),
+            pa.schema(key + [(name, kind) for name, sql, kind in columns if _per_assignment(sql)])]
+
+
+def _joined(ratings: pa.Table, assignments: pa.Table, columns) -> pa.Table:
+    """The rating rows with their assignments' columns, in `columns` order."""
+    ids = assignments["assignment_id"].to_numpy()
+    wanted = ratings["assignment_id"].to_numpy()
+    at = np.minimum(np.searchsorted(ids, wanted), max(len(ids) - 1, 0))
+    if len(wanted) and not (len(ids) and np.array_equal(ids[at], wanted)):  # one snapshot: cannot happen
+        raise RuntimeError("a rating row without its assignment in the same read")
+    at = pa.array(at)
+    return pa.table({name: ratings[name] if not _per_assignment(sql) else pc.take(assignments[name], at)
+                     for name, sql, _ in columns})
+
+
+def id_tables(study: Study, columns=_ID_COLUMNS) -> Iterator[tuple[_Names, pa.Table]]:
+    """(the study's names, a table of `columns`) per batch of rows, in long_sql's order.
+
+    On several connections, each assignment range is read twice: its rating rows, and its
+    assignments once each (joined here). Writing the assignments' text (times, permutations,
+    comments) on every rating row was half of PostgreSQL's work and of the bytes parsed."""
+    parts = _long_parts(study, lambda r=None: _split_sql(study, r, columns))
     if parts is None:  # one query on this connection (in a transaction: it sees what the names see)
         names = _Names(study)
-        read = arrow_batches(*_ids_sql(study), _ID_SCHEMA)
-    else:  # the names are read once the ranges' snapshot is taken, so they know every id it holds
-        names = None
-        read = arrow_parts(parts, _ID_SCHEMA)
-    for batch in read:
+        schema = pa.schema([(name, kind) for name, _, kind in columns])
+        for batch in arrow_batches(*_ids_sql(study, columns=columns), schema):
+            yield names, pa.Table.from_batches([batch])
+        return
+    schemas = _split_schemas(columns)
+    statements = [(copy_statement(sql), params) for pair in parts for sql, params in pair]
+    parsers = [lambda data, schema=schema: _arrow_table(data, schema) for _ in parts for schema in schemas]
+    names = None  # read once the ranges' snapshot is taken, so that they know every id it holds
+    read = parallel_copy.copy_in_parallel(statements, parse=parsers)
+    for ratings in read:
         names = names or _Names(study)
-        yield from names.long_table(pa.Table.from_batches([batch])).to_batches()
+        yield names, _joined(ratings, next(read), columns)
+
+
+def rating_batches(study: Study) -> Iterator[pa.RecordBatch]:
+    """The long format as Arrow record batches (LONG_SCHEMA), in long_sql's order."""
+    for names, ids in id_tables(study):
+        yield from names.long_table(ids).to_batches()

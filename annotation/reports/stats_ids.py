@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from annotation.models import Assignment, Study
-from annotation.reports.long_arrow import _Lookup, _shown_positions
+from annotation.reports.long_arrow import _Lookup, shown_positions
 from annotation.reports.ratings import (_A, _I, _O, _R, _VALUE_TEXT, STATS_SCHEMA, _long_parts, _range_where,
                                         arrow_batches, arrow_parts)
 
@@ -92,7 +92,7 @@ def stats_table(study: Study, criteria: Sequence[str], *, item_range: tuple[int,
         "score": ids["score"],
         "label": ids["label"],
         "seconds": seconds,
-        "shown_position": _shown_positions(ids["permutation"], position),
+        "shown_position": shown_positions(ids["permutation"], position),
         "is_attention_check": ids["is_attention_check"],
         "gold": _gold_column(ids, _gold(study, criteria, item_range)),
     }

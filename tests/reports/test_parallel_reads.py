@@ -14,6 +14,7 @@ from django.db import connection, transaction
 
 from annotation.reports import parallel_copy, ratings
 from annotation.reports.long_arrow import rating_batches
+from annotation.reports.long_json import rating_json_lines
 from annotation.reports.ratings import copy_ratings, stats_frame
 from tests.conftest import make_user
 from tests.reports.conftest import rrgen_value
@@ -46,8 +47,8 @@ def _reads(study) -> dict:
     table = pa.Table.from_batches(list(rating_batches(study)))
     frame = stats_frame(study, ["fluency", "decision"]).sort_values(["item_id", "rater_id", "output", "criterion"])
     return {"csv": b"".join(copy_ratings(study, fmt="csv")), "jsonl": b"".join(copy_ratings(study, fmt="jsonl")),
-            "arrow": table, "frame": frame.reset_index(drop=True).astype({c: str for c in ("system", "criterion",
-                                                                                      "label")})}
+            "arrow": table, "jsonl_arrow": b"".join(rating_json_lines(study)),
+            "frame": frame.reset_index(drop=True).astype({c: str for c in ("system", "criterion", "label")})}
 
 
 def _one_query(study, settings) -> dict:
@@ -61,9 +62,10 @@ def test_ranges_on_two_connections_equal_one_query(rated_study, settings, monkey
     settings.BULK_READ_WORKERS = 2
     _ranges_of(monkeypatch, 5)  # 23 submitted assignments -> 5 ranges
     split = _reads(rated_study)
-    assert calls == [5, 5, 5, 5]  # csv, jsonl, arrow, stats frame
+    # arrow (a ratings and an assignments read per range), stats frame, csv, jsonl, jsonl from arrow (as arrow)
+    assert calls == [10, 5, 5, 5, 10]
     assert split["csv"] == single["csv"]
-    assert split["jsonl"] == single["jsonl"]
+    assert split["jsonl"] == single["jsonl"] == split["jsonl_arrow"] == single["jsonl_arrow"]
     assert split["arrow"].equals(single["arrow"])
     assert split["frame"].equals(single["frame"])
     assert single["csv"].count(b"\n") > 24 * 3  # not two empty reads
