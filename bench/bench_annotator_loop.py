@@ -206,6 +206,18 @@ class _AutovacuumStandIn(threading.Thread):
                 self.runs += 1
 
 
+
+def autovacuum_and_stand_in() -> tuple[bool, "_AutovacuumStandIn | None"]:
+    """Whether the server runs autovacuum, and the stand-in to start when it does not."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW autovacuum")
+        autovacuum = cursor.fetchone()[0] == "on"
+        cursor.execute("SELECT setting::int FROM pg_settings WHERE name = 'autovacuum_naptime'")
+        naptime_s = cursor.fetchone()[0]
+    return autovacuum, None if autovacuum else _AutovacuumStandIn(naptime_s)
+
 def _measured_phase(base: str, slug: str, sessions: list[str], phase: Phase, server) -> None:
     server_before, db_before = _server_cpu_s(server), _db_cpu_by_backend()
     asyncio.run(_run_phase(base, slug, sessions, phase))
@@ -238,11 +250,7 @@ def run(full: bool = False) -> dict:
 
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")  # fresh statistics, as autovacuum would give a long-lived study
-            cursor.execute("SHOW autovacuum")
-            autovacuum = cursor.fetchone()[0] == "on"
-            cursor.execute("SELECT setting::int FROM pg_settings WHERE name = 'autovacuum_naptime'")
-            naptime_s = cursor.fetchone()[0]
-        stand_in = None if autovacuum else _AutovacuumStandIn(naptime_s)
+        autovacuum, stand_in = autovacuum_and_stand_in()
         port = free_port()
         server = start_server(port, secret_key, db_name=db_name, extra_env={"PGAPPNAME": SERVER_APP_NAME})
         if stand_in:

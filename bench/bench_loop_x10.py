@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from bench.bench_annotator_loop import (
     FLAT_WITHIN, RATERS, RATERS_PER_ITEM, SERVER_APP_NAME, TARGET_P95_MS, THINK_SCALE, THINK_SECONDS, Phase,
-    _as_autovacuum_would, _AutovacuumStandIn, _measured_phase, _pct,
+    _as_autovacuum_would, _measured_phase, _pct, autovacuum_and_stand_in,
 )
 from bench.dbtools import bench_database
 from bench.growth import growth_rows, plot_growth
@@ -90,11 +90,7 @@ def run(full: bool = False) -> dict:
             print(f"  {n:,} items written in {studies[n]['setup_s']:.0f} s", flush=True)
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")  # as autovacuum would leave a study that was uploaded a while ago
-            cursor.execute("SHOW autovacuum")
-            autovacuum = cursor.fetchone()[0] == "on"
-            cursor.execute("SELECT setting::int FROM pg_settings WHERE name = 'autovacuum_naptime'")
-            naptime_s = cursor.fetchone()[0]
-        stand_in = None if autovacuum else _AutovacuumStandIn(naptime_s)
+        autovacuum, stand_in = autovacuum_and_stand_in()
         port = free_port()
         server = start_server(port, secret_key, db_name=db_name, extra_env={"PGAPPNAME": SERVER_APP_NAME})
         if stand_in:
