@@ -96,10 +96,12 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     df = df[~df["is_attention_check"]]
     numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
     report["agreement"] = _agreement(df, by_key, n_boot=n_boot, seed=seed, level=level)
-    report["consensus"] = _consensus(df, rubric, by_key, level=level, min_raters=study.consensus_min_raters)
+    scores = _output_scores(df, rubric, numeric, level)
+    report["consensus"] = _consensus(df, rubric, by_key, scores, level=level,
+                                     min_raters=study.consensus_min_raters)
     report["raters"] = _raters(df, gold_rows, numeric)
     report["position_effects"] = _positions(df, numeric, level)
-    report["systems"] = _systems(df, rubric, by_key, level)
+    report["systems"] = _systems(df, by_key, scores, level)
     report["distributions"] = _distributions(df, by_key)
     report["heatmap"] = _heatmap(df, numeric, by_key)
     report["comparisons"] = comparisons_section(study)
@@ -178,8 +180,20 @@ def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: 
     return out
 
 
+def _output_scores(df: pd.DataFrame, rubric: Mapping[str, Any], numeric: list[str],
+                   level: float) -> pd.DataFrame | None:
+    """output_scores_frame of every output with a numeric rating, computed once for the consensus
+    and systems sections. Each section keeps whole outputs (those with enough raters, those with
+    a system), and an output's scores depend on its own ratings only, so its rows are what the
+    section's own call on its subset gave."""
+    rows = df[df["criterion"].isin(numeric) & df["x"].notna()]
+    if rows.empty:
+        return None
+    return output_scores_frame(rows.assign(item=rows["item_id"]), rubric, level=level)
+
+
 def _consensus(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict],
-               *, level: float, min_raters: int) -> dict[str, Any]:
+               all_scores: pd.DataFrame | None, *, level: float, min_raters: int) -> dict[str, Any]:
     """Consensus of the outputs rated by at least `min_raters` evaluators (seed 002); the
     others are counted in `left_out`, never shown with a consensus of one vote."""
     df, short = with_enough_raters(df, min_raters)
@@ -190,7 +204,7 @@ def _consensus(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, di
     frames = []
     if not numeric.empty:
         keyed = numeric.assign(item=numeric["item_id"])
-        scores = output_scores_frame(keyed, rubric, level=level).set_index(["item", "output"])
+        scores = all_scores.set_index(["item", "output"])  # (the outputs left out are never looked up)
         cons = consensus_frame(keyed, level=level)
         frames.append(("numeric", cons))
     else:
@@ -302,23 +316,18 @@ def _positions(df: pd.DataFrame, numeric: list[str], level: float) -> dict[str, 
     return out
 
 
-def _systems(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict],
+def _systems(df: pd.DataFrame, by_key: dict[str, dict], scores: pd.DataFrame | None,
              level: float) -> dict[str, Any]:
     out_level = df[df["system"].notna()]
     numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
     rows = out_level[out_level["criterion"].isin(numeric) & out_level["x"].notna()]
     result: dict[str, Any] = {"criteria": {}, "accept_rate": {}, "labels": {}}
     if not rows.empty:
-        frame = pd.DataFrame({"item": rows["item_id"], "system": rows["system"], "criterion": rows["criterion"],
-                              "score": rows["x"]})
         if len(numeric) > 1:
-            scores = output_scores_frame(rows.assign(item=rows["item_id"]), rubric, level=level)
-            systems = out_level.drop_duplicates(["item_id", "output"]).set_index(["item_id", "output"])["system"]
-            scores = scores.dropna(subset=["overall"])
-            combined = pd.DataFrame({
-                "item": scores["item"], "criterion": "combined", "score": scores["overall"],
-                "system": systems.reindex(pd.MultiIndex.from_arrays([scores["item"], scores["output"]])).to_numpy()})
-            frame = pd.concat([frame, combined], ignore_index=True)
+            frame = _with_combined(rows, scores)
+        else:
+            frame = pd.DataFrame({"item": rows["item_id"], "system": rows["system"], "criterion": rows["criterion"],
+                                  "score": rows["x"]})
         result["criteria"] = compare_systems(frame, level=level)["criteria"]
     for key, c in by_key.items():
         if criterion_measure(c) != "categorical":
@@ -336,6 +345,32 @@ def _systems(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict
         result["labels"][key] = {str(s): {str(lab): float(v) for lab, v in g.droplevel(0).items()}
                                  for s, g in shares.groupby(level=0)}
     return result
+
+
+def _with_combined(rows: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """compare_systems' rows: each rating, then each output's overall as criterion "combined".
+    Systems and criteria stay categoricals, their categories sorted: compare_systems then orders
+    them as it ordered the text it was given before (joining categoricals to text turned ten
+    million of them into strings)."""
+    system, criterion = rows["system"].array, rows["criterion"].array
+    systems = sorted(map(str, system.categories))
+    criteria = sorted(set(map(str, criterion.categories)) | {"combined"})
+    system_code = pd.Index(systems).get_indexer(system.categories)[system.codes]
+    # the system of each output (item_id, output) with a numeric rating, looked up for its overall
+    key = rows["item_id"].to_numpy(np.int64) * 4096 + (rows["output"].to_numpy(np.int64) + 1)
+    unit, first = np.unique(key, return_index=True)
+    scores = scores.dropna(subset=["overall"])
+    at = pd.Index(unit).get_indexer(scores["item"].to_numpy(np.int64) * 4096
+                                    + (scores["output"].to_numpy(np.int64) + 1))
+    scores, at = scores[at >= 0], at[at >= 0]  # outputs without a system are not compared
+    n = len(scores)
+    return pd.DataFrame({
+        "item": np.concatenate([rows["item_id"].to_numpy(np.int64), scores["item"].to_numpy(np.int64)]),
+        "system": pd.Categorical.from_codes(np.concatenate([system_code, system_code[first[at]]]), systems),
+        "criterion": pd.Categorical.from_codes(np.concatenate([
+            pd.Index(criteria).get_indexer(criterion.categories)[criterion.codes],
+            np.full(n, criteria.index("combined"))]), criteria),
+        "score": np.concatenate([rows["x"].to_numpy(float), scores["overall"].to_numpy(float)])})
 
 
 def _distributions(df: pd.DataFrame, by_key: dict[str, dict]) -> dict[str, Any]:
