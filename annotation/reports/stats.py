@@ -40,7 +40,7 @@ def add_analysis_value(df: pd.DataFrame, criteria: Sequence[Mapping[str, Any]]) 
     """Column `x`: the score of a numeric criterion (its value when no score was stored), or
     the index of the chosen option of a categorical one (in the rubric's order)."""
     x = pd.to_numeric(df["score"], errors="coerce").to_numpy(dtype=float, copy=True)
-    is_key = _equals(df["criterion"])
+    is_key = rows_equal_to(df["criterion"])
     for c in criteria:
         rows = is_key(c["key"])
         if not rows.any():
@@ -56,7 +56,7 @@ def add_analysis_value(df: pd.DataFrame, criteria: Sequence[Mapping[str, Any]]) 
     return df.assign(x=x)
 
 
-def _equals(column: pd.Series):
+def rows_equal_to(column: pd.Series):
     """value -> boolean mask of the rows equal to it; on a categorical, a comparison of integer
     codes (ten million rows as Python strings cost seconds and a gigabyte)."""
     if isinstance(column.dtype, pd.CategoricalDtype):
