@@ -131,3 +131,63 @@ def test_compare_systems_equals_the_groupby_computation(seed, categorical):
     for crit in ref:
         assert list(ours[crit]["systems"]) == list(ref[crit]["systems"])  # the order too
     assert ours == ref
+
+
+def pandas_distributions(df, by_key):
+    """The report's distributions section as it was: a crosstab of system and point per criterion."""
+    import math
+
+    out = {}
+    for key, c in by_key.items():
+        sub = df[(df["criterion"] == key) & df["x"].notna()]
+        if sub.empty:
+            continue
+        system = sub["system"].astype(object).fillna("(item)")  # (fillna on the categorical itself raises)
+        if c["kind"] == "likert":
+            lo = int(c.get("min", math.floor(sub["x"].min())))
+            hi = int(c.get("max", math.ceil(sub["x"].max())))
+            values = list(range(lo, hi + 1))
+            point = np.clip(np.rint(sub["x"].to_numpy()), lo, hi).astype(int)
+        else:
+            values = [str(ch["value"]) for ch in c.get("choices", [])]
+            point = sub["label"].astype(str).to_numpy()
+        counts = pd.crosstab(system.to_numpy(), point)
+        out[key] = {"values": [str(v) for v in values],
+                    "systems": {str(s): [int(counts.loc[s].get(v, 0)) for v in values] for s in counts.index}}
+    return out
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_distributions_equal_the_crosstab(seed):
+    from annotation.reports.study import _distributions
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    crit = rng.choice(["clarity", "verdict", "depth"], n)
+    points = rng.integers(0, 8, n)
+    label = np.where(crit == "verdict", rng.choice(["yes", "no"], n), points.astype(str))
+    x = np.where(crit == "verdict", (label == "no").astype(float), points + rng.random(n) / 3)
+    x[rng.random(n) < 0.05] = np.nan
+    system = rng.choice(["zed", "Alpha", "beta", None], n)
+    df = pd.DataFrame({"criterion": pd.Categorical(crit, categories=["verdict", "unused", "depth", "clarity"]),
+                       "system": pd.Categorical(system, categories=["zed", "beta", "Alpha"]),
+                       "label": pd.Categorical(label), "x": x})
+    by_key = {"clarity": {"key": "clarity", "kind": "likert", "min": 1, "max": 5},
+              "depth": {"key": "depth", "kind": "likert"},  # no min and max: from the data
+              "verdict": {"key": "verdict", "kind": "binary", "choices": [{"value": "yes"}, {"value": "no"}]},
+              "absent": {"key": "absent", "kind": "likert", "min": 1, "max": 5}}
+    ours = _distributions(df, by_key)
+    assert ours == pandas_distributions(df, by_key)
+    assert list(ours["clarity"]["systems"]) == ["(item)", "Alpha", "beta", "zed"]
+
+
+def test_common_items_equal_the_intersection_of_each_rater_s_items():
+    from annotation.stats.kappa import common_items, rater_columns
+
+    rng = np.random.default_rng(9)
+    x = rng.integers(1, 6, (500, 5)).astype(float)
+    x[rng.random(x.shape) < 0.4] = np.nan
+    present = rater_columns(x)
+    for i, j in combinations(range(5), 2):
+        ref = np.intersect1d(np.flatnonzero(~np.isnan(x[:, i])), np.flatnonzero(~np.isnan(x[:, j])))
+        assert np.array_equal(common_items(present, i, j), ref)
