@@ -191,3 +191,16 @@ def test_common_items_equal_the_intersection_of_each_rater_s_items():
     for i, j in combinations(range(5), 2):
         ref = np.intersect1d(np.flatnonzero(~np.isnan(x[:, i])), np.flatnonzero(~np.isnan(x[:, j])))
         assert np.array_equal(common_items(present, i, j), ref)
+
+
+def test_sorted_codes_equal_pandas_factorize_sorted():
+    from annotation.stats.grouping import _sorted_codes
+
+    rng = np.random.default_rng(10)
+    cat = pd.Series(pd.Categorical(rng.choice(["b", "a", None, "c"], 200), categories=["c", "z", "b", "a"]))
+    for column in (cat, pd.Series(rng.integers(-5, 40, 300)), pd.Series(rng.integers(0, 2**40, 300)),
+                   pd.Series(rng.integers(0, 9, 300).astype(np.int16))):
+        codes, uniques = _sorted_codes(column)
+        ref_codes, ref_uniques = pd.factorize(column, sort=True)
+        assert np.array_equal(codes, ref_codes)
+        assert list(uniques) == list(ref_uniques) and uniques.dtype == ref_uniques.dtype
