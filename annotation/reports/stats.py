@@ -241,12 +241,14 @@ def slot_matrix(units: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarra
     if multi.size == 0:
         return np.empty((0, 0)), np.empty(0, dtype=np.int64), 0
     k = int(np.bincount(multi).argmax())
-    order = np.argsort(units, kind="stable")
+    # (rows usually come unit by unit: then the stable sort is the identity, and is skipped)
+    order = np.arange(units.size) if np.all(units[1:] >= units[:-1]) else np.argsort(units, kind="stable")
     su, sx = units[order], x[order]
     starts = np.searchsorted(su, su)  # first row of each unit
     slot = np.arange(su.size) - starts
     keep = (counts[su] >= k) & (slot < k)
-    rows_units = np.unique(su[keep])
+    kept = su[keep]  # sorted: its distinct values are where it changes
+    rows_units = kept[np.r_[True, kept[1:] != kept[:-1]]] if kept.size else kept
     row_of = np.full(counts.size, -1)
     row_of[rows_units] = np.arange(rows_units.size)
     mat = np.full((rows_units.size, k), np.nan)

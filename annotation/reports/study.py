@@ -29,7 +29,7 @@ from annotation.reports.stats import (
 )
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
 from annotation.stats.consensus import acceptance
-from annotation.stats.grouping import group_codes
+from annotation.stats.grouping import group_codes, unique_ints
 from annotation.stats.icc import icc
 from annotation.stats.ranking import compare_systems
 from annotation.stats.rater_quality import position_effects, rater_quality
@@ -148,7 +148,7 @@ def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: 
         levels={k: "interval" if criterion_measure(c) == "numeric" else "nominal" for k, c in by_key.items()},
     )["criteria"]
     # One set of item resamples for every criterion (the study's items are what is sampled).
-    items = pd.Index(np.unique(rated["item_id"].to_numpy()))
+    items = pd.Index(unique_ints(rated["item_id"].to_numpy())[0])
     is_key = rows_equal_to(pd.Series(criterion))
     specs, subs = {}, {}
     for key, c in by_key.items():

@@ -101,3 +101,13 @@ def group_agg(values: np.ndarray, group: np.ndarray, n_groups: int, how: str = "
     key = pd.Categorical.from_codes(group[ok], categories=pd.RangeIndex(max(n_groups, 1)))
     out = pd.Series(values[ok]).groupby(key, sort=True, observed=False).agg(how)
     return out.to_numpy(dtype=float)[:n_groups]
+
+
+def unique_ints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) (sorted distinct values, each value's place among
+    them), by a table of the values present when they are non-negative integers in a small range."""
+    if values.size and values.dtype.kind in "iu" and int(values.min()) >= 0 \
+            and _dense_enough(int(values.max()) + 1, values.size):
+        inverse, present = _rank_codes(values.astype(np.int64), int(values.max()) + 1)
+        return present.astype(values.dtype), inverse
+    return np.unique(values, return_inverse=True)

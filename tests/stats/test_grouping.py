@@ -204,3 +204,26 @@ def test_sorted_codes_equal_pandas_factorize_sorted():
         ref_codes, ref_uniques = pd.factorize(column, sort=True)
         assert np.array_equal(codes, ref_codes)
         assert list(uniques) == list(ref_uniques) and uniques.dtype == ref_uniques.dtype
+
+
+def test_unique_ints_and_slot_matrix_equal_numpy_s_sorting():
+    from annotation.reports.stats import slot_matrix
+    from annotation.stats.grouping import unique_ints
+
+    rng = np.random.default_rng(11)
+    for values in (rng.integers(0, 50, 400), rng.integers(0, 2**40, 400), np.sort(rng.integers(0, 9, 60)),
+                   np.zeros(0, dtype=np.int64)):
+        uniq, inverse = unique_ints(values)
+        ref_uniq, ref_inverse = np.unique(values, return_inverse=True)
+        assert np.array_equal(uniq, ref_uniq) and uniq.dtype == ref_uniq.dtype
+        assert np.array_equal(inverse, ref_inverse)
+    units = rng.integers(0, 80, 500)
+    x = rng.integers(1, 6, 500).astype(float)
+    for u in (units, np.sort(units)):  # shuffled, and unit by unit (the sort skipped)
+        mat, rows, k = slot_matrix(u, x)
+        order = np.argsort(u, kind="stable")
+        su, counts = u[order], np.bincount(u)
+        slot = np.arange(su.size) - np.searchsorted(su, su)
+        keep = (counts[su] >= k) & (slot < k)
+        assert np.array_equal(rows, np.unique(su[keep]))
+        assert np.array_equal(mat[np.searchsorted(rows, su[keep]), slot[keep]], x[order][keep])
