@@ -21,6 +21,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from annotation.stats.consensus import combine_parts, consensus_table
+from annotation.stats.grouping import group_agg, group_codes, group_index
 
 NUMERIC_KINDS = {"likert", "numeric"}
 CATEGORICAL_KINDS = {"binary", "choice"}
@@ -39,7 +40,7 @@ def add_analysis_value(df: pd.DataFrame, criteria: Sequence[Mapping[str, Any]]) 
     """Column `x`: the score of a numeric criterion (its value when no score was stored), or
     the index of the chosen option of a categorical one (in the rubric's order)."""
     x = pd.to_numeric(df["score"], errors="coerce").to_numpy(dtype=float, copy=True)
-    is_key = _equals(df["criterion"])
+    is_key = rows_equal_to(df["criterion"])
     for c in criteria:
         rows = is_key(c["key"])
         if not rows.any():
@@ -55,7 +56,7 @@ def add_analysis_value(df: pd.DataFrame, criteria: Sequence[Mapping[str, Any]]) 
     return df.assign(x=x)
 
 
-def _equals(column: pd.Series):
+def rows_equal_to(column: pd.Series):
     """value -> boolean mask of the rows equal to it; on a categorical, a comparison of integer
     codes (ten million rows as Python strings cost seconds and a gigabyte)."""
     if isinstance(column.dtype, pd.CategoricalDtype):
@@ -141,28 +142,58 @@ SCORE_COLUMNS = ("overall", "ci_low", "ci_high", "vote_count")
 def output_scores_frame(df: pd.DataFrame, rubric: Mapping[str, Any], *, level: float = 0.95) -> pd.DataFrame:
     """Per (item, output): each criterion's consensus (criterion_column), each group's score
     (group_column), the computed overall, ci_low/ci_high of the overall (from each rater's own
-    overall) and vote_count (the number of raters)."""
-    means = df.groupby(["item", "output", "criterion"], sort=True, observed=True)["x"].mean()
-    wide = means.unstack("criterion")
-    wide.columns = [str(c) for c in wide.columns]
+    overall) and vote_count (the number of raters).
+
+    Grouped by integer codes (stats.grouping): the groups, their order and every sum are those of
+    the groupbys by (item, output, criterion) and (item, output, rater, criterion) it replaces."""
+    unit, (item_of, output_of), (items, outputs) = group_index(df["item"], df["output"])
+    n_units = item_of.size
+    crit, crit_names = pd.factorize(df["criterion"], sort=True)
+    rater, _ = pd.factorize(df["rater"], sort=True)
+    x = df["x"].to_numpy(dtype=float)
+    index = pd.MultiIndex.from_arrays([items.take(item_of), outputs.take(output_of)], names=["item", "output"])
+    # consensus per (unit, criterion)
+    cell, (cell_unit, cell_crit) = group_codes([unit, crit], [n_units, len(crit_names)])
+    rows_units, wide = _unstack(cell_unit, cell_crit, group_agg(x, cell, cell_unit.size))
+    wide = pd.DataFrame(wide, index=index[rows_units], columns=_names(crit_names, cell_crit))
     groups, overall = combine_parts(wide, rubric)
-    per_rater = df.groupby(["item", "output", "rater", "criterion"], sort=True, observed=True)["x"].mean()
-    per_rater_wide = per_rater.unstack("criterion")
-    per_rater_wide.columns = [str(c) for c in per_rater_wide.columns]
-    own = combine_parts(per_rater_wide, rubric)[1].dropna()
-    g = own.groupby(level=["item", "output"], sort=True)
-    stats = pd.DataFrame({"mean": g.mean(), "sd": g.std(), "n": g.count()})
+    # each rater's own overall per unit, then its mean, sd and count per unit
+    n_raters = int(rater.max()) + 1 if rater.size else 1
+    own_cell, (own_unit, own_rater, own_crit) = group_codes([unit, rater, crit], [n_units, n_raters,
+                                                                                 len(crit_names)])
+    pair, (pair_unit, _) = group_codes([own_unit, own_rater], [n_units, n_raters])
+    _, per_rater = _unstack(pair, own_crit, group_agg(x, own_cell, own_unit.size))
+    per_rater = pd.DataFrame(per_rater, columns=_names(crit_names, own_crit))
+    own = combine_parts(per_rater, rubric)[1].to_numpy()
+    own_unit = np.where(np.isnan(own), -1, pair_unit)
+    mean, sd, n = (group_agg(own, own_unit, n_units, how) for how in ("mean", "std", "count"))
     z = float(norm.ppf((1 + level) / 2))
-    half = z * stats["sd"] / np.sqrt(stats["n"])
-    ok = stats["n"] >= 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = z * sd / np.sqrt(n)
+    ok = n >= 2
     out = wide.rename(columns=criterion_column)
     for key, series in groups.items():
         out[group_column(key)] = series
     out["overall"] = overall
-    out["ci_low"] = (stats["mean"] - half).where(ok)
-    out["ci_high"] = (stats["mean"] + half).where(ok)
-    out["vote_count"] = df.groupby(["item", "output"], sort=True, observed=True)["rater"].nunique()
+    out["ci_low"] = np.where(ok, mean - half, np.nan)[rows_units]
+    out["ci_high"] = np.where(ok, mean + half, np.nan)[rows_units]
+    raters = np.bincount(pair_unit, minlength=n_units)  # distinct raters (a missing rater is none)
+    out["vote_count"] = raters[rows_units]
     return out.reset_index()
+
+
+def _unstack(row: np.ndarray, col: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the row codes present, sorted; rows x columns-present matrix, NaN where no value), as
+    Series.unstack gives a sorted two-level index of these codes."""
+    rows, r = np.unique(row, return_inverse=True)
+    c = np.unique(col, return_inverse=True)[1]
+    mat = np.full((rows.size, int(c.max()) + 1 if c.size else 0), np.nan)
+    mat[r, c] = values
+    return rows, mat
+
+
+def _names(names: pd.Index, codes: np.ndarray) -> list[str]:
+    return [str(names[c]) for c in np.unique(codes)]
 
 
 # ---------------------------------------------------------------- agreement bootstrap
@@ -210,12 +241,14 @@ def slot_matrix(units: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarra
     if multi.size == 0:
         return np.empty((0, 0)), np.empty(0, dtype=np.int64), 0
     k = int(np.bincount(multi).argmax())
-    order = np.argsort(units, kind="stable")
+    # (rows usually come unit by unit: then the stable sort is the identity, and is skipped)
+    order = np.arange(units.size) if np.all(units[1:] >= units[:-1]) else np.argsort(units, kind="stable")
     su, sx = units[order], x[order]
     starts = np.searchsorted(su, su)  # first row of each unit
     slot = np.arange(su.size) - starts
     keep = (counts[su] >= k) & (slot < k)
-    rows_units = np.unique(su[keep])
+    kept = su[keep]  # sorted: its distinct values are where it changes
+    rows_units = kept[np.r_[True, kept[1:] != kept[:-1]]] if kept.size else kept
     row_of = np.full(counts.size, -1)
     row_of[rows_units] = np.arange(rows_units.size)
     mat = np.full((rows_units.size, k), np.nan)

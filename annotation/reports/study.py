@@ -25,10 +25,11 @@ from annotation.models import Assignment, Study
 from annotation.reports.comparisons import comparisons_section
 from annotation.reports.stats import (
     add_analysis_value, agreement_bootstraps, consensus_frame, criterion_measure, group_column, majority_frame,
-    output_scores_frame, slot_matrix, with_enough_raters,
+    output_scores_frame, rows_equal_to, slot_matrix,
 )
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
 from annotation.stats.consensus import acceptance
+from annotation.stats.grouping import group_codes, unique_ints
 from annotation.stats.icc import icc
 from annotation.stats.ranking import compare_systems
 from annotation.stats.rater_quality import position_effects, rater_quality
@@ -93,13 +94,16 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     codes, ids = pd.factorize(df["rater_id"])  # usernames are unique: one category per rater
     df["rater"] = pd.Categorical.from_codes(codes, [str(names.get(i, i)) for i in ids])
     gold_rows = df[df["gold"].notna()]
-    df = df[~df["is_attention_check"]]
+    if df["is_attention_check"].any():  # (a selection copies every column, items' names included)
+        df = df[~df["is_attention_check"]]
     numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
     report["agreement"] = _agreement(df, by_key, n_boot=n_boot, seed=seed, level=level)
-    report["consensus"] = _consensus(df, rubric, by_key, level=level, min_raters=study.consensus_min_raters)
+    scores = _output_scores(df, rubric, numeric, level)
+    report["consensus"] = _consensus(df, rubric, by_key, scores, level=level,
+                                     min_raters=study.consensus_min_raters)
     report["raters"] = _raters(df, gold_rows, numeric)
     report["position_effects"] = _positions(df, numeric, level)
-    report["systems"] = _systems(df, rubric, by_key, level)
+    report["systems"] = _systems(df, rubric, by_key, level, scores)
     report["distributions"] = _distributions(df, by_key)
     report["heatmap"] = _heatmap(df, numeric, by_key)
     report["comparisons"] = comparisons_section(study)
@@ -129,24 +133,29 @@ def _units(df: pd.DataFrame, items: pd.Index | None = None) -> tuple[np.ndarray,
 
 def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: int,
                level: float) -> dict[str, Any]:
-    rated = df[df["x"].notna()]
-    if rated.empty:
+    # Columns as arrays and rows picked by mask: a selection of the whole frame copied every
+    # column (the items' names as ten million strings) once for the rated rows and once per criterion.
+    has_x = df["x"].notna().to_numpy()
+    if not has_x.any():
         return {}
+    rated = pd.DataFrame({"item_id": df["item_id"].to_numpy(np.int64)[has_x],
+                          "output": df["output"].to_numpy()[has_x]})
+    criterion, x_rated = df["criterion"].array[has_x], df["x"].to_numpy(float)[has_x]
     unit, _ = _units(rated)
     details = agreement_report(pd.DataFrame({
-        "item": unit, "rater": rated["rater_id"].to_numpy(), "criterion": rated["criterion"].array,
-        "score": rated["x"].to_numpy()}),
+        "item": unit, "rater": df["rater_id"].to_numpy()[has_x], "criterion": criterion, "score": x_rated}),
         # choices are nominal codes: no ICC, Pearson or weighted kappa of them in the details
         levels={k: "interval" if criterion_measure(c) == "numeric" else "nominal" for k, c in by_key.items()},
     )["criteria"]
     # One set of item resamples for every criterion (the study's items are what is sampled).
-    items = pd.Index(np.unique(rated["item_id"].to_numpy(np.int64)))
+    items = pd.Index(unique_ints(rated["item_id"].to_numpy())[0])
+    is_key = rows_equal_to(pd.Series(criterion))
     specs, subs = {}, {}
     for key, c in by_key.items():
-        sub = rated[rated["criterion"] == key]
-        if not sub.empty:
-            u, unit_item = _units(sub, items)
-            subs[key] = (u, sub["x"].to_numpy(float))
+        sel = is_key(key)
+        if sel.any():
+            u, unit_item = _units(rated[sel], items)
+            subs[key] = (u, x_rated[sel])
             specs[key] = (u, unit_item, subs[key][1], criterion_measure(c))
     boots = agreement_bootstraps(specs, n_items=len(items), n_boot=n_boot, seed=seed, level=level)
     out: dict[str, Any] = {}
@@ -178,32 +187,37 @@ def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: 
     return out
 
 
+def _output_scores(df: pd.DataFrame, rubric: Mapping[str, Any], numeric: list[str],
+                   level: float) -> pd.DataFrame | None:
+    """output_scores_frame of every output with a numeric rating, computed once for the consensus
+    and systems sections. Each section keeps whole outputs (those with enough raters, those with
+    a system), and an output's scores depend on its own ratings only, so its rows are what the
+    section's own call on its subset gave."""
+    rows = df[df["criterion"].isin(numeric) & df["x"].notna()]
+    if rows.empty:
+        return None
+    return output_scores_frame(rows.assign(item=rows["item_id"]), rubric, level=level)
+
+
 def _consensus(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict],
-               *, level: float, min_raters: int) -> dict[str, Any]:
+               all_scores: pd.DataFrame | None, *, level: float, min_raters: int) -> dict[str, Any]:
     """Consensus of the outputs rated by at least `min_raters` evaluators (seed 002); the
     others are counted in `left_out`, never shown with a consensus of one vote."""
-    df, short = with_enough_raters(df, min_raters)
-    left_out = int(short.size)
+    df, n_outputs, left_out, kinds = _consensus_rows(df, by_key, min_raters)
     base = {"min_raters": min_raters, "left_out": left_out}
     numeric = df[df["criterion"].isin([k for k, c in by_key.items() if criterion_measure(c) == "numeric"])]
     categorical = df[df["criterion"].isin([k for k, c in by_key.items() if criterion_measure(c) == "categorical"])]
     frames = []
+    scores = all_scores.set_index(["item", "output"]) if "numeric" in kinds else None
     if not numeric.empty:
-        keyed = numeric.assign(item=numeric["item_id"])
-        scores = output_scores_frame(keyed, rubric, level=level).set_index(["item", "output"])
-        cons = consensus_frame(keyed, level=level)
-        frames.append(("numeric", cons))
-    else:
-        scores = None
+        frames.append(("numeric", consensus_frame(numeric.assign(item=numeric["item_id"]), level=level)))
     if not categorical.empty:
         frames.append(("categorical", majority_frame(categorical.assign(item=categorical["item_id"]))))
-    if not frames:
+    if not kinds:
         reason = (f"no output has ratings from {min_raters} or more raters yet" if left_out else NO_RATINGS)
         return {"rows": [], "n_outputs": 0, "truncated": False, "reason": reason, **base}
-    units = df[["item_id", "item", "output", "system"]].drop_duplicates(["item_id", "output"]).sort_values(
+    keep = df[["item_id", "item", "output", "system"]].drop_duplicates(["item_id", "output"]).sort_values(
         ["item_id", "output"])
-    n_outputs = len(units)
-    keep = units.head(CONSENSUS_ROWS)
     rows: dict[tuple[int, int], dict[str, Any]] = {
         (int(r.item_id), int(r.output)): {"item": r.item, "output": int(r.output),
                                           "system": None if pd.isna(r.system) else r.system, "criteria": {}}
@@ -232,26 +246,59 @@ def _consensus(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, di
             "groups": groups, "ci": "consensus +- 1.96 sd / sqrt(n) (seed 002)", **base}
 
 
+def _consensus_rows(df: pd.DataFrame, by_key: dict[str, dict],
+                    min_raters: int) -> tuple[pd.DataFrame, int, int, set[str]]:
+    """(the rated rows of the first CONSENSUS_ROWS outputs by (item_id, output) among those rated
+    by at least `min_raters` raters, the number of such outputs, the number of rated outputs with
+    fewer raters, the measures ("numeric", "categorical") rated in those outputs).
+
+    with_enough_raters' selection, counted over integer codes; consensus and majorities are then
+    computed for the rows shown only (each output's from its own rows, so the same numbers)."""
+    rated = df["x"].notna().to_numpy()
+    key = df["item_id"].to_numpy(np.int64) * 4096 + (df["output"].to_numpy(np.int64) + 1)
+    unit, unit_keys = pd.factorize(key)
+    rater, rater_ids = pd.factorize(df["rater_id"])
+    _, (pair_unit, _) = group_codes([np.where(rated, unit, -1), rater], [len(unit_keys), len(rater_ids)])
+    n_raters = np.bincount(pair_unit, minlength=len(unit_keys))
+    short = (np.bincount(unit[rated], minlength=len(unit_keys)) > 0) & (n_raters < min_raters)
+    enough = rated & ~short[unit]
+    outputs = np.sort(unit_keys[np.bincount(unit[enough], minlength=len(unit_keys)) > 0])
+    measure = {k: criterion_measure(c) for k, c in by_key.items()}
+    kinds = {m for m in ("numeric", "categorical")
+             if (enough & df["criterion"].isin([k for k, v in measure.items() if v == m]).to_numpy()).any()}
+    shown = enough & np.isin(key, outputs[:CONSENSUS_ROWS])
+    return df[shown], int(outputs.size), int(short.sum()), kinds
+
+
 def _raters(df: pd.DataFrame, gold_rows: pd.DataFrame, numeric: list[str]) -> dict[str, Any]:
+    # Raters as the codes of their categorical (one category per rater), items per rater as
+    # distinct (rater, item) code pairs: no groupby or row selection of the whole frame.
     out: dict[str, Any] = {}
-    per_rater = df.groupby("rater")
-    items = per_rater["item_id"].nunique()
-    sub = df[df["criterion"].isin(numeric) & df["x"].notna()]
+    rater_code = df["rater"].cat.codes.to_numpy().astype(np.int64)
+    names = [str(n) for n in df["rater"].cat.categories]
+    item_code, item_ids = pd.factorize(df["item_id"])
+    _, (pair_rater, _) = group_codes([rater_code, item_code], [len(names), len(item_ids)])
+    n_items = np.bincount(pair_rater, minlength=len(names))
+    n_rows = np.bincount(rater_code[rater_code >= 0], minlength=len(names))
+    rows_of = {names[k]: k for k in np.flatnonzero(n_rows)}
+    mask = (df["criterion"].isin(numeric) & df["x"].notna()).to_numpy()
     quality: dict[str, Any] = {}
-    if not sub.empty:
-        unit, _ = _units(sub)
-        crit_code, _ = pd.factorize(sub["criterion"])
-        rows = pd.DataFrame({"unit": unit * 64 + crit_code, "rater": sub["rater"].to_numpy(),
-                             "score": sub["x"].to_numpy(), "seconds": sub["seconds"].to_numpy()})
-        if sub["shown_position"].notna().all():
-            rows["position"] = sub["shown_position"].to_numpy()
+    if mask.any():
+        unit, _ = _units(pd.DataFrame({"item_id": df["item_id"].to_numpy()[mask],
+                                       "output": df["output"].to_numpy()[mask]}))
+        crit_code, _ = pd.factorize(df["criterion"].array[mask])
+        rows = pd.DataFrame({"unit": unit * 64 + crit_code, "rater": df["rater"].array[mask],
+                             "score": df["x"].to_numpy()[mask], "seconds": df["seconds"].to_numpy()[mask]})
+        position = df["shown_position"].to_numpy()[mask] if df["shown_position"].notna().all() else None
+        if position is not None:
+            rows["position"] = position
         quality = rater_quality(rows)
     gold = _gold_accuracy(gold_rows)
-    for rater in sorted(set(df["rater"].unique()) | set(gold)):  # unique() first: 1M rows iterated cost ~1 s
+    for rater in sorted(set(rows_of) | set(gold)):
         info = dict(quality.get(rater, {}))
         if not info:
             info = {"bias": None, "pearson_vs_others": None, "mae_vs_others": None, "flags": [],
-                    "n_ratings": int((df["rater"] == rater).sum())}
+                    "n_ratings": int(n_rows[rows_of[rater]]) if rater in rows_of else 0}
         reasons = {}
         if info.get("bias") is None:
             reasons["bias"] = ("no numeric criterion in this rubric" if not numeric
@@ -261,9 +308,9 @@ def _raters(df: pd.DataFrame, gold_rows: pd.DataFrame, numeric: list[str]) -> di
         info["gold_accuracy"] = gold.get(rater)
         if info["gold_accuracy"] is None:
             reasons["gold_accuracy"] = "no rated item with a gold answer"
-        info["n_items"] = int(items.get(rater, 0))
+        info["n_items"] = int(n_items[rows_of[rater]]) if rater in rows_of else 0
         if "median_seconds" not in info:
-            sec = df.loc[df["rater"] == rater, "seconds"]
+            sec = pd.Series(df["seconds"].to_numpy()[rater_code == rows_of[rater]]) if rater in rows_of else ()
             info["median_seconds"] = float(sec.median()) if len(sec) else None
         info["reasons"] = reasons
         out[rater] = info
@@ -286,7 +333,8 @@ def _positions(df: pd.DataFrame, numeric: list[str], level: float) -> dict[str, 
 
     out: dict[str, Any] = {}
     for key in numeric:
-        sub = df[(df["criterion"] == key) & df["shown_position"].notna() & df["x"].notna()]
+        at = (df["criterion"] == key) & df["shown_position"].notna() & df["x"].notna()
+        sub = df.loc[at, ["shown_position", "x"]]
         if sub.empty or sub["shown_position"].nunique() < 2:
             continue
         rows = pd.DataFrame({"position": sub["shown_position"].astype(int), "score": sub["x"]})
@@ -302,23 +350,20 @@ def _positions(df: pd.DataFrame, numeric: list[str], level: float) -> dict[str, 
     return out
 
 
-def _systems(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict],
-             level: float) -> dict[str, Any]:
-    out_level = df[df["system"].notna()]
+def _systems(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict], level: float,
+             scores: pd.DataFrame | None = None) -> dict[str, Any]:
+    """System comparison; `scores`: _output_scores of `df` when the caller has them already."""
+    out_level = df if df["system"].notna().all() else df[df["system"].notna()]
     numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
-    rows = out_level[out_level["criterion"].isin(numeric) & out_level["x"].notna()]
+    rows = out_level.loc[out_level["criterion"].isin(numeric) & out_level["x"].notna(),
+                         ["item_id", "output", "system", "criterion", "x"]]
     result: dict[str, Any] = {"criteria": {}, "accept_rate": {}, "labels": {}}
     if not rows.empty:
-        frame = pd.DataFrame({"item": rows["item_id"], "system": rows["system"], "criterion": rows["criterion"],
-                              "score": rows["x"]})
         if len(numeric) > 1:
-            scores = output_scores_frame(rows.assign(item=rows["item_id"]), rubric, level=level)
-            systems = out_level.drop_duplicates(["item_id", "output"]).set_index(["item_id", "output"])["system"]
-            scores = scores.dropna(subset=["overall"])
-            combined = pd.DataFrame({
-                "item": scores["item"], "criterion": "combined", "score": scores["overall"],
-                "system": systems.reindex(pd.MultiIndex.from_arrays([scores["item"], scores["output"]])).to_numpy()})
-            frame = pd.concat([frame, combined], ignore_index=True)
+            frame = _with_combined(rows, _output_scores(df, rubric, numeric, level) if scores is None else scores)
+        else:
+            frame = pd.DataFrame({"item": rows["item_id"], "system": rows["system"], "criterion": rows["criterion"],
+                                  "score": rows["x"]})
         result["criteria"] = compare_systems(frame, level=level)["criteria"]
     for key, c in by_key.items():
         if criterion_measure(c) != "categorical":
@@ -338,26 +383,84 @@ def _systems(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict
     return result
 
 
+def _with_combined(rows: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """compare_systems' rows: each rating, then each output's overall as criterion "combined".
+    Systems and criteria stay categoricals, their categories sorted: compare_systems then orders
+    them as it ordered the text it was given before (joining categoricals to text turned ten
+    million of them into strings)."""
+    system, criterion = rows["system"].array, rows["criterion"].array
+    systems = sorted(map(str, system.categories))
+    criteria = sorted(set(map(str, criterion.categories)) | {"combined"})
+    system_code = pd.Index(systems).get_indexer(system.categories)[system.codes]
+    # the system of each output (item_id, output) with a numeric rating, looked up for its overall
+    key = rows["item_id"].to_numpy(np.int64) * 4096 + (rows["output"].to_numpy(np.int64) + 1)
+    unit, first = np.unique(key, return_index=True)
+    scores = scores.dropna(subset=["overall"])
+    at = pd.Index(unit).get_indexer(scores["item"].to_numpy(np.int64) * 4096
+                                    + (scores["output"].to_numpy(np.int64) + 1))
+    scores, at = scores[at >= 0], at[at >= 0]  # outputs without a system are not compared
+    n = len(scores)
+    return pd.DataFrame({
+        "item": np.concatenate([rows["item_id"].to_numpy(np.int64), scores["item"].to_numpy(np.int64)]),
+        "system": pd.Categorical.from_codes(np.concatenate([system_code, system_code[first[at]]]), systems),
+        "criterion": pd.Categorical.from_codes(np.concatenate([
+            pd.Index(criteria).get_indexer(criterion.categories)[criterion.codes],
+            np.full(n, criteria.index("combined"))]), criteria),
+        "score": np.concatenate([rows["x"].to_numpy(float), scores["overall"].to_numpy(float)])})
+
+
 def _distributions(df: pd.DataFrame, by_key: dict[str, dict]) -> dict[str, Any]:
-    """Counts of each scale point (numeric) or option (categorical) per system."""
+    """Counts of each scale point (numeric) or option (categorical) per system.
+
+    Counted over integer codes (np.bincount of system x point) rather than a crosstab of ten
+    million strings; systems sorted by name and "(item)" for item-level ratings, as the crosstab had them."""
     out: dict[str, Any] = {}
+    crit_code, crit_names = _text_codes(df["criterion"])
+    system_code, system_names = _text_codes(df["system"])
+    has_x = df["x"].notna().to_numpy()
+    x_all = df["x"].to_numpy(dtype=float)
+    # slot 0: no system ("(item)"), slot k: the system of code k - 1
+    slot_names = ["(item)"] + [str(n) for n in system_names]
+    systems = sorted(set(slot_names))
+    place_of = {n: k for k, n in enumerate(systems)}
+    system_of_slot = np.array([place_of[n] for n in slot_names], dtype=np.int64)
+    slot_all = system_code.astype(np.int64) + 1
     for key, c in by_key.items():
-        sub = df[(df["criterion"] == key) & df["x"].notna()]
-        if sub.empty:
+        rows = has_x & (crit_code == crit_names.get_loc(key)) if key in crit_names else np.zeros(len(df), bool)
+        if not rows.any():
             continue
-        system = sub["system"].fillna("(item)")
+        named = system_of_slot[slot_all[rows]]
+        present = np.flatnonzero(np.bincount(named, minlength=len(systems)))  # the systems rated, by name
+        rank = np.zeros(len(systems), dtype=np.int64)
+        rank[present] = np.arange(present.size)
+        system = rank[named]
+        x = x_all[rows]
         if criterion_measure(c) == "numeric":
-            lo = int(c.get("min", math.floor(sub["x"].min())))
-            hi = int(c.get("max", math.ceil(sub["x"].max())))
+            lo = int(c.get("min", math.floor(x.min())))
+            hi = int(c.get("max", math.ceil(x.max())))
             values = list(range(lo, hi + 1))
-            point = np.clip(np.rint(sub["x"].to_numpy()), lo, hi).astype(int)
+            point = np.clip(np.rint(x), lo, hi).astype(int) - lo
         else:
             values = [str(ch["value"]) for ch in c.get("choices", [])]
-            point = sub["label"].astype(str).to_numpy()
-        counts = pd.crosstab(system.to_numpy(), point)
+            label_code, label_names = _text_codes(df["label"])
+            position = {v: k for k, v in enumerate(values)}
+            # a label's place among the choices, compared as text (a missing label reads "nan"), -1 if none
+            place = np.array([position.get(str(n), -1) for n in label_names] + [position.get(str(np.nan), -1)])
+            point = place[label_code[rows]]
+        counted = point >= 0
+        counts = np.bincount(system[counted] * len(values) + point[counted],
+                             minlength=present.size * len(values)).reshape(present.size, len(values))
         out[key] = {"values": [str(v) for v in values],
-                    "systems": {str(s): [int(counts.loc[s].get(v, 0)) for v in values] for s in counts.index}}
+                    "systems": {systems[s]: [int(n) for n in counts[k]] for k, s in enumerate(present)}}
     return out
+
+
+def _text_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """(code per row, -1 where missing; the values as text): a categorical's own codes, else factorized."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), pd.Index([str(v) for v in column.cat.categories], dtype=object)
+    codes, uniques = pd.factorize(column)
+    return codes, pd.Index([str(v) for v in uniques], dtype=object)
 
 
 def _heatmap(df: pd.DataFrame, numeric: list[str], by_key: dict[str, dict]) -> dict[str, Any]:
@@ -365,11 +468,12 @@ def _heatmap(df: pd.DataFrame, numeric: list[str], by_key: dict[str, dict]) -> d
     if not numeric:
         return {}
     key = numeric[0]
-    sub = df[(df["criterion"] == key) & df["x"].notna()]
+    sub = df.loc[(df["criterion"] == key) & df["x"].notna(), ["rater", "item_id", "x"]]
     if sub.empty:
         return {}
     first = np.sort(sub["item_id"].unique())[:HEATMAP_ITEMS]
     sub = sub[sub["item_id"].isin(first)]
+    sub = sub.assign(item=df.loc[sub.index, "item"])  # names of the shown items only
     wide = sub.groupby(["rater", "item_id"])["x"].mean().unstack("item_id").reindex(columns=first)
     labels = sub.drop_duplicates("item_id").set_index("item_id")["item"].reindex(first)
     return {"criterion": key, "min": by_key[key].get("min"), "max": by_key[key].get("max"),

@@ -108,14 +108,15 @@ def cohen_kappas(a: np.ndarray, b: np.ndarray, weights: Sequence[Weights]) -> di
     return out
 
 
-def rater_columns(matrix: np.ndarray) -> list[np.ndarray]:
-    """Row indices of the items each rater (column) rated."""
-    present = ~np.isnan(np.asarray(matrix, dtype=float))
-    return [np.flatnonzero(present[:, j]) for j in range(present.shape[1])]
+def rater_columns(matrix: np.ndarray) -> np.ndarray:
+    """Items x raters: True where the rater (column) rated the item."""
+    return ~np.isnan(np.asarray(matrix, dtype=float))
 
 
-def common_items(cols: list[np.ndarray], i: int, j: int) -> np.ndarray:
-    return np.intersect1d(cols[i], cols[j], assume_unique=True)
+def common_items(present: np.ndarray, i: int, j: int) -> np.ndarray:
+    """Row indices (ascending) of the items raters i and j both rated: one pass over two boolean
+    columns (an intersection of their index lists sorted their concatenation, per pair)."""
+    return np.flatnonzero(present[:, i] & present[:, j])
 
 
 def mean_of(stats: list[Stat], what: str) -> Stat:

@@ -40,13 +40,23 @@ class Pairable:
         self.uniq, self.codes = np.unique(self.values, return_inverse=True)
         self.n_values = self.uniq.size
         self.n_c = np.bincount(self.codes, minlength=self.n_values).astype(float)
+        self._counts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def item_value_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sparse (item, value code, count) triples: n_uc of the coincidence construction."""
-        v = max(self.n_values, 1)
-        key = self.item.astype(np.int64) * v + self.codes
-        ukey, cnt = np.unique(key, return_counts=True)
-        return ukey // v, ukey % v, cnt.astype(float)
+        """Sparse (item, value code, count) triples: n_uc of the coincidence construction, in
+        (item, code) order. Computed once per matrix (each level asks for them)."""
+        if self._counts is None:
+            v = max(self.n_values, 1)
+            key = self.item.astype(np.int64) * v + self.codes
+            span = self.m.size * v
+            if span <= 4 * key.size + 1_000_000:  # a count per possible key: no sort of the keys
+                counts = np.bincount(key, minlength=span)
+                ukey = np.flatnonzero(counts)
+                cnt = counts[ukey]
+            else:
+                ukey, cnt = np.unique(key, return_counts=True)
+            self._counts = (ukey // v, ukey % v, cnt.astype(float))
+        return self._counts
 
 
 def _interval_sums(x: np.ndarray, mask: np.ndarray, m: np.ndarray,

@@ -24,6 +24,7 @@ import pandas as pd
 from .agreement import matrix_agreement
 from .alt_test import alt_test
 from .correlation import judge_vs_humans
+from .grouping import unique_ints
 from .majority import judge_vs_majority
 from .result import Stat, jsonable
 
@@ -176,14 +177,14 @@ def _scores_and_labels(column: pd.Series, crit_codes: np.ndarray,
 def _criterion_report(items: np.ndarray, raters: np.ndarray, scores: np.ndarray,
                       rater_names: pd.Index, is_judge_rater: np.ndarray,
                       judges: Sequence[str], level: str = "interval") -> dict[str, Any]:
-    uitems, item_idx = np.unique(items, return_inverse=True)
+    uitems, item_idx = unique_ints(items)  # (item codes: a table of those present, no sort)
     human = ~is_judge_rater[raters]
     h_raters, h_idx = np.unique(raters[human], return_inverse=True)
     matrix = to_matrix(item_idx[human], h_idx, scores[human], uitems.size, h_raters.size)
     stats = matrix_agreement(matrix)
     out: dict[str, Any] = {
         "level": level,
-        "n_items": int(np.unique(item_idx[human]).size),
+        "n_items": int(np.count_nonzero(np.bincount(item_idx[human], minlength=uitems.size))),
         "n_raters": int(h_raters.size),
         "n_ratings": int(human.sum()),
         **stats,
