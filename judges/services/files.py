@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -138,13 +139,17 @@ def render_run_files(run: JudgeRun) -> dict[str, str]:
 
 
 def write_run_files(run: JudgeRun) -> Path:
-    """Write all four files atomically (temp file + rename), so a reader never sees half a file."""
+    """Write all four files atomically (temp file + rename), so a reader never sees half a file.
+    Each writer has temp files of its own: the worker that ends the run and a download that finds
+    the files missing may write at once (a shared temp name made the second rename fail)."""
     d = run_dir(run)
     d.mkdir(parents=True, exist_ok=True)
     for name, text in render_run_files(run).items():
-        tmp = d / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, d / name)
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=d, prefix=f".{name}.", suffix=".tmp",
+                                         delete=False) as tmp:
+            tmp.write(text)
+        os.chmod(tmp.name, 0o644)  # as write_text under the usual umask left them (temp files are 0600)
+        os.replace(tmp.name, d / name)
     return d
 
 
