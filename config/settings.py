@@ -257,7 +257,12 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 6, "interval_start": 0.5, "in
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # A task unacknowledged this long is redelivered (a killed worker's chunk comes back after it);
 # keep it above the longest judge chunk. Redelivery is harmless: every score is written once.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=900)}
+# A consumer whose BRPOP connection went stale in a Redis restart (celery#8030, #9054: the worker
+# reconnects, then consumes nothing) is dropped and reconnected once its reply is overdue by the
+# health-check interval: kombu's default of 25 s left a CI run idle for over a minute; a PING
+# every 5 s costs nothing.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=900),
+                                   "health_check_interval": env.int("CELERY_BROKER_HEALTH_CHECK_S", default=5)}
 
 # Annotation
 ASSIGNMENT_TTL_SECONDS = env.int("ASSIGNMENT_TTL_SECONDS", default=30 * 60)

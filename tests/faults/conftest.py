@@ -128,6 +128,13 @@ def app_broker(url: str) -> Iterator[None]:
         app.conf.broker_url, app._pool, app.amqp._producer_pool = old
 
 
+def worker_events(log: Path, n: int = 6000) -> str:
+    """A worker log's last `n` characters without the judge's HTTP request lines, so a failure
+    shows the broker's connection events and the tasks rather than a screen of requests."""
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if "HTTP Request:" not in ln]
+    return "\n".join(lines)[-n:]
+
+
 def one_output_items(n: int, prefix: str = "f") -> str:
     return "\n".join(json.dumps({"id": f"{prefix}-{i:03d}", "context": f"Review {i}: slow lifts, kind staff.",
                                  "outputs": [{"system": "s", "content": f"Thanks for review {i}."}]})

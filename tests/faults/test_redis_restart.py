@@ -26,7 +26,7 @@ from judges.services.runs import judge_run_start
 
 from tests.workers import start_worker, stop_worker
 
-from .conftest import app_broker, duplicated_slots, one_output_items, wait_for, wait_run_ends
+from .conftest import app_broker, duplicated_slots, one_output_items, wait_for, wait_run_ends, worker_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,7 +73,7 @@ def test_broker_restart_mid_run_loses_and_duplicates_nothing(how, private_redis,
             except AssertionError as exc:
                 raise AssertionError(f"{exc}; scores at restart {at_restart}, now "
                                      f"{JudgeScore.objects.filter(run=run).count()}\n"
-                                     f"{log.read_text()[-6000:]}\n{private_redis.log_tail()}") from None
+                                     f"{worker_events(log)}\n{private_redis.log_tail()}") from None
             recovery_s = time.monotonic() - back
             # messages whose ack was lost with the connection: the broker hands them out again after
             # the visibility timeout, and they find their run done (harmless, but counted)
@@ -134,7 +134,7 @@ def test_a_chunk_message_lost_with_the_broker_is_enqueued_again_after_the_restar
                 wait_run_ends(run, timeout=90)
             except AssertionError as exc:
                 raise AssertionError(f"{exc}; now {JudgeScore.objects.filter(run=run).count()} scores\n"
-                                     f"{log.read_text()[-6000:]}") from None
+                                     f"{worker_events(log)}") from None
             recovery_s = time.monotonic() - back
         finally:
             stop_worker(worker)
@@ -144,7 +144,7 @@ def test_a_chunk_message_lost_with_the_broker_is_enqueued_again_after_the_restar
     record_property("scores_stored", JudgeScore.objects.filter(run=run).count())
     record_property("slots_duplicated", duplicated_slots(run))
     record_property("recovery_s", round(recovery_s, 2))
-    assert requeued, log.read_text()[-3000:]
+    assert requeued, worker_events(log, 3000)
     assert run.status == JudgeRun.Status.DONE, (run.status, run.error)
     assert JudgeScore.objects.filter(run=run).count() == run.n_expected == run.n_scored == N_ITEMS * 5
     assert duplicated_slots(run) == 0
@@ -181,7 +181,7 @@ def test_a_run_started_while_the_broker_restarts_is_queued_once_it_is_back(priva
             try:
                 wait_run_ends(run, timeout=60)
             except AssertionError as exc:
-                raise AssertionError(f"{exc}\n{log.read_text()[-6000:]}") from None
+                raise AssertionError(f"{exc}\n{worker_events(log)}") from None
         finally:
             stop_worker(worker)
     record_property("broker_down_s", down_s)
@@ -221,7 +221,7 @@ def test_a_run_whose_chunks_cannot_be_queued_fails_visibly_and_resumes(private_r
             try:
                 wait_run_ends(run, timeout=60)
             except AssertionError as exc:
-                raise AssertionError(f"{exc}\n{log.read_text()[-6000:]}") from None
+                raise AssertionError(f"{exc}\n{worker_events(log)}") from None
         finally:
             stop_worker(worker)
     record_property("scores_expected", run.n_expected)
