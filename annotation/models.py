@@ -223,6 +223,8 @@ class Item(models.Model):
                          name="item_pick_upload_idx"),
             models.Index(fields=["study", "-priority", "pick_key"], condition=Q(priority__gt=0),
                          name="item_pick_routed_idx"),
+            # A study's few training items, found without reading its other (up to millions of) items.
+            models.Index(fields=["study"], condition=Q(is_training=True), name="item_training_idx"),
         ]
 
     def __str__(self) -> str:
@@ -345,7 +347,11 @@ class Assignment(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["study", "rater", "status"]),
+            # Carries the check flag so that a rater's attention counts read index entries only
+            # (assignments._ATTENTION_COUNTS); as a key column, not INCLUDE, which would turn off the
+            # deduplication that keeps this index at a few bytes a row.
+            models.Index(fields=["study", "rater", "status", "is_attention_check"],
+                         name="assignment_rater_counts_idx"),
             models.Index(fields=["item", "status"]),
             models.Index(fields=["study", "expires_at"], condition=Q(status="active"), name="assignment_expiry_idx"),
         ]

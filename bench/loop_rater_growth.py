@@ -1,8 +1,10 @@
 """What a rate/next/ call costs as one rater's own assignments grow (issue 26: the loop flat in the
 size of the study). In a study with attention checks each call asks whether a check is due
-(assignments._attention_is_due: the rater's non-expired assignments counted, joined to their items
-to leave training out) and whether regular work is left (assignments._regular_work_left). A study of
-2,000,000 items rated by 3 of 100 raters gives each rater 60,000 assignments by its end.
+(assignments._attention_is_due: the rater's non-expired assignments counted from the index that
+carries the check flag, less those of the study's training items) and whether regular work is left
+(assignments._regular_work_left). A study of 2,000,000 items rated by 3 of 100 raters gives each rater
+60,000 assignments by its end. Last, a study with training: training_state (every rate/next/ of such a
+study counts its training items) with and without the training items' own index.
 
     python -m bench.loop_rater_growth > bench/results/loop_rater_growth.txt
 
@@ -49,14 +51,41 @@ def main() -> None:
             done = n
             for name, call in (("_attention_is_due", lambda: engine._attention_is_due(study, rater)),
                                ("_regular_work_left", lambda: engine._regular_work_left(study, rater))):
-                call()
-                times = []
-                for _ in range(7):
-                    t0 = time.perf_counter()
-                    call()
-                    times.append((time.perf_counter() - t0) * 1000)
-                print(f"{n:>7,} assignments of the rater: {name} {statistics.median(times):.2f} ms", flush=True)
+                print(f"{n:>7,} assignments of the rater: {name} {_median_ms(call):.2f} ms", flush=True)
+        _training_state(study, rater)
         print(f"-- load average {os.getloadavg()[0]:.2f}")
+
+
+def _median_ms(call) -> float:
+    """The median of 7 timed calls after one warm-up call, in ms."""
+    call()
+    times = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def _training_state(study, rater) -> None:
+    """training_state on the 200,000-item study with three training items, with the partial index
+    item_training_idx and without it (dropped here, in the bench's throwaway database)."""
+    from django.db import connection
+
+    from annotation.models import Item, Study
+    from annotation.services.training import training_state
+
+    Study.objects.filter(pk=study.pk).update(training_pass_mark=0.5)
+    study.refresh_from_db()
+    first = list(Item.objects.filter(study=study).order_by("id").values_list("pk", flat=True)[:3])
+    Item.objects.filter(pk__in=first).update(is_training=True, is_attention_check=True)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE annotation_item")
+    for label in ("with item_training_idx", "without it"):
+        ms = _median_ms(lambda: training_state(study, rater))
+        print(f"200,000 items, 3 of them training: training_state {ms:.2f} ms ({label})", flush=True)
+        with connection.cursor() as cursor:
+            cursor.execute("DROP INDEX IF EXISTS item_training_idx")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation.db import prepared_cursor
@@ -402,12 +402,33 @@ def _recount_study(study: Study) -> int:
 
 
 def _attention_is_due(study: Study, rater) -> bool:
-    counts = Assignment.objects.filter(study=study, rater=rater).exclude(status=EXPIRED).aggregate(
-        total=Count("id", filter=Q(item__is_training=False)),
-        attention=Count("id", filter=Q(is_attention_check=True, item__is_training=False)),
-    )
-    return attention_due(rate=study.attention_check_rate, n_assigned=counts["total"],
-                         n_attention=counts["attention"], phase=_rater_phase(study.pk, rater.pk))
+    n_assigned, n_attention = _attention_counts(study.pk, rater.pk)
+    return attention_due(rate=study.attention_check_rate, n_assigned=n_assigned, n_attention=n_attention,
+                         phase=_rater_phase(study.pk, rater.pk))
+
+
+# The rater's non-expired assignments and their checks, less those of training items (a training
+# item is an attention check too, but not the rater's work). The first part reads only the index
+# on (study, rater, status) that carries is_attention_check: index entries, no table rows and no
+# join, as a rater's assignments grow with their progress (an expert's 60,000 cost 33 ms joined to
+# their items). The second starts from the study's few training items (their partial index).
+_ATTENTION_COUNTS = f"""
+    SELECT mine.n - training.n, mine.checks - training.checks
+    FROM (SELECT count(*) AS n, count(*) FILTER (WHERE a.is_attention_check) AS checks
+          FROM {Assignment._meta.db_table} a
+          WHERE a.study_id = %(study)s AND a.rater_id = %(rater)s AND a.status <> 'expired') mine,
+         (SELECT count(a.id) AS n, count(a.id) FILTER (WHERE a.is_attention_check) AS checks
+          FROM {Item._meta.db_table} i
+          JOIN {Assignment._meta.db_table} a ON a.item_id = i.id AND a.rater_id = %(rater)s
+          WHERE i.study_id = %(study)s AND i.is_training AND a.status <> 'expired') training
+"""
+
+
+def _attention_counts(study_id: int, rater_id: int) -> tuple[int, int]:
+    """(assignments, attention checks) of a rater in a study, training and expired ones left out."""
+    with prepared_cursor() as cursor:
+        cursor.execute(_ATTENTION_COUNTS, {"study": study_id, "rater": rater_id})
+        return cursor.fetchone()
 
 
 def _regular_work_left(study: Study, rater) -> bool:

@@ -44,7 +44,8 @@ NAMED_QUERIES = [
     (A, "(item_id, status)", "an item's submitted and open assignments: the items page's counts and flags, the "
      "slots_taken recount",
      f"SELECT count(*) FROM {A} WHERE item_id = %(item)s AND status = 'submitted'"),
-    (A, "(study_id, rater_id, status)", "a rater's assignments in a study: progress, the active one, the quotas",
+    (A, "(study_id, rater_id, status, is_attention_check)", "a rater's assignments in a study: progress, "
+     "the active one, the quotas, and whether an attention check is due (test_attention_counts_read_only_the_index)",
      f"SELECT count(*) FROM {A} WHERE study_id = %(study)s AND rater_id = %(rater)s AND status = 'submitted'"),
     (A, "(rater_id)", "a person's assignments across studies: their data (participant_data) and the cascade when "
      "an account is deleted",
@@ -70,6 +71,9 @@ NAMED_QUERIES = [
     (I, "(study_id, priority DESC, pick_key) WHERE (priority > 0)", "the pick's routed items first "
      "(judges.services.routing)",
      f"SELECT id FROM {I} WHERE study_id = %(study)s AND priority > 0 ORDER BY priority DESC, pick_key LIMIT 1"),
+    (I, "(study_id) WHERE is_training", "a study's training items (training_state on every rate/next of a study "
+     "with training; the attention counts leave their assignments out)",
+     f"SELECT count(*) FROM {I} WHERE study_id = %(study)s AND is_training"),
     (O, "(id)", "an output by id (a rating's output, the judges' scores)",
      f"SELECT id FROM {O} WHERE id = %(output)s"),
     (O, "(item_id, \"position\")", "an item's outputs in order (every prefetch of outputs, the rating screen) and "
@@ -108,7 +112,7 @@ def _plan_indexes(sql: str, params: dict) -> set[str]:
 # these pairs are the candidates for removal that docs/scaling.md names.
 SERVED_ALSO_BY = {
     (A, "(item_id, status)"): [(A, "(item_id, rater_id)")],
-    (A, "(study_id, rater_id, status)"): [(A, "(rater_id)")],
+    (A, "(study_id, rater_id, status, is_attention_check)"): [(A, "(rater_id)")],
     (I, "(study_id, id) WHERE ((NOT is_attention_check) AND (priority = 0))"): [(I, "(id)")],
 }
 
@@ -134,3 +138,29 @@ def test_the_named_query_reads_through_its_index(rated_study, table, columns, us
             cursor.execute(f"ALTER TABLE {table} DROP CONSTRAINT {constraint} CASCADE" if constraint
                            else f"DROP INDEX {indexes[other]}")
     assert indexes[(table, columns)] in _plan_indexes(sql, params), use
+
+
+def test_attention_counts_read_only_the_index(rated_study):
+    """The attention counts of every rate/next/ can be answered from the rater's index entries alone (an
+    Index Only Scan: no table rows, no join to items), and training items are found by their own index:
+    the statement the engine runs."""
+    from annotation.services.assignments import _ATTENTION_COUNTS
+
+    a = Assignment.objects.filter(study=rated_study).order_by("id").first()
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {A}")
+        # On a table this small the rater's own index (rater_id) serves as well: out of the way, as above.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(f"DROP INDEX {_indexes()[(A, '(rater_id)')]}")
+        # As on a large table: no sequential scan, and no bitmap scan (which always reads the rows).
+        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
+        cursor.execute("EXPLAIN (FORMAT JSON) " + _ATTENTION_COUNTS, {"study": rated_study.pk, "rater": a.rater_id})
+        plan = cursor.fetchone()[0][0]["Plan"]
+    nodes, stack = [], [plan]
+    while stack:
+        node = stack.pop()
+        nodes.append((node["Node Type"], node.get("Relation Name"), node.get("Index Name")))
+        stack.extend(node.get("Plans", []))
+    on_assignments = [n for n in nodes if n[1] == A]
+    assert ("Index Only Scan", A, "assignment_rater_counts_idx") in on_assignments, nodes
+    assert ("Index Scan", I, "item_training_idx") in nodes or ("Index Only Scan", I, "item_training_idx") in nodes, nodes

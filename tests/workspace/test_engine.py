@@ -248,3 +248,35 @@ def test_attention_items_do_not_consume_regular_slots_nor_come_alone(make_study,
     # r2 finds no regular work left, so no check is served alone either
     assert assignment_next(study=study, rater=r2) is None
     assert not Assignment.objects.filter(rater=r2).exists()
+
+
+def test_attention_counts_leave_out_training_and_expired_assignments(make_study, raters):
+    """The engine's index-only counts equal the counts of the rater's own assignments joined to their
+    items (the formula they replace), with training, expired and other raters' assignments about."""
+    from django.db.models import Count, Q
+
+    from annotation.services.assignments import _attention_counts
+
+    r, other = raters(2)
+    study = make_study("rrgen-001", annotators=[r, other], items_text=items_jsonl(12, attention=4), raters_per_item=2)
+    items = list(Item.objects.filter(study=study).order_by("id"))
+    Item.objects.filter(pk__in=[items[0].pk, items[1].pk, items[12].pk]).update(is_training=True,
+                                                                                 is_attention_check=True)
+    plan = [(0, "submitted"), (1, "expired"), (2, "submitted"), (3, "active"), (4, "expired"), (5, "submitted"),
+            (12, "submitted"), (13, "submitted"), (14, "expired"), (15, "active")]
+    for i, status in plan:
+        item = Item.objects.get(pk=items[i].pk)
+        Assignment.objects.create(study=study, item=item, rater=r, status=status, slot=None, permutation=[0, 1, 2],
+                                  is_attention_check=item.is_attention_check)
+    Assignment.objects.create(study=study, item=items[6], rater=other, status="submitted", slot=0,
+                              permutation=[0, 1, 2])
+
+    def reference(rater) -> tuple[int, int]:
+        c = Assignment.objects.filter(study=study, rater=rater).exclude(status="expired").aggregate(
+            total=Count("id", filter=Q(item__is_training=False)),
+            attention=Count("id", filter=Q(is_attention_check=True, item__is_training=False)))
+        return c["total"], c["attention"]
+
+    # regular: 2, 3, 5 (1 and 4 expired); checks: 13, 15 (14 expired); training 0, 12 left out (1 expired)
+    assert _attention_counts(study.pk, r.pk) == reference(r) == (5, 2)
+    assert _attention_counts(study.pk, other.pk) == reference(other) == (1, 0)
