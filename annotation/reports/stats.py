@@ -314,6 +314,10 @@ def _one_blas_thread():
     return threadpool_limits(1, user_api="blas")
 
 
+# The most memory the bootstrap's resample counts may take at once (8 bytes a count).
+PRODUCT_BYTES = 128 * 2**20
+
+
 def agreement_bootstraps(specs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, str]], *, n_items: int,
                          n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> dict[str, dict[str, Any]]:
     """agreement_bootstrap for several criteria at once, on one set of item resamples: key ->
@@ -334,24 +338,37 @@ def agreement_bootstraps(specs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarr
         return alpha, icc1
 
     draws: dict[str, tuple[list, list]] = {key: ([], []) for key in blocks}
+
+    def weigh(w: np.ndarray) -> None:
+        """Every criterion's statistics for the resamples whose item counts are the rows of `w`."""
+        with _one_blas_thread():
+            totals = (stacked_t @ w.T).T
+        for key, (lo, hi) in spans.items():
+            a, i = stats_of(key, totals[:, lo:hi])
+            draws[key][0].append(a)
+            draws[key][1].append(i)
+
     if n_items >= 2 and n_boot > 0 and stacked.shape[1]:
         rng = np.random.default_rng(seed)
         batch = int(min(max(4_000_000 // n_items, 1), 256))
         # Features x items, contiguous: the product below is then a few long dot products per
         # feature, which BLAS does ten times faster than a wide-and-short product on a busy machine.
         stacked_t = np.ascontiguousarray(stacked.T)
+        # The product reads all of stacked_t (features x items) once per call, so the counts of several
+        # draw batches are weighed together: at 500,000 items a batch is 8 resamples and the reads of
+        # stacked_t were most of the bootstrap. Each resample's row is the same, so are its totals.
+        rows = max(batch, min(256, PRODUCT_BYTES // (8 * n_items)))
+        w, filled = np.empty((min(rows, n_boot), n_items)), 0
         for begin in range(0, n_boot, batch):
             b = min(batch, n_boot - begin)
             idx = rng.integers(0, n_items, size=(b, n_items))  # the same draws, in the same order, as before
-            w = np.empty((b, n_items))
+            if filled + b > w.shape[0]:
+                weigh(w[:filled])
+                filled = 0
             for r in range(b):  # one resample's counts at a time: its counters stay in cache
-                w[r] = np.bincount(idx[r], minlength=n_items)
-            with _one_blas_thread():
-                totals = (stacked_t @ w.T).T
-            for key, (lo, hi) in spans.items():
-                a, i = stats_of(key, totals[:, lo:hi])
-                draws[key][0].append(a)
-                draws[key][1].append(i)
+                w[filled + r] = np.bincount(idx[r], minlength=n_items)
+            filled += b
+        weigh(w[:filled])
     tail = (1 - level) / 2 * 100
 
     def summary(point: float, found: list[np.ndarray]) -> dict[str, Any]:
