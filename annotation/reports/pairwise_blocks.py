@@ -1,0 +1,245 @@
+"""The Comparisons section's pairwise sums kept per block of assignment ids, so that the report of a
+study that grows re-reads only the blocks that changed (issue 26).
+
+    pairwise_sums_incremental(study, keys) -> {key: PairwiseSums | None}   # == pairwise_sums(study, keys)
+
+A block is the study's answers whose assignment id falls in [b * BLOCK_IDS, (b + 1) * BLOCK_IDS). Each
+block's partial sums (per criterion: wins by pairs of system names, answers, first-shown wins, decided
+answers, its distinct rater and item ids) are kept in Django's cache (Redis) with the block's
+fingerprint; losing them only costs a read. Every report asks PostgreSQL for every block's fingerprint
+in one aggregate query, reads again only the blocks whose fingerprint moved, and adds the partials up:
+systems sorted by name, wins added by name, distinct raters and items by np.unique over the union. The
+wins are sums of 1 and 0.5, exact in floats in any order, so the result is identical to pairwise_sums.
+
+Why it is exact. A block's partial is a function of (1) the rows the read selects in the block
+(pairwise_sums._answers_from: submitted, not ignored, not an attention check, item-level, the
+criteria asked, an object value), each row's criterion, value, item and rater; and (2) the outputs
+(id, item, system) of the items those rows name, through which ids become systems.
+- (1) The fingerprint is (count, sum of rating ids, sum mod 2**64 of a 64-bit hash of each row's
+  rating id, item, rater, criterion and value), over exactly the rows the read selects. A rating added
+  or deleted (erasure) changes the count. A rating's value or criterion edited changes its hash,
+  whether or not updated_at moved (QuerySet.update and raw SQL leave it alone, so it is not used).
+  An assignment submitted or un-submitted, ignored or un-ignored, flagged as an attention check or not
+  adds or removes its ratings from the selected rows; an assignment given another rater or item
+  changes its rows' hashes. A transaction that commits late, with ids below ones already seen, adds
+  rows, so the count moves when it becomes visible (the partial read before it was stored with the
+  fingerprint of the rows it summed, which lacked those rows). What would be missed: a set of changes
+  between two reports that keeps the count and the id sum and whose hashes cancel mod 2**64 (about
+  2**-64 for changes not made to collide: hashtextextended is not a cryptographic hash, so a writer who
+  can read the stored hashes could craft such a change; a rater cannot read them).
+- The partial is stored with the fingerprint of the rows it was summed from (computed from the same
+  read: its COPY carries each row's hash), never the one asked before the read, so a commit between
+  the two cannot leave a partial under a fingerprint it does not match.
+- (2) Outputs: the study's outputs fingerprint (count and hash sum of (id, item, system)) is kept with
+  each partial; when it moved (a study that grows adds items with their outputs every round), the
+  outputs are read (one query) and each kept block is checked against the hash sum of the outputs of
+  its own items, read again only if those changed. A new system's outputs therefore cost no re-read
+  of blocks whose items did not change.
+- An answer may name an output of another item (never written so): pairwise_sums resolves it when
+  that item is read anywhere in the study, a block only among its own items. Each partial keeps the
+  whole-number ids it could not resolve; if any of them is an output of the study, the result is
+  computed by pairwise_sums in full (exact, as before).
+- A criterion with an answer not showing exactly two outputs in any block is None, as in
+  pairwise_sums: the caller takes the answer-by-answer path.
+
+Block width: BLOCK_IDS = 2**16 assignment ids. With one pairwise answer per assignment (arenas) a block
+holds at most 65,536 answers: the size of the ranges the bulk reader already reads well (5,000 to
+50,000 assignments; smaller ranges cost more per row), so a cold read costs what it did (16 blocks at a
+million answers); an append of 1% of a million answers re-reads one or two blocks; a partial keeps at
+most 2**16 rater and item ids per criterion (small in Redis).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+from django.core.cache import cache
+from django.db import connection
+
+from annotation.models import Study
+from annotation.reports import parallel_copy
+from annotation.reports.pairwise_sums import (
+    _COLUMNS, _SCHEMA, Answers, PairwiseSums, _answers_from, answers_by_system, pairwise_sums, summable,
+    sums_with_ids)
+from annotation.reports.ratings import _I, _O, _arrow_table, arrow_batches, copy_statement
+
+BLOCK_IDS = 2**16
+CACHE_SECONDS = 7 * 24 * 3600  # rounds of a study may be days apart; a lost block is one more read
+_MOD = 2**64
+
+# Each row's hash: what the block's sums depend on (module docstring, (1)). jsonb's text is canonical.
+_ROW_HASH = "hashtextextended(concat_ws(' ', r.id, a.item_id, a.rater_id, r.criterion, r.value::text), 0)"
+_BLOCK_SCHEMA = pa.schema(list(_SCHEMA) + [("rating_id", pa.int64()), ("row_hash", pa.int64())])
+_OUTPUT_HASH = "hashtextextended(concat_ws(' ', o.id, o.item_id, o.system), 0)"
+_OUTPUTS = pa.schema([("id", pa.int64()), ("item_id", pa.int64()), ("system", pa.string()),
+                      ("output_hash", pa.int64())])
+
+
+def _hash_sum(hashes: np.ndarray) -> int:
+    """Sum mod 2**64 of signed 64-bit hashes (what _sql_hash_sum gives for the same rows)."""
+    return int(hashes.astype(np.int64).view(np.uint64).sum(dtype=np.uint64))
+
+
+def _sql_hash_sum(expr: str) -> str:
+    return f"mod(mod(coalesce(sum({expr}), 0), {_MOD}) + {_MOD}, {_MOD})"
+
+
+def block_fingerprints(study: Study, keys: Sequence[str]) -> dict[int, tuple[int, int, int]]:
+    """block -> (rows, sum of rating ids, hash sum) of the rows the read selects, in one query."""
+    body, params = _answers_from(study, keys)
+    sql = (f"SELECT a.id / {BLOCK_IDS}, count(*), sum(r.id), {_sql_hash_sum(_ROW_HASH)}{body}"
+           " GROUP BY 1")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {int(b): (int(n), int(ids), int(h)) for b, n, ids, h in cursor.fetchall()}
+
+
+def outputs_fingerprint(study: Study) -> tuple[int, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*), {_sql_hash_sum(_OUTPUT_HASH)} FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
+                       " WHERE i.study_id = %s", [study.pk])
+        n, h = cursor.fetchone()
+    return int(n), int(h)
+
+
+def _read_outputs(study: Study) -> pa.Table:
+    sql = (f"SELECT o.id, o.item_id, o.system, {_OUTPUT_HASH} FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
+           " WHERE i.study_id = %s ORDER BY o.id")
+    return pa.Table.from_batches(list(arrow_batches(sql, [study.pk], _OUTPUTS)), schema=_OUTPUTS)
+
+
+def _outputs_digest(outputs: pa.Table, items: np.ndarray) -> int:
+    """Hash sum of the outputs of `items` (the outputs a block's ids may resolve to)."""
+    mine = np.isin(outputs["item_id"].to_numpy(), items)
+    return _hash_sum(outputs["output_hash"].to_numpy()[mine])
+
+
+def _block_tables(study: Study, keys: Sequence[str], blocks: Sequence[int]) -> Iterator[tuple[int, pa.Table]]:
+    """The read's rows of each block, with each row's rating id and hash: on several connections when
+    possible (fewer blocks than connections, as after an append, are split so that each one works)."""
+    parallel = parallel_copy.parallel_possible()
+    pieces = parallel_copy.workers() if parallel and len(blocks) < parallel_copy.workers() else 1
+    owners, statements = [], []
+    for b in blocks:
+        step = -(-BLOCK_IDS // pieces)
+        for lo in range(b * BLOCK_IDS, (b + 1) * BLOCK_IDS, step):
+            body, params = _answers_from(study, keys, (lo, min(lo + step, (b + 1) * BLOCK_IDS)))
+            owners.append(b)
+            statements.append((f"SELECT {_COLUMNS}, r.id, {_ROW_HASH}{body}", params))
+    if parallel and len(statements) > 1:
+        copies = [(copy_statement(sql), params) for sql, params in statements]
+        tables = parallel_copy.copy_in_parallel(copies, parse=lambda data: _arrow_table(data, _BLOCK_SCHEMA))
+    else:
+        tables = (pa.Table.from_batches(list(arrow_batches(sql, params, _BLOCK_SCHEMA)), schema=_BLOCK_SCHEMA)
+                  for sql, params in statements)
+    parts: list[pa.Table] = []
+    for k, table in enumerate(tables):
+        parts.append(table)
+        if k + 1 == len(owners) or owners[k + 1] != owners[k]:
+            yield owners[k], pa.concat_tables(parts)
+            parts = []
+
+
+def _bytes(a: np.ndarray) -> bytes:
+    return zlib.compress(np.ascontiguousarray(a).tobytes(), 1)
+
+
+def _array(data: bytes, dtype) -> np.ndarray:
+    return np.frombuffer(zlib.decompress(data), dtype=dtype)
+
+
+def _partial(table: pa.Table, outputs: pa.Table, outputs_fp: tuple[int, int],
+             keys: Sequence[str]) -> dict:
+    """A block's cache entry: its fingerprint (from the rows read), the outputs it depends on, and
+    per criterion its sums with the distinct rater and item ids (None: an answer not showing two)."""
+    answers: Answers = answers_by_system(table, outputs)
+    rating_ids = table["rating_id"].to_numpy()
+    items = np.unique(answers.item)
+    per_key: dict[str, dict | None] = {}
+    for key in keys:
+        ok = summable(answers, key)
+        if ok is None:
+            per_key[key] = None
+            continue
+        sums, raters, key_items = sums_with_ids(answers, ok)
+        per_key[key] = {"systems": sums.systems, "wins": _bytes(sums.wins.astype(np.float64)),
+                        "n_answers": sums.n_answers, "first_wins": sums.first_wins, "decided": sums.decided,
+                        "raters": _bytes(raters.astype(np.int64)), "items": _bytes(key_items.astype(np.int64))}
+    return {"fp": (len(table), int(rating_ids.sum()), _hash_sum(table["row_hash"].to_numpy())),
+            "outputs_fp": outputs_fp, "outputs_digest": _outputs_digest(outputs, items),
+            "items": _bytes(items.astype(np.int64)), "unresolved": _bytes(answers.unresolved.astype(np.int64)),
+            "keys": per_key}
+
+
+def _cache_key(study: Study, keys: Sequence[str], block: int) -> str:
+    criteria = hashlib.sha256("\0".join(keys).encode()).hexdigest()[:16]
+    return f"concord:pairwise-block:v1:{study.pk}:{study.created_at.timestamp()}:{criteria}:{BLOCK_IDS}:{block}"
+
+
+def _outputs_fp_of(outputs: pa.Table) -> tuple[int, int]:
+    return len(outputs), _hash_sum(outputs["output_hash"].to_numpy())
+
+
+def _names_an_output(study: Study, ids: np.ndarray) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
+                       " WHERE i.study_id = %s AND o.id = ANY(%s))", [study.pk, ids.tolist()])
+        return bool(cursor.fetchone()[0])
+
+
+def pairwise_sums_incremental(study: Study, keys: Sequence[str]) -> dict[str, PairwiseSums | None]:
+    """pairwise_sums(study, keys), from the kept partials of the blocks that did not change."""
+    keys = list(keys)
+    if not keys:
+        return {}
+    fingerprints = block_fingerprints(study, keys)
+    outputs_fp = outputs_fingerprint(study)
+    names = {b: _cache_key(study, keys, b) for b in fingerprints}
+    kept = cache.get_many(list(names.values()))
+    entries = {b: kept[names[b]] for b in fingerprints if names[b] in kept and kept[names[b]]["fp"] == fingerprints[b]}
+    outputs_moved = [b for b, e in entries.items() if e["outputs_fp"] != outputs_fp]
+    missing = [b for b in sorted(fingerprints) if b not in entries]
+    to_store: dict[str, dict] = {}
+    if outputs_moved or missing:
+        outputs = _read_outputs(study)
+        outputs_fp = _outputs_fp_of(outputs)  # of the outputs the new partials are summed with
+        for b in outputs_moved:
+            if _outputs_digest(outputs, _array(entries[b]["items"], np.int64)) != entries[b]["outputs_digest"]:
+                missing.append(b)
+                del entries[b]
+            else:
+                to_store[names[b]] = entries[b] = {**entries[b], "outputs_fp": outputs_fp}
+        for b, table in _block_tables(study, keys, sorted(missing)):
+            to_store[names[b]] = entries[b] = _partial(table, outputs, outputs_fp, keys)
+    if to_store:
+        cache.set_many(to_store, CACHE_SECONDS)
+    unresolved = np.concatenate([_array(e["unresolved"], np.int64) for e in entries.values()] or [np.zeros(0, np.int64)])
+    if unresolved.size and _names_an_output(study, np.unique(unresolved)):
+        return pairwise_sums(study, keys)  # an answer naming another item's output: resolved study-wide
+    return {key: _merged([e["keys"][key] for e in entries.values()]) for key in keys}
+
+
+def _merged(partials: list[dict | None]) -> PairwiseSums | None:
+    """The blocks' partials of one criterion added up (None if any block has an answer not showing two)."""
+    if any(p is None for p in partials):
+        return None
+    systems = sorted({s for p in partials for s in p["systems"]})
+    at = {s: i for i, s in enumerate(systems)}
+    wins = np.zeros((len(systems), len(systems)))
+    for p in partials:
+        idx = np.array([at[s] for s in p["systems"]], dtype=np.int64)
+        wins[np.ix_(idx, idx)] += _array(p["wins"], np.float64).reshape(idx.size, idx.size)
+    raters = np.unique(np.concatenate([_array(p["raters"], np.int64) for p in partials] or [np.zeros(0, np.int64)]))
+    items = np.unique(np.concatenate([_array(p["items"], np.int64) for p in partials] or [np.zeros(0, np.int64)]))
+    return PairwiseSums(systems=systems, wins=wins, n_answers=sum(p["n_answers"] for p in partials),
+                        n_raters=int(raters.size), n_items=int(items.size),
+                        first_wins=sum(p["first_wins"] for p in partials), decided=sum(p["decided"] for p in partials))
+
+
+def forget(study: Study, keys: Sequence[str]) -> None:
+    """Drop the study's kept partials (the next report reads every block: benches' cold runs)."""
+    cache.delete_many([_cache_key(study, list(keys), b) for b in block_fingerprints(study, keys)])
