@@ -60,12 +60,12 @@ import pyarrow as pa
 from django.core.cache import cache
 from django.db import connection
 
-from annotation.models import Study
+from annotation.models import Assignment, Study
 from annotation.reports import parallel_copy
 from annotation.reports.pairwise_sums import (
     _COLUMNS, _SCHEMA, Answers, PairwiseSums, _answers_from, answers_by_system, pairwise_sums, summable,
     sums_with_ids)
-from annotation.reports.ratings import _I, _O, _arrow_table, arrow_batches, copy_statement
+from annotation.reports.ratings import _A, _I, _O, _arrow_table, arrow_batches, copy_statement
 
 BLOCK_IDS = 2**16
 CACHE_SECONDS = 7 * 24 * 3600  # rounds of a study may be days apart; a lost block is one more read
@@ -94,8 +94,17 @@ def block_fingerprints(study: Study, keys: Sequence[str]) -> dict[int, tuple[int
     sql = (f"SELECT a.id / {BLOCK_IDS}, count(*), sum(r.id), {_sql_hash_sum(_ROW_HASH)}{body}"
            " GROUP BY 1")
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return {int(b): (int(n), int(ids), int(h)) for b, n, ids, h in cursor.fetchall()}
+        # A few groups (blocks) over a million rows: hashed in memory. The planner, which takes the
+        # filters on r.value for rare, sorted them instead, on disk (1M answers: 2.2 -> 1.2 s).
+        cursor.execute("SET enable_sort = off")
+        cursor.execute("SET jit = off")
+        try:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        finally:
+            cursor.execute("RESET enable_sort")
+            cursor.execute("RESET jit")
+    return {int(b): (int(n), int(ids), int(h)) for b, n, ids, h in rows}
 
 
 def outputs_fingerprint(study: Study) -> tuple[int, int]:
@@ -191,18 +200,34 @@ def _names_an_output(study: Study, ids: np.ndarray) -> bool:
         return bool(cursor.fetchone()[0])
 
 
+def _blocks_spanned(study: Study) -> range:
+    """Every block from the study's first submitted assignment to its last (some may hold none)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT min(id), max(id) FROM {_A} WHERE study_id = %s AND status = %s",
+                       [study.pk, Assignment.Status.SUBMITTED])
+        lo, hi = cursor.fetchone()
+    return range(0) if lo is None else range(lo // BLOCK_IDS, hi // BLOCK_IDS + 1)
+
+
 def pairwise_sums_incremental(study: Study, keys: Sequence[str]) -> dict[str, PairwiseSums | None]:
     """pairwise_sums(study, keys), from the kept partials of the blocks that did not change."""
     keys = list(keys)
     if not keys:
         return {}
-    fingerprints = block_fingerprints(study, keys)
-    outputs_fp = outputs_fingerprint(study)
-    names = {b: _cache_key(study, keys, b) for b in fingerprints}
+    spanned = _blocks_spanned(study)
+    names = {b: _cache_key(study, keys, b) for b in spanned}
     kept = cache.get_many(list(names.values()))
-    entries = {b: kept[names[b]] for b in fingerprints if names[b] in kept and kept[names[b]]["fp"] == fingerprints[b]}
+    if kept:
+        fingerprints = block_fingerprints(study, keys)
+        names = {b: _cache_key(study, keys, b) for b in fingerprints}
+        kept.update(cache.get_many([k for k in names.values() if k not in kept]))
+        entries = {b: kept[names[b]] for b in fingerprints
+                   if names[b] in kept and kept[names[b]]["fp"] == fingerprints[b]}
+        missing = [b for b in sorted(fingerprints) if b not in entries]
+    else:  # nothing kept (the first report, a lost cache): every block is read, no fingerprint asked
+        entries, missing = {}, list(spanned)
+    outputs_fp = outputs_fingerprint(study) if entries else None
     outputs_moved = [b for b, e in entries.items() if e["outputs_fp"] != outputs_fp]
-    missing = [b for b in sorted(fingerprints) if b not in entries]
     to_store: dict[str, dict] = {}
     if outputs_moved or missing:
         outputs = _read_outputs(study)
@@ -242,4 +267,4 @@ def _merged(partials: list[dict | None]) -> PairwiseSums | None:
 
 def forget(study: Study, keys: Sequence[str]) -> None:
     """Drop the study's kept partials (the next report reads every block: benches' cold runs)."""
-    cache.delete_many([_cache_key(study, list(keys), b) for b in block_fingerprints(study, keys)])
+    cache.delete_many([_cache_key(study, list(keys), b) for b in _blocks_spanned(study)])
