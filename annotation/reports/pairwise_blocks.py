@@ -121,10 +121,25 @@ def _read_outputs(study: Study) -> pa.Table:
     return pa.Table.from_batches(list(arrow_batches(sql, [study.pk], _OUTPUTS)), schema=_OUTPUTS)
 
 
-def _outputs_digest(outputs: pa.Table, items: np.ndarray) -> int:
+def _item_digests(outputs: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(item ids sorted, hash sum of each item's outputs): computed once per read of the outputs, so
+    that checking many blocks costs a lookup of their items, not a pass over every output."""
+    item = outputs["item_id"].to_numpy()
+    hashes = outputs["output_hash"].to_numpy().astype(np.int64).view(np.uint64)
+    if not item.size:
+        return item.astype(np.int64), hashes
+    order = np.argsort(item, kind="stable")
+    item, hashes = item[order], hashes[order]
+    starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])
+    return item[starts], np.add.reduceat(hashes, starts)
+
+
+def _outputs_digest(digests: tuple[np.ndarray, np.ndarray], items: np.ndarray) -> int:
     """Hash sum of the outputs of `items` (the outputs a block's ids may resolve to)."""
-    mine = np.isin(outputs["item_id"].to_numpy(), items)
-    return _hash_sum(outputs["output_hash"].to_numpy()[mine])
+    keys, sums = digests
+    at = np.minimum(np.searchsorted(keys, items), max(keys.size - 1, 0))
+    found = keys[at] == items if keys.size else np.zeros(items.size, bool)
+    return int(sums[at[found]].sum(dtype=np.uint64))
 
 
 def _block_tables(study: Study, keys: Sequence[str], blocks: Sequence[int]) -> Iterator[tuple[int, pa.Table]]:
@@ -161,8 +176,8 @@ def _array(data: bytes, dtype) -> np.ndarray:
     return np.frombuffer(zlib.decompress(data), dtype=dtype)
 
 
-def _partial(table: pa.Table, outputs: pa.Table, outputs_fp: tuple[int, int],
-             keys: Sequence[str]) -> dict:
+def _partial(table: pa.Table, outputs: pa.Table, digests: tuple[np.ndarray, np.ndarray],
+             outputs_fp: tuple[int, int], keys: Sequence[str]) -> dict:
     """A block's cache entry: its fingerprint (from the rows read), the outputs it depends on, and
     per criterion its sums with the distinct rater and item ids (None: an answer not showing two)."""
     answers: Answers = answers_by_system(table, outputs)
@@ -179,7 +194,7 @@ def _partial(table: pa.Table, outputs: pa.Table, outputs_fp: tuple[int, int],
                         "n_answers": sums.n_answers, "first_wins": sums.first_wins, "decided": sums.decided,
                         "raters": _bytes(raters.astype(np.int64)), "items": _bytes(key_items.astype(np.int64))}
     return {"fp": (len(table), int(rating_ids.sum()), _hash_sum(table["row_hash"].to_numpy())),
-            "outputs_fp": outputs_fp, "outputs_digest": _outputs_digest(outputs, items),
+            "outputs_fp": outputs_fp, "outputs_digest": _outputs_digest(digests, items),
             "items": _bytes(items.astype(np.int64)), "unresolved": _bytes(answers.unresolved.astype(np.int64)),
             "keys": per_key}
 
@@ -232,14 +247,15 @@ def pairwise_sums_incremental(study: Study, keys: Sequence[str]) -> dict[str, Pa
     if outputs_moved or missing:
         outputs = _read_outputs(study)
         outputs_fp = _outputs_fp_of(outputs)  # of the outputs the new partials are summed with
+        digests = _item_digests(outputs)
         for b in outputs_moved:
-            if _outputs_digest(outputs, _array(entries[b]["items"], np.int64)) != entries[b]["outputs_digest"]:
+            if _outputs_digest(digests, _array(entries[b]["items"], np.int64)) != entries[b]["outputs_digest"]:
                 missing.append(b)
                 del entries[b]
             else:
                 to_store[names[b]] = entries[b] = {**entries[b], "outputs_fp": outputs_fp}
         for b, table in _block_tables(study, keys, sorted(missing)):
-            to_store[names[b]] = entries[b] = _partial(table, outputs, outputs_fp, keys)
+            to_store[names[b]] = entries[b] = _partial(table, outputs, digests, outputs_fp, keys)
     if to_store:
         cache.set_many(to_store, CACHE_SECONDS)
     unresolved = np.concatenate([_array(e["unresolved"], np.int64) for e in entries.values()] or [np.zeros(0, np.int64)])
