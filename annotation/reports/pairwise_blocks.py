@@ -30,11 +30,13 @@ criteria asked, an object value), each row's criterion, value, item and rater; a
 - The partial is stored with the fingerprint of the rows it was summed from (computed from the same
   read: its COPY carries each row's hash), never the one asked before the read, so a commit between
   the two cannot leave a partial under a fingerprint it does not match.
-- (2) Outputs: the study's outputs fingerprint (count and hash sum of (id, item, system)) is kept with
-  each partial; when it moved (a study that grows adds items with their outputs every round), the
-  outputs are read (one query) and each kept block is checked against the hash sum of the outputs of
-  its own items, read again only if those changed. A new system's outputs therefore cost no re-read
-  of blocks whose items did not change.
+- (2) Outputs: each partial keeps the outputs' state when it was summed (largest output id M, count
+  and hash sum of (id, item, system) over the study's outputs, asked before the outputs were read: an
+  older state only makes the next check stricter) and the hash sum of the outputs of its own items.
+  Same state now: kept. The outputs up to M unchanged (a study that grows adds items with their
+  outputs every round): only the outputs above M are read, and a block is read again only if one of
+  them belongs to its items. Otherwise all outputs are read and each block's items' hash sum compared.
+  A new system's outputs therefore cost no re-read of blocks whose items did not change.
 - An answer may name an output of another item (never written so): pairwise_sums resolves it when
   that item is read anywhere in the study, a block only among its own items. Each partial keeps the
   whole-number ids it could not resolve; if any of them is an output of the study, the result is
@@ -84,8 +86,9 @@ def _hash_sum(hashes: np.ndarray) -> int:
     return int(hashes.astype(np.int64).view(np.uint64).sum(dtype=np.uint64))
 
 
-def _sql_hash_sum(expr: str) -> str:
-    return f"mod(mod(coalesce(sum({expr}), 0), {_MOD}) + {_MOD}, {_MOD})"
+def _sql_hash_sum(expr: str, where: str = "") -> str:
+    total = f"sum({expr})" + (f" FILTER (WHERE {where})" if where else "")
+    return f"mod(mod(coalesce({total}, 0), {_MOD}) + {_MOD}, {_MOD})"
 
 
 def block_fingerprints(study: Study, keys: Sequence[str]) -> dict[int, tuple[int, int, int]]:
@@ -107,18 +110,35 @@ def block_fingerprints(study: Study, keys: Sequence[str]) -> dict[int, tuple[int
     return {int(b): (int(n), int(ids), int(h)) for b, n, ids, h in rows}
 
 
-def outputs_fingerprint(study: Study) -> tuple[int, int]:
+def _outputs_state(study: Study, prefixes: Sequence[int]) -> tuple[tuple[int, int, int], dict[int, tuple[int, int]]]:
+    """(largest id, count, hash sum) of the study's outputs, and (count, hash sum) of those with ids up
+    to each of `prefixes`, from one snapshot."""
+    cols = [f"coalesce(max(o.id), 0), count(*), {_sql_hash_sum(_OUTPUT_HASH)}"]
+    params: list = []
+    for m in prefixes:
+        cols.append(f"count(*) FILTER (WHERE o.id <= %s), {_sql_hash_sum(_OUTPUT_HASH, 'o.id <= %s')}")
+        params += [m, m]
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*), {_sql_hash_sum(_OUTPUT_HASH)} FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
-                       " WHERE i.study_id = %s", [study.pk])
-        n, h = cursor.fetchone()
-    return int(n), int(h)
+        cursor.execute(f"SELECT {', '.join(cols)} FROM {_O} o JOIN {_I} i ON i.id = o.item_id WHERE i.study_id = %s",
+                       params + [study.pk])
+        row = [int(v) for v in cursor.fetchone()]
+    return (row[0], row[1], row[2]), {m: (row[3 + 2 * k], row[4 + 2 * k]) for k, m in enumerate(prefixes)}
 
 
-def _read_outputs(study: Study) -> pa.Table:
+def _read_outputs(study: Study, blocks: Sequence[int] | None = None, *, after: int | None = None) -> pa.Table:
+    """The study's outputs in id order, with each one's hash: all of them, those of the items of
+    `blocks`' assignments, or those with ids above `after`."""
+    where, params = "i.study_id = %s", [study.pk]
+    if blocks is not None:
+        ranges = " OR ".join(["(a.id >= %s AND a.id < %s)"] * len(blocks))
+        where += f" AND o.item_id IN (SELECT a.item_id FROM {_A} a WHERE a.study_id = %s AND ({ranges}))"
+        params += [study.pk] + [v for b in blocks for v in (b * BLOCK_IDS, (b + 1) * BLOCK_IDS)]
+    if after is not None:
+        where += " AND o.id > %s"
+        params.append(after)
     sql = (f"SELECT o.id, o.item_id, o.system, {_OUTPUT_HASH} FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
-           " WHERE i.study_id = %s ORDER BY o.id")
-    return pa.Table.from_batches(list(arrow_batches(sql, [study.pk], _OUTPUTS)), schema=_OUTPUTS)
+           f" WHERE {where} ORDER BY o.id")
+    return pa.Table.from_batches(list(arrow_batches(sql, params, _OUTPUTS)), schema=_OUTPUTS)
 
 
 def _item_digests(outputs: pa.Table) -> tuple[np.ndarray, np.ndarray]:
@@ -176,8 +196,13 @@ def _array(data: bytes, dtype) -> np.ndarray:
     return np.frombuffer(zlib.decompress(data), dtype=dtype)
 
 
+def _union(stored: list[bytes]) -> np.ndarray:
+    """The distinct ids of several stored id arrays."""
+    return np.unique(np.concatenate([_array(d, np.int64) for d in stored] or [np.zeros(0, np.int64)]))
+
+
 def _partial(table: pa.Table, outputs: pa.Table, digests: tuple[np.ndarray, np.ndarray],
-             outputs_fp: tuple[int, int], keys: Sequence[str]) -> dict:
+             outputs_state: tuple[int, int, int], keys: Sequence[str]) -> dict:
     """A block's cache entry: its fingerprint (from the rows read), the outputs it depends on, and
     per criterion its sums with the distinct rater and item ids (None: an answer not showing two)."""
     answers: Answers = answers_by_system(table, outputs)
@@ -194,18 +219,14 @@ def _partial(table: pa.Table, outputs: pa.Table, digests: tuple[np.ndarray, np.n
                         "n_answers": sums.n_answers, "first_wins": sums.first_wins, "decided": sums.decided,
                         "raters": _bytes(raters.astype(np.int64)), "items": _bytes(key_items.astype(np.int64))}
     return {"fp": (len(table), int(rating_ids.sum()), _hash_sum(table["row_hash"].to_numpy())),
-            "outputs_fp": outputs_fp, "outputs_digest": _outputs_digest(digests, items),
+            "outputs": outputs_state, "outputs_digest": _outputs_digest(digests, items),
             "items": _bytes(items.astype(np.int64)), "unresolved": _bytes(answers.unresolved.astype(np.int64)),
             "keys": per_key}
 
 
 def _cache_key(study: Study, keys: Sequence[str], block: int) -> str:
     criteria = hashlib.sha256("\0".join(keys).encode()).hexdigest()[:16]
-    return f"concord:pairwise-block:v1:{study.pk}:{study.created_at.timestamp()}:{criteria}:{BLOCK_IDS}:{block}"
-
-
-def _outputs_fp_of(outputs: pa.Table) -> tuple[int, int]:
-    return len(outputs), _hash_sum(outputs["output_hash"].to_numpy())
+    return f"concord:pairwise-block:v2:{study.pk}:{study.created_at.timestamp()}:{criteria}:{BLOCK_IDS}:{block}"
 
 
 def _names_an_output(study: Study, ids: np.ndarray) -> bool:
@@ -241,27 +262,57 @@ def pairwise_sums_incremental(study: Study, keys: Sequence[str]) -> dict[str, Pa
         missing = [b for b in sorted(fingerprints) if b not in entries]
     else:  # nothing kept (the first report, a lost cache): every block is read, no fingerprint asked
         entries, missing = {}, list(spanned)
-    outputs_fp = outputs_fingerprint(study) if entries else None
-    outputs_moved = [b for b, e in entries.items() if e["outputs_fp"] != outputs_fp]
     to_store: dict[str, dict] = {}
-    if outputs_moved or missing:
-        outputs = _read_outputs(study)
-        outputs_fp = _outputs_fp_of(outputs)  # of the outputs the new partials are summed with
+    outputs, state = _check_outputs(study, entries, missing, to_store, names)
+    if missing:
+        if outputs is None:
+            # All outputs for a first report; after an append, only those of the blocks read.
+            outputs = _read_outputs(study, None if len(missing) == len(spanned) else sorted(missing))
         digests = _item_digests(outputs)
-        for b in outputs_moved:
-            if _outputs_digest(digests, _array(entries[b]["items"], np.int64)) != entries[b]["outputs_digest"]:
-                missing.append(b)
-                del entries[b]
-            else:
-                to_store[names[b]] = entries[b] = {**entries[b], "outputs_fp": outputs_fp}
         for b, table in _block_tables(study, keys, sorted(missing)):
-            to_store[names[b]] = entries[b] = _partial(table, outputs, digests, outputs_fp, keys)
+            to_store[names[b]] = entries[b] = _partial(table, outputs, digests, state, keys)
     if to_store:
         cache.set_many(to_store, CACHE_SECONDS)
-    unresolved = np.concatenate([_array(e["unresolved"], np.int64) for e in entries.values()] or [np.zeros(0, np.int64)])
-    if unresolved.size and _names_an_output(study, np.unique(unresolved)):
+    unresolved = _union([e["unresolved"] for e in entries.values()])
+    if unresolved.size and _names_an_output(study, unresolved):
         return pairwise_sums(study, keys)  # an answer naming another item's output: resolved study-wide
     return {key: _merged([e["keys"][key] for e in entries.values()]) for key in keys}
+
+
+def _check_outputs(study: Study, entries: dict[int, dict], missing: list[int], to_store: dict[str, dict],
+                   names: dict[int, str]) -> tuple[pa.Table | None, tuple[int, int, int]]:
+    """Keeps the entries whose items' outputs did not change since they were stored, moves the others
+    to `missing`; returns the outputs it had to read in full (or None) and the outputs' state, asked
+    before any of them was read (an older state only makes the next check stricter).
+
+    An entry records the outputs' state when stored: (largest id M, count, hash sum). Same state: kept.
+    Outputs up to M as they were (a study that grows adds items and outputs): only outputs above M are
+    read, and an entry is kept when none of them belongs to its items. Otherwise every output is read
+    and the hash sum of those of the entry's items compared with the one it was summed with."""
+    prefixes = sorted({e["outputs"][0] for e in entries.values()})
+    state, prefix = _outputs_state(study, prefixes)
+    moved = {b: e for b, e in entries.items() if tuple(e["outputs"]) != state}
+    appended = {b: e for b, e in moved.items() if prefix[e["outputs"][0]] == tuple(e["outputs"][1:])}
+    outputs = None
+    if appended:
+        new = _read_outputs(study, after=min(e["outputs"][0] for e in appended.values()))
+        new_ids, new_items = new["id"].to_numpy(), new["item_id"].to_numpy()
+        for b, e in appended.items():
+            touched = np.isin(new_items[new_ids > e["outputs"][0]], _array(e["items"], np.int64)).any()
+            if not touched:
+                to_store[names[b]] = entries[b] = {**e, "outputs": state}
+                del moved[b]
+    if any(b not in appended for b in moved):
+        outputs = _read_outputs(study)
+        digests = _item_digests(outputs)
+        for b, e in list(moved.items()):
+            if b not in appended and _outputs_digest(digests, _array(e["items"], np.int64)) == e["outputs_digest"]:
+                to_store[names[b]] = entries[b] = {**e, "outputs": state}
+                del moved[b]
+    for b in moved:
+        del entries[b]
+        missing.append(b)
+    return outputs, state
 
 
 def _merged(partials: list[dict | None]) -> PairwiseSums | None:
@@ -274,8 +325,7 @@ def _merged(partials: list[dict | None]) -> PairwiseSums | None:
     for p in partials:
         idx = np.array([at[s] for s in p["systems"]], dtype=np.int64)
         wins[np.ix_(idx, idx)] += _array(p["wins"], np.float64).reshape(idx.size, idx.size)
-    raters = np.unique(np.concatenate([_array(p["raters"], np.int64) for p in partials] or [np.zeros(0, np.int64)]))
-    items = np.unique(np.concatenate([_array(p["items"], np.int64) for p in partials] or [np.zeros(0, np.int64)]))
+    raters, items = _union([p["raters"] for p in partials]), _union([p["items"] for p in partials])
     return PairwiseSums(systems=systems, wins=wins, n_answers=sum(p["n_answers"] for p in partials),
                         n_raters=int(raters.size), n_items=int(items.size),
                         first_wins=sum(p["first_wins"] for p in partials), decided=sum(p["decided"] for p in partials))

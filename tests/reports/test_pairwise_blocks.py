@@ -41,17 +41,18 @@ def study(settings, monkeypatch):
 
 @pytest.fixture
 def reads(monkeypatch):
-    """The blocks each report read again, and how many times it read the study's outputs."""
-    seen = {"blocks": [], "outputs": 0}
+    """The blocks each report read again, and its reads of the study's outputs: "all", "of blocks" (the
+    outputs of the blocks read) or "new" (above an id)."""
+    seen = {"blocks": [], "outputs": []}
     real_tables, real_outputs = pairwise_blocks._block_tables, pairwise_blocks._read_outputs
 
     def tables(study, keys, blocks):
         seen["blocks"].append(list(blocks))
         return real_tables(study, keys, blocks)
 
-    def outputs(study):
-        seen["outputs"] += 1
-        return real_outputs(study)
+    def outputs(study, blocks=None, *, after=None):
+        seen["outputs"].append("all" if blocks is None and after is None else "of blocks" if blocks else "new")
+        return real_outputs(study, blocks, after=after)
 
     monkeypatch.setattr(pairwise_blocks, "_block_tables", tables)
     monkeypatch.setattr(pairwise_blocks, "_read_outputs", outputs)
@@ -182,34 +183,41 @@ def test_only_the_blocks_that_changed_are_read_again(study, reads):
     assignments = Assignment.objects.filter(study=study, status=Assignment.Status.SUBMITTED)
     every = sorted({pk // BLOCK for pk in assignments.values_list("pk", flat=True)})
     pairwise_sums_incremental(study, KEYS)
-    assert reads == {"blocks": [every], "outputs": 1} and len(every) >= 4
+    assert reads == {"blocks": [every], "outputs": ["all"]} and len(every) >= 4
 
     pairwise_sums_incremental(study, KEYS)  # nothing changed: nothing read
-    assert reads == {"blocks": [every], "outputs": 1}
+    assert reads == {"blocks": [every], "outputs": ["all"]}
 
     item = Item.objects.filter(study=study).order_by("id").first()
     shown = _pair(item)
     added = _vote(study, item, make_user("appender"), shown, "tie")
     got = pairwise_sums_incremental(study, KEYS)
-    assert reads["blocks"][-1] == [added.pk // BLOCK]
+    assert reads["blocks"][-1] == [added.pk // BLOCK] and reads["outputs"][1:] == ["of blocks"]
     _same(got["preference"], pairwise_sums(study, KEYS)["preference"])
 
-    # A new item with a new system's outputs: the outputs are read, the old blocks kept.
+    # A new item with a new system's outputs: only the new outputs are read, the old blocks kept.
     fresh = Item.objects.create(study=study, external_id="fresh", context="New request")
     Output.objects.create(item=fresh, position=0, system="sys-new", content="A")
     Output.objects.create(item=fresh, position=1, system="sys-newer", content="B")
     shown = _pair(fresh)
     added = _vote(study, fresh, make_user("appender-2"), shown, shown[1])
     got = pairwise_sums_incremental(study, KEYS)
-    assert reads["blocks"][-1] == [added.pk // BLOCK] and reads["outputs"] == 3
+    assert reads["blocks"][-1] == [added.pk // BLOCK] and reads["outputs"][2:] == ["new", "of blocks"]
     _same(got["preference"], pairwise_sums(study, KEYS)["preference"])
 
-    # An item's outputs change: exactly the blocks holding its answers are read again.
+    # An output added to an old item: the blocks holding its answers are read again.
+    Output.objects.create(item=item, position=5, system="sys-late", content="C")
+    got = pairwise_sums_incremental(study, KEYS)
+    holding = sorted({pk // BLOCK for pk in assignments.filter(item=item).values_list("pk", flat=True)})
+    assert reads["blocks"][-1] == holding and reads["outputs"][4:] == ["new", "of blocks"]
+    _same(got["preference"], pairwise_sums(study, KEYS)["preference"])
+
+    # An item's outputs changed in place: all outputs are read, the blocks holding its answers again.
     for changed in (fresh, item):
         first_output = Output.objects.filter(item=changed).order_by("position").first()
         Output.objects.filter(pk=first_output.pk).update(system=f"sys-renamed-{changed.pk}")
         got = pairwise_sums_incremental(study, KEYS)
         holding = sorted({pk // BLOCK for pk in assignments.filter(item=changed).values_list("pk", flat=True)})
-        assert reads["blocks"][-1] == holding
+        assert reads["blocks"][-1] == holding and reads["outputs"][-1] == "all"
         _same(got["preference"], pairwise_sums(study, KEYS)["preference"])
     assert len(reads["blocks"][-2]) == 1
