@@ -12,7 +12,7 @@ systems sorted by name, wins added by name, distinct raters and items by np.uniq
 wins are sums of 1 and 0.5, exact in floats in any order, so the result is identical to pairwise_sums.
 
 Why it is exact. A block's partial is a function of (1) the rows the read selects in the block
-(pairwise_sums._answers_from: submitted, not ignored, not an attention check, item-level, the
+(pairwise_sums.answers_from: submitted, not ignored, not an attention check, item-level, the
 criteria asked, an object value), each row's criterion, value, item and rater; and (2) the outputs
 (id, item, system) of the items those rows name, through which ids become systems.
 - (1) The fingerprint is (count, sum of rating ids, sum mod 2**64 of a 64-bit hash of each row's
@@ -65,8 +65,8 @@ from django.db import connection
 from annotation.models import Assignment, Study
 from annotation.reports import parallel_copy
 from annotation.reports.pairwise_sums import (
-    _COLUMNS, _SCHEMA, Answers, PairwiseSums, _answers_from, answers_by_system, pairwise_sums, summable,
-    sums_with_ids)
+    ANSWER_COLUMNS, ANSWER_SCHEMA, Answers, PairwiseSums, answers_by_system, answers_from, pairwise_sums,
+    summable, sums_with_ids)
 from annotation.reports.ratings import _A, _I, _O, _arrow_table, arrow_batches, copy_statement
 
 BLOCK_IDS = 2**16
@@ -75,7 +75,7 @@ _MOD = 2**64
 
 # Each row's hash: what the block's sums depend on (module docstring, (1)). jsonb's text is canonical.
 _ROW_HASH = "hashtextextended(concat_ws(' ', r.id, a.item_id, a.rater_id, r.criterion, r.value::text), 0)"
-_BLOCK_SCHEMA = pa.schema(list(_SCHEMA) + [("rating_id", pa.int64()), ("row_hash", pa.int64())])
+_BLOCK_SCHEMA = pa.schema(list(ANSWER_SCHEMA) + [("rating_id", pa.int64()), ("row_hash", pa.int64())])
 _OUTPUT_HASH = "hashtextextended(concat_ws(' ', o.id, o.item_id, o.system), 0)"
 _OUTPUTS = pa.schema([("id", pa.int64()), ("item_id", pa.int64()), ("system", pa.string()),
                       ("output_hash", pa.int64())])
@@ -93,7 +93,7 @@ def _sql_hash_sum(expr: str, where: str = "") -> str:
 
 def block_fingerprints(study: Study, keys: Sequence[str]) -> dict[int, tuple[int, int, int]]:
     """block -> (rows, sum of rating ids, hash sum) of the rows the read selects, in one query."""
-    body, params = _answers_from(study, keys)
+    body, params = answers_from(study, keys)
     sql = (f"SELECT a.id / {BLOCK_IDS}, count(*), sum(r.id), {_sql_hash_sum(_ROW_HASH)}{body}"
            " GROUP BY 1")
     with connection.cursor() as cursor:
@@ -171,9 +171,9 @@ def _block_tables(study: Study, keys: Sequence[str], blocks: Sequence[int]) -> I
     for b in blocks:
         step = -(-BLOCK_IDS // pieces)
         for lo in range(b * BLOCK_IDS, (b + 1) * BLOCK_IDS, step):
-            body, params = _answers_from(study, keys, (lo, min(lo + step, (b + 1) * BLOCK_IDS)))
+            body, params = answers_from(study, keys, (lo, min(lo + step, (b + 1) * BLOCK_IDS)))
             owners.append(b)
-            statements.append((f"SELECT {_COLUMNS}, r.id, {_ROW_HASH}{body}", params))
+            statements.append((f"SELECT {ANSWER_COLUMNS}, r.id, {_ROW_HASH}{body}", params))
     if parallel and len(statements) > 1:
         copies = [(copy_statement(sql), params) for sql, params in statements]
         tables = parallel_copy.copy_in_parallel(copies, parse=lambda data: _arrow_table(data, _BLOCK_SCHEMA))

@@ -1,6 +1,8 @@
 """A study's pairwise answers summed in bulk, for the report's Comparisons section at arena scale.
 
     pairwise_sums(study, keys) -> {key: PairwiseSums | None}
+    answers_by_system, summable, sums_with_ids          # its steps, on any table of the read's rows
+                                                        # (annotation.reports.pairwise_blocks: per block)
 
 The statistics of pairwise judgements need only sums: the win matrix (Bradley–Terry, win rates),
 how often the first shown won among the decided ones (position bias) and the distinct raters and
@@ -26,7 +28,7 @@ import pyarrow as pa
 from annotation.models import Assignment, Study
 from annotation.reports.ratings import _A, _I, _O, _R, _long_parts, _range_where, arrow_batches, arrow_parts
 
-_SCHEMA = pa.schema([
+ANSWER_SCHEMA = pa.schema([
     ("criterion", pa.string()), ("item_id", pa.int64()), ("rater_id", pa.int64()),
     ("first", pa.float64()), ("second", pa.float64()), ("winner", pa.float64()), ("tie", pa.bool_()),
     ("n_shown", pa.int32()),
@@ -54,7 +56,7 @@ class PairwiseSums:
     decided: int
 
 
-def _answers_from(study: Study, keys: Sequence[str], id_range: tuple[int, int] | None = None) -> tuple[str, list]:
+def answers_from(study: Study, keys: Sequence[str], id_range: tuple[int, int] | None = None) -> tuple[str, list]:
     """FROM and WHERE of the answers read (the rows pairwise_blocks fingerprints, too)."""
     params: list = [study.pk, Assignment.Status.SUBMITTED, list(keys)]
     where = _range_where(params, id_range=id_range)
@@ -68,20 +70,23 @@ def _answers_from(study: Study, keys: Sequence[str], id_range: tuple[int, int] |
             f" AND r.output_id IS NULL AND r.criterion = ANY(%s) AND jsonb_typeof(r.value) = 'object'{where}"), params
 
 
-_COLUMNS = (f"r.criterion, a.item_id, a.rater_id, {_FIRST}, {_SECOND}, {_WINNER},"
+ANSWER_COLUMNS = (f"r.criterion, a.item_id, a.rater_id, {_FIRST}, {_SECOND}, {_WINNER},"
             " r.value -> 'winner' = '\"tie\"'::jsonb,"
             " CASE WHEN jsonb_typeof(r.value -> 'shown') = 'array' THEN jsonb_array_length(r.value -> 'shown') END")
 
 
 def _answers_sql(study: Study, keys: Sequence[str], id_range: tuple[int, int] | None = None) -> tuple[str, list]:
-    body, params = _answers_from(study, keys, id_range)
-    return f"SELECT {_COLUMNS}{body}", params
+    body, params = answers_from(study, keys, id_range)
+    return f"SELECT {ANSWER_COLUMNS}{body}", params
 
 
 def _read(study: Study, keys: Sequence[str]) -> pa.Table:
     parts = _long_parts(study, lambda r=None: _answers_sql(study, keys, r))
-    batches = arrow_batches(*_answers_sql(study, keys), _SCHEMA) if parts is None else arrow_parts(parts, _SCHEMA)
-    return pa.Table.from_batches(list(batches), schema=_SCHEMA)
+    if parts is None:
+        batches = arrow_batches(*_answers_sql(study, keys), ANSWER_SCHEMA)
+    else:
+        batches = arrow_parts(parts, ANSWER_SCHEMA)
+    return pa.Table.from_batches(list(batches), schema=ANSWER_SCHEMA)
 
 
 def _outputs(study: Study) -> pa.Table:
