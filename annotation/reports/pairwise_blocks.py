@@ -7,9 +7,10 @@ A block is the study's answers whose assignment id falls in [b * BLOCK_IDS, (b +
 block's partial sums (per criterion: wins by pairs of system names, answers, first-shown wins, decided
 answers, its distinct rater and item ids) are kept in Django's cache (Redis) with the block's
 fingerprint; losing them only costs a read. Every report asks PostgreSQL for every block's fingerprint
-in one aggregate query, reads again only the blocks whose fingerprint moved, and adds the partials up:
-systems sorted by name, wins added by name, distinct raters and items by np.unique over the union. The
-wins are sums of 1 and 0.5, exact in floats in any order, so the result is identical to pairwise_sums.
+in one aggregate query (a first report, with nothing kept, skips it and reads every block), reads
+again only the blocks whose fingerprint moved, and adds the partials up: systems sorted by name, wins
+added by name, distinct raters and items by np.unique over the union. The wins are sums of 1 and 0.5,
+exact in floats in any order, so the result is identical to pairwise_sums.
 
 Why it is exact. A block's partial is a function of (1) the rows the read selects in the block
 (pairwise_sums.answers_from: submitted, not ignored, not an attention check, item-level, the
@@ -25,8 +26,8 @@ criteria asked, an object value), each row's criterion, value, item and rater; a
   rows, so the count moves when it becomes visible (the partial read before it was stored with the
   fingerprint of the rows it summed, which lacked those rows). What would be missed: a set of changes
   between two reports that keeps the count and the id sum and whose hashes cancel mod 2**64 (about
-  2**-64 for changes not made to collide: hashtextextended is not a cryptographic hash, so a writer who
-  can read the stored hashes could craft such a change; a rater cannot read them).
+  2**-64 for changes not made to collide; hashtextextended is not a cryptographic hash, so this is no
+  defence against someone who edits two ratings of a block and searches for such a pair on purpose).
 - The partial is stored with the fingerprint of the rows it was summed from (computed from the same
   read: its COPY carries each row's hash), never the one asked before the read, so a commit between
   the two cannot leave a partial under a fingerprint it does not match.
