@@ -9,7 +9,10 @@ Sizes (judgements): default 100k, 300k, 1M; `--full` 1M, 2M, 5M; BENCH_SIZES pic
   100,000-judgement subsample.
 - The report's section: a study of battles between two of 200 systems, 10 votes each, written
   by PostgreSQL (bench/x10_data.py), the section computed in a child process (bench/x10_child.py:
-  time, peak RSS, load; BENCH_CODE for another checkout's code, BENCH_PROFILE=1 for a cProfile).
+  time, peak RSS, load; BENCH_CODE for another checkout's code, BENCH_PROFILE=1 for a cProfile),
+  from an empty cache of kept blocks.
+- At the largest size, the section from kept blocks (annotation.reports.pairwise_blocks): cold (none
+  kept), warm (nothing changed) and after 1% more judgements on new battles (the arena's next round).
 """
 
 from __future__ import annotations
@@ -85,6 +88,28 @@ def choix_difference(a, b, outcome) -> float:
     return float(np.max(np.abs(got - (reference - reference.mean()))))
 
 
+def _incremental(db_name: str, study, n: int) -> dict:
+    """The section cold, warm and after an append of 1% (new battles, one round of the arena)."""
+    from annotation.reports.pairwise_blocks import forget
+    from bench.x10_data import arena_battles_add
+
+    label = f"{n / 1e6:g}M"
+    forget(study, ["preference"])
+    runs = {"cold (no block kept)": measure_in_child(db_name, "comparisons", study.slug, label, tag="cold")}
+    runs["warm (nothing changed)"] = measure_in_child(db_name, "comparisons", study.slug, label, tag="warm")
+    t0 = time.perf_counter()
+    arena_battles_add(study, n // 100, seed=0.75)
+    append_s = time.perf_counter() - t0
+    runs["after 1% more judgements"] = measure_in_child(db_name, "comparisons", study.slug, label, tag="appended")
+    answers = {k: r["summary"]["preference"]["n_answers"] for k, r in runs.items()}
+    if list(answers.values()) != [n, n, n + n // 100]:
+        raise RuntimeError(f"kept blocks counted {answers}")
+    rows = [_row(f"report Comparisons section from kept blocks, {n:,} judgements: {k}", r["seconds"], "s")
+            for k, r in runs.items()]
+    return {"rows": rows, "config": {"judgements": n, "incremental": runs, "appended": n // 100,
+                                     "append_setup_s": append_s}}
+
+
 def run(full: bool = False) -> dict:
     from annotation.stats.comparisons import bradley_terry, pairs_from_pairwise
     from bench.x10_data import arena_study
@@ -101,11 +126,16 @@ def run(full: bool = False) -> dict:
                          f"< {TARGET_BT_S:g} s at 5M" if at_target else None, bt_s < TARGET_BT_S if at_target else None))
         series["BT seconds"].append((n, bt_s))
         with bench_database("x10arena") as db_name:
+            from annotation.reports.pairwise_blocks import forget  # (Django is set up by now)
+
             t0 = time.perf_counter()
             study = arena_study(n)
             setup_s = time.perf_counter() - t0
-            results = [(tag, measure_in_child(db_name, "comparisons", study.slug, f"{n / 1e6:g}M", code, tag))
-                       for tag, code in codes()]
+            results = []
+            for tag, code in codes():
+                forget(study, ["preference"])  # each code from a cold start
+                results.append((tag, measure_in_child(db_name, "comparisons", study.slug, f"{n / 1e6:g}M", code, tag)))
+            incremental = _incremental(db_name, study, n) if n == max(sizes(full)) else None
         rows.append(_row(f"data setup, {n:,} judgements (INSERT ... SELECT; not a target)", setup_s, "s"))
         for tag, res in results:
             rows.append(_row(f"report Comparisons section ({tag}), {n:,} judgements", res["seconds"], "s",
@@ -122,6 +152,9 @@ def run(full: bool = False) -> dict:
                              "load_section": [res["load_before"], res["load_after"]], "setup_s": setup_s,
                              "summary": res["summary"],
                              "top_system_in_memory": max(fit["systems"], key=lambda s: fit["systems"][s]["bt"])})
+        if incremental:
+            rows += incremental["rows"]
+            measured.append(incremental["config"])
     # The list-of-tuples API at the largest size: what a caller holding Python pairs pays.
     listed = [w for x, y, o in zip(a.tolist(), b.tolist(), outcome.tolist())
               for w in pairs_from_pairwise(arena_system(x), arena_system(y),

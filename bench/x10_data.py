@@ -128,39 +128,50 @@ def arena_study(n_judgements: int, seed: float = 0.5):
     """Battles of two outputs from two different systems of ARENA_SYSTEMS, each judged by
     ARENA_VOTES raters (both orders, alternately); the first shown wins with the Bradley–Terry
     chance of the planted strengths (plus a small first-shown bias), ties ARENA_TIES of the time."""
-    from django.db import connection
-
     from annotation.services.studies import study_create
 
-    n_items = -(-n_judgements // ARENA_VOTES)
     study = study_create(name=f"bench x10 arena {n_judgements}", rubric_version=_rubric_version(arena_rubric()),
                          raters_per_item=ARENA_VOTES)
-    raters = _raters(f"x10-arena-{study.pk}", ARENA_RATERS)
+    _raters(f"x10-arena-{study.pk}", ARENA_RATERS)
+    arena_battles_add(study, n_judgements, seed=seed)
+    return study
+
+
+def arena_battles_add(study, n_judgements: int, seed: float = 0.5) -> None:
+    """`n_judgements` more judgements on new battles (items after the study's last), as an arena
+    that grows between two reports."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    first = study.items.count()
+    n_items = -(-n_judgements // ARENA_VOTES)
+    raters = list(get_user_model().objects.filter(username__startswith=f"x10-arena-{study.pk}-")
+                  .order_by("id").values_list("id", flat=True))
     strengths = arena_strengths().tolist()
     items, outputs, assignments, ratings = _tables()
+    new_items = f"(SELECT id, substr(external_id, 6)::int AS n FROM {items} WHERE study_id = %s) i"
     with connection.cursor() as cursor, _no_row_checks(cursor):
         cursor.execute("SELECT setseed(%s)", [seed])
         cursor.execute(
             f"INSERT INTO {items} (study_id, external_id, context, context_kind, metadata, gold, is_attention_check,"
             " created_at) SELECT %s, 'item-' || g, 'Prompt ' || g, 'text', '{}', '{}', false, now()"
-            " FROM generate_series(0, %s - 1) g", [study.pk, n_items])
+            " FROM generate_series(%s, %s - 1) g", [study.pk, first, first + n_items])
         # Position 0: system (n * 37) mod S; position 1: a different one, (first + 1 + n mod (S - 1)) mod S.
         s = ARENA_SYSTEMS
         cursor.execute(
             f"INSERT INTO {outputs} (item_id, position, system, content, kind, metadata)"
             f" SELECT i.id, p, 'system-' || lpad((CASE WHEN p = 0 THEN (i.n * 37) %% {s}"
             f" ELSE ((i.n * 37) %% {s} + 1 + i.n %% {s - 1}) %% {s} END)::text, 3, '0'), 'Answer', 'text', '{{}}'"
-            f" FROM (SELECT id, substr(external_id, 6)::int AS n FROM {items} WHERE study_id = %s) i,"
-            " generate_series(0, 1) p", [study.pk])
+            f" FROM {new_items}, generate_series(0, 1) p WHERE i.n >= %s", [study.pk, first])
         cursor.execute(
             f"INSERT INTO {assignments} (study_id, item_id, rater_id, status, permutation, slot, is_attention_check,"
             " draft, ignored, ignore_reason, comment, time_on_task_ms, created_at, submitted_at)"
             f" SELECT %s, i.id, (%s::bigint[])[1 + (i.n + r * {ARENA_VOTES}) %% {ARENA_RATERS}], 'submitted',"
             " CASE WHEN r %% 2 = 0 THEN '[0, 1]' ELSE '[1, 0]' END::jsonb, r, false, '{}', false, '', '',"
             " 15000, now(), now()"
-            f" FROM (SELECT id, substr(external_id, 6)::int AS n FROM {items} WHERE study_id = %s) i,"
-            f" generate_series(0, {ARENA_VOTES - 1}) r WHERE i.n * {ARENA_VOTES} + r < %s ORDER BY i.id, r",
-            [study.pk, raters, study.pk, n_judgements])
+            f" FROM {new_items}, generate_series(0, {ARENA_VOTES - 1}) r"
+            f" WHERE i.n >= %s AND (i.n - %s) * {ARENA_VOTES} + r < %s ORDER BY i.id, r",
+            [study.pk, raters, study.pk, first, first, n_judgements])
         cursor.execute(f"ANALYZE {items}; ANALYZE {outputs}; ANALYZE {assignments}")  # a plan for the join below
         cursor.execute(
             f"INSERT INTO {ratings} (assignment_id, output_id, criterion, value, score, reasoning, created_at,"
@@ -173,6 +184,6 @@ def arena_study(n_judgements: int, seed: float = 0.5):
             f" JOIN {outputs} s ON s.item_id = a.item_id AND s.position = (a.permutation ->> 1)::int,"
             " LATERAL (SELECT (%s::float8[])[substr(f.system, 8)::int + 1] AS t1,"
             " (%s::float8[])[substr(s.system, 8)::int + 1] AS t2, random() AS tie, random() AS coin) u"
-            " WHERE a.study_id = %s ORDER BY a.id", [ARENA_TIES, strengths, strengths, study.pk])
+            f" WHERE a.study_id = %s AND a.item_id IN (SELECT i.id FROM {new_items} WHERE i.n >= %s) ORDER BY a.id",
+            [ARENA_TIES, strengths, strengths, study.pk, study.pk, first])
         cursor.execute(f"ANALYZE {items}; ANALYZE {outputs}; ANALYZE {assignments}; ANALYZE {ratings}")
-    return study

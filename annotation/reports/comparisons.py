@@ -17,7 +17,8 @@ from typing import Any, Iterable, Sequence
 
 from annotation.models import Assignment, Output, Rating, Study
 from annotation.stats import comparisons as cmp
-from annotation.reports.pairwise_sums import PairwiseSums, pairwise_sums
+from annotation.reports.pairwise_blocks import pairwise_sums_incremental
+from annotation.reports.pairwise_sums import PairwiseSums
 from annotation.stats.comparison_files import KINDS, Comparisons, comparisons_report, matrix_report
 from rubrics.schema import COMPARATIVE_KINDS
 
@@ -122,10 +123,11 @@ def comparisons_section(study: Study) -> dict[str, Any]:
     rates, best–worst counts, Kendall's W, position bias) plus counts and the first-shown rate.
 
     Pairwise criteria are summed in bulk (annotation.reports.pairwise_sums: arena-sized studies hold
-    millions of answers); rankings and best–worst answers, and pairwise ones stored in another shape,
-    are read answer by answer."""
+    millions of answers), from kept per-block sums where a block did not change
+    (annotation.reports.pairwise_blocks); rankings and best–worst answers, and pairwise ones stored
+    in another shape, are read answer by answer."""
     criteria = comparative_criteria(study.rubric)
-    sums = pairwise_sums(study, [c["key"] for c in criteria if c["kind"] == "pairwise"])
+    sums = pairwise_sums_incremental(study, [c["key"] for c in criteria if c["kind"] == "pairwise"])
     slow = [c["key"] for c in criteria if sums.get(c["key"]) is None]
     by_key: dict[str, list[Answer]] = defaultdict(list)
     for a in comparative_answers(study, slow) if slow else []:
