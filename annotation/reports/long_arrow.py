@@ -62,8 +62,11 @@ class _Names:
                              read=read)
         self.outputs = _Lookup(f"SELECT o.id, o.system, o.position FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
                                " WHERE i.study_id = %s ORDER BY o.id", [study.pk], extra=pa.int16(), read=read)
-        self.raters = _Lookup(f"SELECT DISTINCT u.id, u.username FROM {_A} a JOIN {_U} u ON u.id = a.rater_id"
-                              " WHERE a.study_id = %s ORDER BY u.id", [study.pk], read=read)
+        # Users with an assignment here: one probe of the (study, rater) index per user, where a join
+        # from the assignments read all of them (0.5 s of PostgreSQL's CPU at 2M assignments).
+        self.raters = _Lookup(f"SELECT u.id, u.username FROM {_U} u WHERE u.id IN"
+                              f" (SELECT a.rater_id FROM {_A} a WHERE a.study_id = %s) ORDER BY u.id", [study.pk],
+                              read=read)
         criteria = study.rubric_version.criteria
         self.kind_keys = pa.array([c["key"] for c in criteria], pa.string())
         self.kinds = pa.array([c["kind"] for c in criteria], pa.string())
