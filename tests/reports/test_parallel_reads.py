@@ -229,3 +229,27 @@ def test_interleaved_studies_read_in_ranges_equal_one_query(make_study, raters, 
         assert split["jsonl_arrow"] == single["jsonl_arrow"] == single["jsonl"]
         assert split["arrow"].num_rows > 8
     assert any("LEFT JOIN" in sql for sql in seen_sql) and any("LEFT JOIN" not in sql for sql in seen_sql)
+
+
+def test_assignment_ranges_start_at_every_nth_submitted_id(rated_study, make_study, raters, researcher):
+    """ratings.assignment_id_ranges (percentile_disc) against every n-th id counted in Python; another
+    study's and unsubmitted assignments interleaved, none left out."""
+    from annotation.models import Assignment
+    from tests.reports.factories import items_jsonl, submit
+
+    other = make_study(annotators=raters, researchers=[researcher], items_text=items_jsonl(3, prefix="o"),
+                       slug="ranges-other")
+    for item in other.items.all():
+        submit(other, raters[0], item, {(0, "fluency"): 3})
+    Assignment.objects.filter(pk__in=list(rated_study.assignments.order_by("id").values_list("pk", flat=True)[3:6])
+                              ).update(status=Assignment.Status.ACTIVE)
+    ids = list(rated_study.assignments.filter(status=Assignment.Status.SUBMITTED).order_by("id")
+               .values_list("id", flat=True))
+    assert len(ids) > 12
+    for per_range in (1, 2, 3, 5, 7, len(ids) - 1, len(ids), len(ids) + 4):
+        ranges = ratings.assignment_id_ranges(rated_study, parts=1, smallest=per_range, largest=per_range)
+        assert [lo for lo, _ in ranges] == ids[::per_range]
+        assert [hi for _, hi in ranges] == ids[::per_range][1:] + [2**63 - 1]
+    empty = make_study(annotators=raters, researchers=[researcher], items_text=items_jsonl(1, prefix="e"),
+                       slug="ranges-empty")
+    assert ratings.assignment_id_ranges(empty, parts=4) == []
