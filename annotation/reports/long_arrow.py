@@ -17,7 +17,6 @@ import numpy as np
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
-from django.db import connection
 
 from annotation.models import Assignment, Study
 from annotation.reports import parallel_copy
