@@ -253,3 +253,28 @@ def test_assignment_ranges_start_at_every_nth_submitted_id(rated_study, make_stu
     empty = make_study(annotators=raters, researchers=[researcher], items_text=items_jsonl(1, prefix="e"),
                        slug="ranges-empty")
     assert ratings.assignment_id_ranges(empty, parts=4) == []
+
+
+def test_a_range_without_assignments_reads_nothing(rated_study, settings, monkeypatch, calls):
+    """A range holding none of the study's submitted assignments (one whose assignments were
+    withdrawn after the ranges were drawn) adds no rows and reads no ratings."""
+    from annotation.reports import long_arrow
+
+    settings.BULK_READ_WORKERS = 1
+    single = _reads(rated_study)
+    settings.BULK_READ_WORKERS = 2
+    real_ranges = ratings.assignment_id_ranges
+
+    def with_an_empty_first_range(study, **kwargs):
+        ranges = real_ranges(study, **kwargs)
+        return [(0, ranges[0][0])] + ranges
+
+    monkeypatch.setattr(ratings, "assignment_id_ranges", with_an_empty_first_range)
+    _ranges_of(monkeypatch, 6)
+    rating_reads = []
+    real_sql = long_arrow._ratings_sql
+    monkeypatch.setattr(long_arrow, "_ratings_sql", lambda *a: rating_reads.append(a) or real_sql(*a))
+    table = pa.Table.from_batches(list(rating_batches(rated_study)))
+    assert calls == [1 + 1 + 4]  # the names, the empty range, 4 ranges of 6 of the 23 assignments
+    assert len(rating_reads) == 4
+    assert table.equals(single["arrow"])
