@@ -54,23 +54,23 @@ def copy_chunks(cursor: psycopg.Cursor, statement: str, params: Sequence, *, une
     with cursor.copy(statement, params):
         pgconn = cursor.connection.pgconn
         take = pgconn.get_copy_data
-        buf: list = []
-        size = 0
+        buf = bytearray()
         while True:
             nbytes, data = take(1)  # without blocking: 0 when no whole row has arrived yet
             if nbytes > 0:
-                buf.append(bytes(data))  # a copy: holding libpq's buffers until the join costs more
-                size += nbytes
-                if size >= CHUNK_BYTES:
-                    yield _join(buf, unescape)
-                    buf, size = [], 0
+                # Copied straight into the chunk: a bytes object per row, joined later, cost a fifth
+                # more of this loop's CPU; holding libpq's buffers until then, far more.
+                buf += data
+                if len(buf) >= CHUNK_BYTES:
+                    yield _chunk(buf, unescape)
+                    buf = bytearray()
             elif nbytes == 0:
                 _wait_readable(pgconn)
             else:  # -1: the COPY is over (-2, an error, is reported by its result)
                 break
         _copy_result(pgconn, cursor.connection.info.encoding)
     if buf:
-        yield _join(buf, unescape)
+        yield _chunk(buf, unescape)
 
 
 def _wait_readable(pgconn) -> None:
@@ -93,8 +93,8 @@ def _copy_result(pgconn, encoding: str) -> None:
         raise errors.error_from_result(failed, encoding=encoding)
 
 
-def _join(buf: list[bytes], unescape: bool) -> bytes:
-    data = b"".join(buf)
+def _chunk(buf: bytearray, unescape: bool) -> bytes:
+    data = bytes(buf)
     return data.replace(b"\\\\", b"\\") if unescape else data
 
 
