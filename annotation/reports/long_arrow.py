@@ -160,7 +160,7 @@ def _per_assignment(sql: str) -> bool:
     return re.search(r"\br\.", sql) is None
 
 
-def _split_sql(study: Study, id_range: tuple[int, int], columns) -> tuple[str, list]:
+def _assignments_sql(study: Study, id_range: tuple[int, int], columns) -> tuple[str, list]:
     """The assignments of a range (their own columns, once each), in id order."""
     params: list = [study.pk, Assignment.Status.SUBMITTED]
     where = "a.study_id = %s AND a.status = %s" + _range_where(params, id_range=id_range)
@@ -206,9 +206,10 @@ def _joined(ratings: pa.Table, assignments: pa.Table, columns) -> pa.Table:
     ours = (ids[at] == wanted) if len(ids) else np.zeros(len(wanted), dtype=bool)
     if not ours.all():
         ratings, at = ratings.filter(pa.array(ours)), at[ours]
-    bare = np.bincount(at, minlength=len(ids)) == 0
+    counts = np.bincount(at, minlength=len(ids))
+    bare = counts == 0
     if bare.any():  # assignments without ratings: a row of nulls each, in id order
-        rows = np.bincount(at, minlength=len(ids)) + bare
+        rows = counts + bare
         place = np.arange(len(at)) + (np.cumsum(bare) - bare)[at]  # a rating moves down past earlier bare ones
         taken = np.full(int(rows.sum()), -1, dtype=np.int64)
         taken[place] = np.arange(len(at))
@@ -225,7 +226,7 @@ def _range_job(study: Study, id_range: tuple[int, int], columns) -> parallel_cop
 
     def read(conn: psycopg.Connection) -> pa.Table:
         reader = _reader_on(conn)
-        assignments = reader(*_split_sql(study, id_range, columns), assignment_schema)
+        assignments = reader(*_assignments_sql(study, id_range, columns), assignment_schema)
         ids = assignments["assignment_id"].to_numpy()
         if not len(ids):
             return _joined(rating_schema.empty_table(), assignments, columns)
