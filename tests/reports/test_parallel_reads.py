@@ -25,15 +25,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def calls(monkeypatch):
-    """How many reads went through copy_in_parallel."""
+    """How many jobs each parallel read ran (parallel_copy.run_in_parallel, under copy_in_parallel too)."""
     seen = []
-    real = parallel_copy.copy_in_parallel
+    real = parallel_copy.run_in_parallel
 
     def spy(*args, **kwargs):
         seen.append(len(args[0]))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(parallel_copy, "copy_in_parallel", spy)
+    monkeypatch.setattr(parallel_copy, "run_in_parallel", spy)
     return seen
 
 
@@ -62,8 +62,8 @@ def test_ranges_on_two_connections_equal_one_query(rated_study, settings, monkey
     settings.BULK_READ_WORKERS = 2
     _ranges_of(monkeypatch, 5)  # 23 submitted assignments -> 5 ranges
     split = _reads(rated_study)
-    # arrow (a ratings and an assignments read per range), stats frame, csv, jsonl, jsonl from arrow (as arrow)
-    assert calls == [10, 5, 5, 5, 10]
+    # arrow (the names, then a job per range), stats frame, csv, jsonl, jsonl from arrow (as arrow)
+    assert calls == [6, 5, 5, 5, 6]
     assert split["csv"] == single["csv"]
     assert split["jsonl"] == single["jsonl"] == split["jsonl_arrow"] == single["jsonl_arrow"]
     assert split["arrow"].equals(single["arrow"])
@@ -150,3 +150,131 @@ def test_pairwise_sums_in_ranges_equal_one_query(settings, monkeypatch, calls):
     assert split.systems == single.systems and (split.wins == single.wins).all()
     assert (split.n_raters, split.n_items, split.first_wins, split.decided) == (
         single.n_raters, single.n_items, single.first_wins, single.decided)
+
+
+def _reference_join(ratings: list[dict], assignments: list[dict]) -> list[dict]:
+    """long_sql's LEFT JOIN in plain Python: each assignment's ratings, or one row of nulls."""
+    rating_cols = [k for k in (ratings[0] if ratings else {}) if k != "assignment_id"]
+    rows = []
+    for a in assignments:
+        own = [r for r in ratings if r["assignment_id"] == a["assignment_id"]]
+        for r in own or [dict.fromkeys(rating_cols)]:
+            rows.append({**{k: v for k, v in r.items() if k != "assignment_id"},
+                         **{k: v for k, v in a.items() if k != "assignment_id"}})
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_range_join_equals_a_left_join_on_hostile_rows(seed):
+    """The worker-side join (long_arrow._joined): ratings of other studies' or unsubmitted
+    assignments between the range's ids are dropped; an assignment without ratings is one row of
+    nulls, first, last or between; NULL outputs and values, unicode text."""
+    import random
+
+    from annotation.reports.long_arrow import _joined
+
+    rng = random.Random(seed)
+    columns = (("output_id", "r.output_id", pa.int64()), ("reasoning", "r.reasoning", pa.string()),
+               ("comment", "a.comment", pa.string()), ("item_id", "a.item_id", pa.int64()))
+    ids = sorted(rng.sample(range(1, 60), rng.choice([0, 1, 5, 20])))
+    assignments = [{"assignment_id": i, "comment": rng.choice([None, "", "ç€ \\ \"q\"\n", "x"]),
+                    "item_id": i * 10} for i in ids]
+    ratings = []
+    for a in range(0, 61):  # this range's assignments and others' (foreign) between them
+        for output in sorted(rng.sample(range(3), rng.choice([0, 0, 1, 3]))):
+            ratings.append({"assignment_id": a, "output_id": None if output == 2 else output,
+                            "reasoning": rng.choice([None, "", "naïve 🙂", "a,b"])})
+    rating_table = pa.Table.from_pylist(ratings, schema=pa.schema(
+        [("assignment_id", pa.int64()), ("output_id", pa.int64()), ("reasoning", pa.string())]))
+    assignment_table = pa.Table.from_pylist(assignments, schema=pa.schema(
+        [("assignment_id", pa.int64()), ("comment", pa.string()), ("item_id", pa.int64())]))
+    joined = _joined(rating_table, assignment_table, columns)
+    assert joined.column_names == ["output_id", "reasoning", "comment", "item_id"]
+    expected = _reference_join(ratings, assignments)
+    assert joined.to_pylist() == [{k: row[k] for k in joined.column_names} for row in expected]
+    if ids:
+        assert any(r["assignment_id"] not in ids for r in ratings)  # foreign rows were there to drop
+
+
+def test_interleaved_studies_read_in_ranges_equal_one_query(make_study, raters, researcher, settings, monkeypatch):
+    """Studies whose assignments interleave: ranges dense enough to read the ratings alone (others'
+    rows dropped) and sparse ones read with the join give what one query gives; drafts with
+    ratings, item-level ratings, assignments without ratings and unicode names included."""
+    from annotation.models import Assignment
+    from annotation.reports import long_arrow
+    from tests.reports.factories import items_jsonl, submit
+
+    studies = [make_study(annotators=raters, researchers=[researcher], items_text=items_jsonl(8, prefix=p),
+                          slug=f"interleaved-{n}") for n, p in enumerate(("ünï", "b", "c"))]
+    people = raters + [make_user("名前-rater")]
+    for k in range(8):
+        for s, study in enumerate(studies[: 2 if k < 4 else 3]):  # 2 studies, then 3, interleave
+            item = study.items.order_by("id")[k]
+            for r, rater in enumerate(people):
+                values = {} if (k + r) % 5 == 0 else {(0, "fluency"): 1 + (k + r) % 7, (None, "decision"): "ACCEPT",
+                                                      (1, "fluency"): 3}
+                a = submit(study, rater, item, values, reasoning="½ \"why\"", comment="é" if r == 1 else "")
+                if (k + r + s) % 7 == 0:  # a draft with ratings among the submitted ones
+                    Assignment.objects.filter(pk=a.pk).update(status=Assignment.Status.ACTIVE)
+    seen_sql: list[str] = []
+    real_sql = long_arrow._ratings_sql
+    monkeypatch.setattr(long_arrow, "_ratings_sql", lambda *a: seen_sql.append(real_sql(*a)[0]) or real_sql(*a))
+    for study in studies:
+        settings.BULK_READ_WORKERS = 1
+        single = _reads(study)
+        settings.BULK_READ_WORKERS = 2
+        _ranges_of(monkeypatch, 4)
+        split = _reads(study)
+        assert split["arrow"].equals(single["arrow"])
+        assert split["jsonl_arrow"] == single["jsonl_arrow"] == single["jsonl"]
+        assert split["arrow"].num_rows > 8
+    assert any("LEFT JOIN" in sql for sql in seen_sql) and any("LEFT JOIN" not in sql for sql in seen_sql)
+
+
+def test_assignment_ranges_start_at_every_nth_submitted_id(rated_study, make_study, raters, researcher):
+    """ratings.assignment_id_ranges (percentile_disc) against every n-th id counted in Python; another
+    study's and unsubmitted assignments interleaved, none left out."""
+    from annotation.models import Assignment
+    from tests.reports.factories import items_jsonl, submit
+
+    other = make_study(annotators=raters, researchers=[researcher], items_text=items_jsonl(3, prefix="o"),
+                       slug="ranges-other")
+    for item in other.items.all():
+        submit(other, raters[0], item, {(0, "fluency"): 3})
+    Assignment.objects.filter(pk__in=list(rated_study.assignments.order_by("id").values_list("pk", flat=True)[3:6])
+                              ).update(status=Assignment.Status.ACTIVE)
+    ids = list(rated_study.assignments.filter(status=Assignment.Status.SUBMITTED).order_by("id")
+               .values_list("id", flat=True))
+    assert len(ids) > 12
+    for per_range in (1, 2, 3, 5, 7, len(ids) - 1, len(ids), len(ids) + 4):
+        ranges = ratings.assignment_id_ranges(rated_study, parts=1, smallest=per_range, largest=per_range)
+        assert [lo for lo, _ in ranges] == ids[::per_range]
+        assert [hi for _, hi in ranges] == ids[::per_range][1:] + [2**63 - 1]
+    empty = make_study(annotators=raters, researchers=[researcher], items_text=items_jsonl(1, prefix="e"),
+                       slug="ranges-empty")
+    assert ratings.assignment_id_ranges(empty, parts=4) == []
+
+
+def test_a_range_without_assignments_reads_nothing(rated_study, settings, monkeypatch, calls):
+    """A range holding none of the study's submitted assignments (one whose assignments were
+    withdrawn after the ranges were drawn) adds no rows and reads no ratings."""
+    from annotation.reports import long_arrow
+
+    settings.BULK_READ_WORKERS = 1
+    single = _reads(rated_study)
+    settings.BULK_READ_WORKERS = 2
+    real_ranges = ratings.assignment_id_ranges
+
+    def with_an_empty_first_range(study, **kwargs):
+        ranges = real_ranges(study, **kwargs)
+        return [(0, ranges[0][0])] + ranges
+
+    monkeypatch.setattr(ratings, "assignment_id_ranges", with_an_empty_first_range)
+    _ranges_of(monkeypatch, 6)
+    rating_reads = []
+    real_sql = long_arrow._ratings_sql
+    monkeypatch.setattr(long_arrow, "_ratings_sql", lambda *a: rating_reads.append(a) or real_sql(*a))
+    table = pa.Table.from_batches(list(rating_batches(rated_study)))
+    assert calls == [1 + 1 + 4]  # the names, the empty range, 4 ranges of 6 of the 23 assignments
+    assert len(rating_reads) == 4
+    assert table.equals(single["arrow"])
