@@ -24,6 +24,10 @@ def prepared_cursor():
     CaptureQueriesContext) it is Django's own: the log can only show client-bound SQL."""
     if connection.queries_logged:
         return connection.cursor()
+    # What Django's own cursor() does first: once a request, a connection that died (PostgreSQL
+    # restarted) is replaced before use (CONN_HEALTH_CHECKS). The session user is read here, so
+    # without it the first request on each idle thread after a restart failed.
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     raw = connection.connection
     threshold = PREPARE_AFTER if getattr(settings, "DATABASE_PREPARED_STATEMENTS", True) else None

@@ -62,3 +62,28 @@ def test_the_loop_reads_the_same_rows_as_the_orm(make_study, raters):
             assert getattr(got, field.attname) == getattr(want, field.attname), field.name
     assert [o.content for o in again.item.load_outputs().outputs.all()] == [
         o.content for o in orm_a.item.outputs.order_by("position")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_that_died_is_replaced_before_the_first_prepared_statement_of_a_request():
+    """PostgreSQL restarted while a worker thread's connection sat idle: the next request's first
+    statement (the session user, read through prepared_cursor) gets a fresh connection, as Django's
+    own cursor() would give it (CONN_HEALTH_CHECKS), instead of failing on the dead one."""
+    from django.core.signals import request_started
+    from django.db import connections
+
+    assert connection.settings_dict["CONN_HEALTH_CHECKS"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        dead_pid = cursor.fetchone()[0]
+    killer = connections.create_connection("default")  # the restart, for this one connection
+    try:
+        with killer.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [dead_pid])
+            assert cursor.fetchone()[0]
+    finally:
+        killer.close()
+    request_started.send(sender=None)  # a new request: Django asks for a health check before first use
+    with prepared_cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        assert cursor.fetchone()[0] != dead_pid
