@@ -426,7 +426,8 @@ def run_thousand(full: bool = False) -> dict:
     seconds, n_items = (180.0, 40_000) if full else (75.0, 12_000)
     seconds = float(os.environ.get("BENCH_1K_SECONDS", seconds))  # a shorter run, to try the setup
     think = (THINK_SECONDS[0] * THINK_SCALE, THINK_SECONDS[1] * THINK_SCALE)
-    phase = Phase(f"{THOUSAND:,} raters, human pace, PgBouncer", seconds, think, lean_client=True)
+    phase = Phase(f"{THOUSAND:,} raters, human pace, PgBouncer", seconds, think, lean_client=True,
+                  one_trip=os.environ.get("BENCH_1K_ONE_TRIP") == "1")
     with bench_database("annotator1k") as db_name:
         secret_key = secrets.token_urlsafe(40)
         slug, sessions = setup_study(n_items, secret_key, raters=THOUSAND, raters_per_item=RATERS_PER_ITEM,
