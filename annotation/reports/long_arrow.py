@@ -140,14 +140,19 @@ def shown_positions(permutations: pa.ChunkedArray, positions: pa.Array) -> pa.Ar
     list of positions), null where the row has no output or the permutation does not hold it. A
     study has few distinct permutations: each is parsed once."""
     encoded = permutations.combine_chunks().dictionary_encode()
-    orders = [json.loads(text) for text in encoded.dictionary.to_pylist()]
+    which = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
+    return shown_positions_coded(encoded.dictionary.to_pylist(), which, positions)
+
+
+def shown_positions_coded(texts: list[str], which: np.ndarray, positions: pa.Array) -> pa.Array:
+    """shown_positions of rows whose permutations are given as codes: row k's is texts[which[k]]."""
+    orders = [json.loads(text) for text in texts]
     width = max((max(order, default=-1) for order in orders), default=-1) + 1
     place = np.zeros((len(orders), max(width, 1)), dtype=np.int64)  # 0: not shown
     for row, order in enumerate(orders):
         for shown, position in enumerate(order, start=1):
             if 0 <= position < width and place[row, position] == 0:
                 place[row, position] = shown
-    which = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
     pos = positions.fill_null(-1).to_numpy(zero_copy_only=False)
     inside = (pos >= 0) & (pos < place.shape[1])
     shown = np.zeros(len(pos), dtype=np.int64)
