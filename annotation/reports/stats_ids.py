@@ -26,8 +26,8 @@ import pyarrow.compute as pc
 
 from annotation.models import Assignment, Study
 from annotation.reports import parallel_copy
-from annotation.reports.long_arrow import (_assignments_sql, _Lookup, _reader_on, _ratings_sql, _split_schemas,
-                                           shown_positions_coded)
+from annotation.reports.long_arrow import (Reader, _assignments_sql, _Lookup, _read_here, _reader_on, _ratings_sql,
+                                           _split_schemas, shown_positions_coded)
 from annotation.reports.ratings import (_A, _I, _O, _R, _VALUE_TEXT, STATS_SCHEMA, _long_parts, _range_where,
                                         arrow_batches)
 
@@ -47,7 +47,7 @@ def _ids_sql(study: Study, criteria: Sequence[str], *, item_range=None, id_range
             f" WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND r.criterion = ANY(%s){where}"), params
 
 
-def _gold(study: Study, criteria: Sequence[str], item_range) -> pa.Table:
+def _gold(study: Study, criteria: Sequence[str], item_range, read: Reader = _read_here) -> pa.Table:
     """(item_id, criterion, gold as text) for the items that hold a gold answer of a criterion read:
     `i.gold -> criterion #>> '{}'` of the joined query, for the few items that have one."""
     params: list = [study.pk, list(criteria)]
@@ -57,7 +57,19 @@ def _gold(study: Study, criteria: Sequence[str], item_range) -> pa.Table:
         params += list(item_range)
     sql = (f"SELECT i.id, g.key, g.value #>> '{{}}' FROM {_I} i, jsonb_each(i.gold) g"
            f" WHERE i.study_id = %s AND jsonb_typeof(i.gold) = 'object' AND g.key = ANY(%s){where}")
-    return pa.Table.from_batches(list(arrow_batches(sql, params, _GOLD_SCHEMA)), schema=_GOLD_SCHEMA)
+    return read(sql, params, _GOLD_SCHEMA)
+
+
+class _Names:
+    """What stats_table looks up per row: items' external ids, outputs' systems and positions, gold
+    answers; `read` reads a query into a table (default: on Django's connection)."""
+
+    def __init__(self, study: Study, criteria: Sequence[str], item_range=None, read: Reader = _read_here):
+        self.items = _Lookup(f"SELECT id, external_id FROM {_I} WHERE study_id = %s ORDER BY id", [study.pk],
+                             read=read)
+        self.outputs = _Lookup(f"SELECT o.id, o.system, o.position FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
+                               " WHERE i.study_id = %s ORDER BY o.id", [study.pk], extra=pa.int16(), read=read)
+        self.gold = _gold(study, criteria, item_range, read)
 
 
 def _gold_column(ids: pa.Table, gold: pa.Table) -> pa.Array:
@@ -127,16 +139,20 @@ def _range_rows(ratings: pa.Table, assignments: pa.Table, criteria: Sequence[str
     return rows, permutations.dictionary.to_pylist()
 
 
-def _read_ranges(study: Study, criteria: Sequence[str], parts: list) -> tuple[pa.Table, np.ndarray, list[str]]:
-    """The rows of every range in order, each row's permutation as a code into one list of texts."""
+def _read_ranges(study: Study, criteria: Sequence[str], parts: list) -> tuple[_Names, pa.Table, np.ndarray, list[str]]:
+    """The names, and the rows of every range in order, each row's permutation as a code into one list of
+    texts. The names are the first job on the same snapshot: read beside the first range, not after the last."""
+    results = parallel_copy.run_in_parallel([lambda conn: _Names(study, criteria, read=_reader_on(conn))]
+                                            + [_range_job(study, criteria, r) for r in parts])
+    names = next(results)
     tables, codes, texts = [], [], {}
-    for table, range_texts in parallel_copy.run_in_parallel([_range_job(study, criteria, r) for r in parts]):
+    for table, range_texts in results:
         tables.append(table)
         to_code = np.array([texts.setdefault(t, len(texts)) for t in range_texts] or [0], dtype=np.int64)
         codes.append(to_code[table["permutation"].fill_null(0).to_numpy(zero_copy_only=False)])
     rows = pa.concat_tables(tables) if tables else pa.table({n: pa.array([], _ID_SCHEMA.field(n).type)
                                                                for n in _RANGE_ROWS + ["permutation"]})
-    return rows, np.concatenate(codes) if codes else np.zeros(0, np.int64), list(texts)
+    return names, rows, np.concatenate(codes) if codes else np.zeros(0, np.int64), list(texts)
 
 
 def stats_table(study: Study, criteria: Sequence[str], *, item_range: tuple[int, int] | None = None) -> pa.Table:
@@ -149,12 +165,11 @@ def stats_table(study: Study, criteria: Sequence[str], *, item_range: tuple[int,
         ids = pa.Table.from_batches(list(arrow_batches(*build(), _ID_SCHEMA)), schema=_ID_SCHEMA)
         encoded = ids["permutation"].combine_chunks().dictionary_encode()
         which, texts = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist()
+        # The names are read once the rows' snapshot is taken, so they know every id it holds.
+        names = _Names(study, criteria, item_range)
     else:
-        ids, which, texts = _read_ranges(study, criteria, parts)
-    # The names are read once the rows' snapshot is taken, so they know every id it holds.
-    items = _Lookup(f"SELECT id, external_id FROM {_I} WHERE study_id = %s ORDER BY id", [study.pk])
-    outputs = _Lookup(f"SELECT o.id, o.system, o.position FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
-                      " WHERE i.study_id = %s ORDER BY o.id", [study.pk], extra=pa.int16())
+        names, ids, which, texts = _read_ranges(study, criteria, parts)
+    items, outputs = names.items, names.outputs
     output = outputs.index(ids["output_id"])
     position = pc.take(outputs.extra, output)
     seconds = pc.divide(pc.cast(ids["time_on_task_ms"], pa.float64()), 1000.0)
@@ -170,6 +185,6 @@ def stats_table(study: Study, criteria: Sequence[str], *, item_range: tuple[int,
         "seconds": seconds,
         "shown_position": shown_positions_coded(texts, which, position),
         "is_attention_check": ids["is_attention_check"],
-        "gold": _gold_column(ids, _gold(study, criteria, item_range)),
+        "gold": _gold_column(ids, names.gold),
     }
     return pa.Table.from_arrays([columns[f.name] for f in STATS_SCHEMA], schema=STATS_SCHEMA)
