@@ -71,6 +71,32 @@ def test_ranges_on_two_connections_equal_one_query(rated_study, settings, monkey
     assert single["csv"].count(b"\n") > 24 * 3  # not two empty reads
 
 
+def test_an_older_assignment_submitted_after_the_ranges_are_drawn_is_read(rated_study, settings, monkeypatch, calls):
+    """The ranges are drawn before the readers' snapshot: the study's first assignment, still active when
+    they are drawn and submitted before the snapshot, is read as one query reads it."""
+    from annotation.models import Assignment
+
+    single = _one_query(rated_study, settings)
+    first = rated_study.assignments.order_by("id").first()
+    Assignment.objects.filter(pk=first.pk).update(status=Assignment.Status.ACTIVE)
+    real = ratings.assignment_id_ranges
+
+    def drawn_then_submitted(*args, **kwargs):
+        ranges = real(*args, **kwargs)
+        Assignment.objects.filter(pk=first.pk).update(status=Assignment.Status.SUBMITTED)  # committed (no atomic)
+        return ranges
+
+    monkeypatch.setattr(ratings, "assignment_id_ranges", drawn_then_submitted)
+    settings.BULK_READ_WORKERS = 2
+    _ranges_of(monkeypatch, 5)
+    split = _reads(rated_study)
+    assert calls
+    assert split["csv"] == single["csv"]
+    assert split["jsonl"] == single["jsonl"] == split["jsonl_arrow"]
+    assert split["arrow"].equals(single["arrow"])
+    assert split["frame"].equals(single["frame"])
+
+
 def test_inside_a_transaction_one_query_sees_its_own_rows(rated_study, settings, monkeypatch, calls):
     settings.BULK_READ_WORKERS = 2
     _ranges_of(monkeypatch, 5)
@@ -254,6 +280,13 @@ def test_assignment_ranges_start_at_every_nth_submitted_id(rated_study, make_stu
         ranges = ratings.assignment_id_ranges(rated_study, parts=1, smallest=per_range, largest=per_range)
         assert [lo for lo, _ in ranges] == ids[::per_range]
         assert [hi for _, hi in ranges] == ids[::per_range][1:] + [2**63 - 1]
+    # The study's first assignment still active: the first range starts at it, so that it is read if it
+    # is submitted after the ranges are drawn and before the readers' snapshot.
+    first = rated_study.assignments.order_by("id").first()
+    Assignment.objects.filter(pk=first.pk).update(status=Assignment.Status.ACTIVE)
+    ranges = ratings.assignment_id_ranges(rated_study, parts=1, smallest=3, largest=3)
+    assert ranges[0][0] == first.pk
+    assert [lo for lo, _ in ranges[1:]] == ids[1:][::3][1:]
     empty = make_study(annotators=raters, researchers=[researcher], items_text=items_jsonl(1, prefix="e"),
                        slug="ranges-empty")
     assert ratings.assignment_id_ranges(empty, parts=4) == []
