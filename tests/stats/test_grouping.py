@@ -248,3 +248,19 @@ def test_unique_ints_of_floats_equal_numpy_s_either_way():
         assert np.array_equal(inverse, ref_inverse) and inverse.dtype == ref_inverse.dtype
     assert all(grouping._small_whole_numbers(v) for v in tabled[:2])
     assert not any(grouping._small_whole_numbers(v) for v in sorted_)
+
+
+def test_average_ranks_equal_scipy_s_rankdata_either_way():
+    """Scale points are ranked by counting them, other values by scipy: the same floats."""
+    from scipy.stats import rankdata
+
+    from annotation.stats.pairwise import average_ranks, spearman
+
+    rng = np.random.default_rng(13)
+    points = rng.integers(1, 8, 1_000).astype(float)
+    for values in (points, points.astype(np.int64), np.array([3.0, 3.0, 0.0, 7.0]), np.array([2.0]),
+                   points / 3, points - 5, np.array([1.0, np.nan, 2.0]), rng.normal(size=50)):
+        ranks, ref = average_ranks(values), rankdata(values)
+        assert ranks.dtype == ref.dtype and np.array_equal(ranks, ref, equal_nan=True)
+    other = rng.integers(1, 8, 1_000).astype(float)
+    assert spearman(points, other).value == pytest.approx(float(np.corrcoef(rankdata(points), rankdata(other))[0, 1]))
