@@ -21,7 +21,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from annotation.stats.consensus import combine_parts, consensus_table
-from annotation.stats.grouping import group_agg, group_codes, group_index
+from annotation.stats.grouping import group_agg, group_codes, group_index, unique_ints
 
 NUMERIC_KINDS = {"likert", "numeric"}
 CATEGORICAL_KINDS = {"binary", "choice"}
@@ -185,8 +185,8 @@ def output_scores_frame(df: pd.DataFrame, rubric: Mapping[str, Any], *, level: f
 def _unstack(row: np.ndarray, col: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the row codes present, sorted; rows x columns-present matrix, NaN where no value), as
     Series.unstack gives a sorted two-level index of these codes."""
-    rows, r = np.unique(row, return_inverse=True)
-    c = np.unique(col, return_inverse=True)[1]
+    rows, r = unique_ints(row)
+    c = unique_ints(col)[1]
     mat = np.full((rows.size, int(c.max()) + 1 if c.size else 0), np.nan)
     mat[r, c] = values
     return rows, mat

@@ -21,6 +21,9 @@ import numpy as np
 import pandas as pd
 
 
+SMALL_RANGE = 1 << 16  # unique_ints: the largest whole float counted in a table
+
+
 def _dense_enough(span: int, n: int) -> bool:
     return span <= 4 * n + 1_000_000
 
@@ -105,9 +108,21 @@ def group_agg(values: np.ndarray, group: np.ndarray, n_groups: int, how: str = "
 
 def unique_ints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(values, return_inverse=True) (sorted distinct values, each value's place among
-    them), by a table of the values present when they are non-negative integers in a small range."""
+    them), by a table of the values present when they are non-negative integers in a small range,
+    or floats that are such integers (scale points: np.unique sorted millions of them per call)."""
+    if values.size and values.dtype.kind == "f" and _small_whole_numbers(values):
+        inverse, present = _rank_codes(values.astype(np.int64), int(values.max()) + 1)
+        return present.astype(values.dtype), inverse
     if values.size and values.dtype.kind in "iu" and int(values.min()) >= 0 \
             and _dense_enough(int(values.max()) + 1, values.size):
         inverse, present = _rank_codes(values.astype(np.int64), int(values.max()) + 1)
         return present.astype(values.dtype), inverse
     return np.unique(values, return_inverse=True)
+
+
+def _small_whole_numbers(values: np.ndarray) -> bool:
+    """Floats all in 0..SMALL_RANGE and whole, none -0.0 (whose place np.unique shares with 0.0 but
+    whose sign it may keep) and none NaN (min and max are NaN then, and the test fails)."""
+    low, high = values.min(), values.max()
+    return bool(low >= 0 and high <= SMALL_RANGE and (values == np.floor(values)).all()
+                and not np.signbit(values).any())

@@ -13,6 +13,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from .grouping import unique_ints
 from .krippendorff import Pairable
 from .result import Stat
 
@@ -82,7 +83,7 @@ def cohen_kappas(a: np.ndarray, b: np.ndarray, weights: Sequence[Weights]) -> di
     for w in weights:
         if w not in ("unweighted", "linear", "quadratic"):
             raise ValueError(f"unknown weights {w!r}")
-    labels, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
+    labels, inv = unique_ints(np.concatenate([a, b]))
     ia, ib = inv[:n].astype(float), inv[n:].astype(float)
     size = labels.size
     pa = np.bincount(inv[:n], minlength=size) / n

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 from scipy import sparse
 
+from .grouping import unique_ints
 from .result import Stat
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
@@ -37,7 +38,7 @@ class Pairable:
         self.item, _ = np.nonzero(self.mask)  # row-major, so aligned with x[mask]
         self.values = self.x[self.mask]
         self.n = self.values.size
-        self.uniq, self.codes = np.unique(self.values, return_inverse=True)
+        self.uniq, self.codes = unique_ints(self.values)
         self.n_values = self.uniq.size
         self.n_c = np.bincount(self.codes, minlength=self.n_values).astype(float)
         self._counts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None

@@ -7,6 +7,7 @@ from itertools import combinations
 import numpy as np
 from scipy.stats import kendalltau, rankdata
 
+from .grouping import _small_whole_numbers
 from .kappa import common_items, rater_columns
 from .result import Stat
 
@@ -31,7 +32,19 @@ def spearman(x: np.ndarray, y: np.ndarray) -> Stat:
     """Reference: Spearman (1904), American Journal of Psychology 15(1)."""
     if np.asarray(x).size < MIN_N:
         return Stat.undefined(f"fewer than {MIN_N} paired values")
-    return pearson(rankdata(x), rankdata(y))
+    return pearson(average_ranks(x), average_ranks(y))
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """scipy.stats.rankdata(x) (ties share their average rank), counted over the values present
+    when they are scale points (small whole numbers): no sort of millions of them per rater pair.
+    The same floats: a tie's rank is half the integer sum of the places around it either way."""
+    x = np.asarray(x)
+    if x.ndim != 1 or not x.size or x.dtype.kind not in "fiu" or not _small_whole_numbers(x.astype(float)):
+        return rankdata(x)
+    counts = np.bincount(x.astype(np.int64))
+    after = np.cumsum(counts)  # places up to and including each value
+    return 0.5 * (after + (after - counts) + 1)[x.astype(np.int64)]
 
 
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> Stat:

@@ -69,6 +69,13 @@ def check_unique(item_codes: np.ndarray, rater_codes: np.ndarray, crit_codes: np
     """Raise DuplicateRating at the first repeated (item, rater, criterion)."""
     n_items, n_raters = int(item_codes.max()) + 1, int(rater_codes.max()) + 1
     key = (crit_codes.astype(np.int64) * n_items + item_codes) * n_raters + rater_codes
+    span = (int(crit_codes.max()) + 1) * n_items * n_raters
+    if key.size and int(key.min()) >= 0 and span <= 4 * key.size + 1_000_000:
+        # keys in a small range: as many distinct as rows means no repeat, found without hashing
+        seen = np.zeros(span, dtype=bool)
+        seen[key] = True
+        if np.count_nonzero(seen) == key.size:
+            return
     dup = pd.Series(key).duplicated().to_numpy()
     if dup.any():
         pos = int(np.flatnonzero(dup)[0])

@@ -62,8 +62,8 @@ def test_ranges_on_two_connections_equal_one_query(rated_study, settings, monkey
     settings.BULK_READ_WORKERS = 2
     _ranges_of(monkeypatch, 5)  # 23 submitted assignments -> 5 ranges
     split = _reads(rated_study)
-    # arrow (the names, then a job per range), stats frame, csv, jsonl, jsonl from arrow (as arrow)
-    assert calls == [6, 5, 5, 5, 6]
+    # arrow and the stats frame (the names, then a job per range), csv, jsonl, jsonl from arrow (as arrow)
+    assert calls == [6, 6, 5, 5, 6]
     assert split["csv"] == single["csv"]
     assert split["jsonl"] == single["jsonl"] == split["jsonl_arrow"] == single["jsonl_arrow"]
     assert split["arrow"].equals(single["arrow"])
@@ -225,7 +225,8 @@ def test_range_join_equals_a_left_join_on_hostile_rows(seed):
 def test_interleaved_studies_read_in_ranges_equal_one_query(make_study, raters, researcher, settings, monkeypatch):
     """Studies whose assignments interleave: ranges dense enough to read the ratings alone (others'
     rows dropped) and sparse ones read with the join give what one query gives; drafts with
-    ratings, item-level ratings, assignments without ratings and unicode names included."""
+    ratings, item-level ratings, assignments without ratings, ignored ones with ratings and unicode
+    names included."""
     from annotation.models import Assignment
     from annotation.reports import long_arrow
     from tests.reports.factories import items_jsonl, submit
@@ -242,6 +243,8 @@ def test_interleaved_studies_read_in_ranges_equal_one_query(make_study, raters, 
                 a = submit(study, rater, item, values, reasoning="½ \"why\"", comment="é" if r == 1 else "")
                 if (k + r + s) % 7 == 0:  # a draft with ratings among the submitted ones
                     Assignment.objects.filter(pk=a.pk).update(status=Assignment.Status.ACTIVE)
+                elif (k + r + s) % 5 == 1 and values:  # ignored, its ratings kept: out of the report's rows
+                    Assignment.objects.filter(pk=a.pk).update(ignored=True)
     seen_sql: list[str] = []
     real_sql = long_arrow._ratings_sql
     monkeypatch.setattr(long_arrow, "_ratings_sql", lambda *a: seen_sql.append(real_sql(*a)[0]) or real_sql(*a))
@@ -253,7 +256,8 @@ def test_interleaved_studies_read_in_ranges_equal_one_query(make_study, raters, 
         split = _reads(study)
         assert split["arrow"].equals(single["arrow"])
         assert split["jsonl_arrow"] == single["jsonl_arrow"] == single["jsonl"]
-        assert split["arrow"].num_rows > 8
+        assert split["frame"].equals(single["frame"])  # the report's read, ranges split the same way
+        assert split["arrow"].num_rows > 8 and len(split["frame"]) > 8
     assert any("LEFT JOIN" in sql for sql in seen_sql) and any("LEFT JOIN" not in sql for sql in seen_sql)
 
 

@@ -227,3 +227,40 @@ def test_unique_ints_and_slot_matrix_equal_numpy_s_sorting():
         keep = (counts[su] >= k) & (slot < k)
         assert np.array_equal(rows, np.unique(su[keep]))
         assert np.array_equal(mat[np.searchsorted(rows, su[keep]), slot[keep]], x[order][keep])
+
+
+def test_unique_ints_of_floats_equal_numpy_s_either_way():
+    """Scale points as floats are counted in a table; other floats (fractions, negatives, -0.0,
+    NaN, large) go to np.unique: the same values, places and types whichever way."""
+    from annotation.stats import grouping
+    from annotation.stats.grouping import unique_ints
+
+    rng = np.random.default_rng(12)
+    points = rng.integers(1, 8, 500).astype(float)
+    tabled = [points, np.array([0.0, 3.0, 3.0, 65536.0]), np.zeros(0)]
+    sorted_ = [points / 2, points - 4, np.array([-0.0, 0.0, 1.0]), np.array([1.0, np.nan, 2.0, np.nan]),
+               np.array([1.0, 70000.0])]
+    for values in tabled + sorted_:
+        uniq, inverse = unique_ints(values)
+        ref_uniq, ref_inverse = np.unique(values, return_inverse=True)
+        assert np.array_equal(uniq, ref_uniq, equal_nan=True) and uniq.dtype == ref_uniq.dtype
+        assert np.array_equal(np.signbit(uniq), np.signbit(ref_uniq))
+        assert np.array_equal(inverse, ref_inverse) and inverse.dtype == ref_inverse.dtype
+    assert all(grouping._small_whole_numbers(v) for v in tabled[:2])
+    assert not any(grouping._small_whole_numbers(v) for v in sorted_)
+
+
+def test_average_ranks_equal_scipy_s_rankdata_either_way():
+    """Scale points are ranked by counting them, other values by scipy: the same floats."""
+    from scipy.stats import rankdata
+
+    from annotation.stats.pairwise import average_ranks, spearman
+
+    rng = np.random.default_rng(13)
+    points = rng.integers(1, 8, 1_000).astype(float)
+    for values in (points, points.astype(np.int64), np.array([3.0, 3.0, 0.0, 7.0]), np.array([2.0]),
+                   points / 3, points - 5, np.array([1.0, np.nan, 2.0]), rng.normal(size=50)):
+        ranks, ref = average_ranks(values), rankdata(values)
+        assert ranks.dtype == ref.dtype and np.array_equal(ranks, ref, equal_nan=True)
+    other = rng.integers(1, 8, 1_000).astype(float)
+    assert spearman(points, other).value == pytest.approx(float(np.corrcoef(rankdata(points), rankdata(other))[0, 1]))

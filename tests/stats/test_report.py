@@ -80,3 +80,16 @@ def test_duplicate_rating_names_the_row():
     with pytest.raises(DuplicateRating) as err:
         agreement_report(df)
     assert err.value.row == 2
+
+
+@pytest.mark.parametrize("spread", [1, 10**7])  # keys counted in a table, and hashed
+def test_repeats_found_whichever_way_the_keys_are_counted(spread):
+    rng = np.random.default_rng(3)
+    items = np.arange(300) * spread
+    df = pd.DataFrame({"item": np.repeat(items, 3), "rater": np.tile(["r1", "r2", "r3"], 300),
+                       "criterion": "c", "score": rng.integers(1, 6, 900)})
+    agreement_report(df)  # every (item, rater, criterion) once
+    df.loc[700, "rater"] = df.loc[701, "rater"]
+    with pytest.raises(DuplicateRating) as err:
+        agreement_report(df)
+    assert err.value.row == 701
