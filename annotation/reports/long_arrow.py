@@ -244,17 +244,21 @@ def _joined(ratings: pa.Table, assignments: pa.Table, columns) -> pa.Table:
                      for name, sql, _ in columns})
 
 
-def _range_job(study: Study, id_range: tuple[int, int], columns) -> parallel_copy.Job:
-    """A range read on one snapshot connection: its assignments, then their ratings, joined."""
+def range_job(study: Study, id_range: tuple[int, int], columns, combine=None) -> parallel_copy.Job:
+    """A range read on one snapshot connection: its assignments, then their ratings, joined by
+    `combine(ratings, assignments)` (default: `_joined` on `columns`, long_sql's rows)."""
     rating_schema, assignment_schema = _split_schemas(columns)
+    if combine is None:
+        def combine(ratings: pa.Table, assignments: pa.Table) -> pa.Table:
+            return _joined(ratings, assignments, columns)
 
-    def read(conn: psycopg.Connection) -> pa.Table:
+    def read(conn: psycopg.Connection):
         reader = _reader_on(conn)
         assignments = reader(*_assignments_sql(study, id_range, columns), assignment_schema)
         ids = assignments["assignment_id"].to_numpy()
         if not len(ids):
-            return _joined(rating_schema.empty_table(), assignments, columns)
-        return _joined(reader(*_ratings_sql(study, ids, columns), rating_schema), assignments, columns)
+            return combine(rating_schema.empty_table(), assignments)
+        return combine(reader(*_ratings_sql(study, ids, columns), rating_schema), assignments)
     return read
 
 
@@ -275,7 +279,7 @@ def id_tables(study: Study, columns=_ID_COLUMNS) -> Iterator[tuple[_Names, pa.Ta
         for batch in arrow_batches(*_ids_sql(study, columns=columns), schema):
             yield names, pa.Table.from_batches([batch])
         return
-    jobs = [lambda conn: _Names(study, _reader_on(conn))] + [_range_job(study, r, columns) for r in parts]
+    jobs = [lambda conn: _Names(study, _reader_on(conn))] + [range_job(study, r, columns) for r in parts]
     read = parallel_copy.run_in_parallel(jobs)
     names = next(read)
     for table in read:

@@ -26,8 +26,7 @@ import pyarrow.compute as pc
 
 from annotation.models import Assignment, Study
 from annotation.reports import parallel_copy
-from annotation.reports.long_arrow import (Reader, _assignments_sql, _Lookup, _read_here, _reader_on, _ratings_sql,
-                                           _split_schemas, shown_positions_coded)
+from annotation.reports.long_arrow import Reader, _Lookup, _read_here, _reader_on, range_job, shown_positions_coded
 from annotation.reports.ratings import (_A, _I, _O, _R, _VALUE_TEXT, STATS_SCHEMA, _long_parts, _range_where,
                                         arrow_batches)
 
@@ -107,16 +106,8 @@ _RANGE_ROWS = [name for name in _ID_SCHEMA.names if name != "permutation"]
 def _range_job(study: Study, criteria: Sequence[str], id_range: tuple[int, int]) -> parallel_copy.Job:
     """One assignment range's rows (_ID_SCHEMA, the permutation as a code into the range's own list
     of permutations' texts), as _ids_sql gives them for the range."""
-    rating_schema, assignment_schema = _split_schemas(_RANGE_COLUMNS)
-
-    def read(conn) -> tuple[pa.Table, list[str]]:
-        reader = _reader_on(conn)
-        assignments = reader(*_assignments_sql(study, id_range, _RANGE_COLUMNS), assignment_schema)
-        ids = assignments["assignment_id"].to_numpy()
-        if not len(ids):
-            return _range_rows(rating_schema.empty_table(), assignments, criteria)
-        return _range_rows(reader(*_ratings_sql(study, ids, _RANGE_COLUMNS), rating_schema), assignments, criteria)
-    return read
+    return range_job(study, id_range, _RANGE_COLUMNS,
+                     combine=lambda ratings, assignments: _range_rows(ratings, assignments, criteria))
 
 
 def _range_rows(ratings: pa.Table, assignments: pa.Table, criteria: Sequence[str]) -> tuple[pa.Table, list[str]]:
