@@ -120,7 +120,13 @@ def test_a_finished_run_and_submits_refresh_routing_through_the_worker(celery_wo
     with running_fake_server(garbage=True) as server:  # answers with no verdict: every slot fails
         run = wait_run_ends(judge_run_start(study=study, judge=make_judge(endpoint=server.base_url)))
     assert run.n_unparsed == run.n_expected
-    wait_for(lambda: Item.objects.filter(study=study, priority__gt=0).count() == 4, 30, what="routing refresh")
+
+    def routed() -> int | None:  # items the stored state counts as routed (saved after the priorities)
+        return ((StudyRouting.objects.get(study=study).state or {}).get("routed") or {}).get("items")
+
+    # The refresh commits the priorities, then computes and saves the state: wait for both.
+    wait_for(lambda: Item.objects.filter(study=study, priority__gt=0).count() == 4 and routed() == 4, 30,
+             what="routing refresh")
     state = StudyRouting.objects.get(study=study).state
     assert state["routed"]["reasons"] == {"judge_failed": 4}
     assert {e["item"] for e in state["routed"]["examples"]} == {f"it-{i:03d}" for i in range(4)}
