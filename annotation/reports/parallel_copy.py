@@ -152,7 +152,7 @@ def run_in_parallel(jobs: Sequence[Job]) -> Iterator[T]:
                 pool.put(opened[-1])
         except BaseException:
             for conn in opened:
-                conn.close()
+                _end(conn)
             raise
 
     def run(job: Job) -> T:
@@ -179,4 +179,16 @@ def run_in_parallel(jobs: Sequence[Job]) -> Iterator[T]:
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         for conn in opened:
-            conn.close()
+            _end(conn)
+
+
+def _end(conn: psycopg.Connection) -> None:
+    """End the snapshot transaction, then close. The rollback is a round trip, so the server's session
+    is idle when this returns; a bare close only sends Terminate, and the backend may still show the
+    export's transaction open for a moment after the download has ended."""
+    try:
+        conn.rollback()
+    except psycopg.Error:
+        pass  # a broken connection (the server went away): closing it is all there is to do
+    finally:
+        conn.close()

@@ -156,6 +156,38 @@ def test_a_reader_that_stops_early_closes_its_connections(rated_study, settings,
     assert all(conn.closed for conn in opened)
 
 
+@pytest.mark.parametrize("read_all", [True, False])
+def test_readers_end_their_snapshot_transaction_before_closing(rated_study, settings, monkeypatch, read_all):
+    """A bare close only sends Terminate: the server may still list the session as idle in transaction
+    after the download ended (CI saw it). Each reader's session must already be idle when it closes."""
+    settings.BULK_READ_WORKERS = 2
+    _ranges_of(monkeypatch, 2)
+    at_close: list[str | None] = []
+    real_open = parallel_copy._open_on_snapshot
+
+    def track(snapshot):
+        conn = real_open(snapshot)
+        real_close, pid = conn.close, conn.info.backend_pid
+
+        def close():
+            with connection.cursor() as cursor:  # another session: what the server lists for this one now
+                cursor.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", [pid])
+                at_close.append(cursor.fetchone()[0])
+            real_close()
+
+        conn.close = close
+        return conn
+
+    monkeypatch.setattr(parallel_copy, "_open_on_snapshot", track)
+    chunks = copy_ratings(rated_study, fmt="jsonl")  # (csv's first chunk is its header, before any read)
+    if read_all:
+        assert b"".join(chunks).count(b"\n") > 24 * 3
+    else:
+        next(chunks)
+        chunks.close()
+    assert at_close == ["idle", "idle"]
+
+
 def test_pairwise_sums_in_ranges_equal_one_query(settings, monkeypatch, calls):
     """The Comparisons section's bulk read (annotation.reports.pairwise_sums), whose ranges bound
     both the assignments and their ratings, sums to what one query gives."""
