@@ -27,6 +27,7 @@ from annotation.reports.stats import (
     add_analysis_value, agreement_bootstraps, consensus_frame, criterion_measure, group_column, majority_frame,
     output_scores_frame, rows_equal_to, slot_matrix,
 )
+from annotation.reports.large_arrays import large_arrays
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
 from annotation.stats.consensus import acceptance
 from annotation.stats.grouping import group_codes, unique_ints
@@ -67,6 +68,7 @@ def analysed_criteria(rubric: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [c for c in rubric["criteria"] if criterion_measure(c) is not None]
 
 
+@large_arrays()
 def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
     """The whole report (threshold-independent; see `with_threshold`)."""
     rubric = study.rubric
