@@ -14,6 +14,7 @@ ratings stays within seconds:
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -314,6 +315,17 @@ def _one_blas_thread():
     return threadpool_limits(1, user_api="blas")
 
 
+def _count_rows(idx: np.ndarray, out: np.ndarray, n_items: int) -> None:
+    """Each resample's item counts (a row of `idx`) into its row of `out`, one at a time: its counters stay in cache."""
+    for r in range(idx.shape[0]):
+        out[r] = np.bincount(idx[r], minlength=n_items)
+
+
+def _wait(jobs: Sequence[Future]) -> None:
+    for job in jobs:
+        job.result()  # (raises what the thread raised)
+
+
 # The most memory the bootstrap's resample counts may take at once (8 bytes a count).
 PRODUCT_BYTES = 128 * 2**20
 
@@ -337,17 +349,11 @@ def agreement_bootstraps(specs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarr
         icc1 = _icc1_from_totals(totals[:, a_cols:], k) if k >= 2 else np.full(totals.shape[0], np.nan)
         return alpha, icc1
 
-    draws: dict[str, tuple[list, list]] = {key: ([], []) for key in blocks}
+    def weigh(w: np.ndarray) -> np.ndarray:
+        """Every criterion's sums for the resamples whose item counts are the rows of `w`."""
+        return (stacked_t @ w.T).T
 
-    def weigh(w: np.ndarray) -> None:
-        """Every criterion's statistics for the resamples whose item counts are the rows of `w`."""
-        with _one_blas_thread():
-            totals = (stacked_t @ w.T).T
-        for key, (lo, hi) in spans.items():
-            a, i = stats_of(key, totals[:, lo:hi])
-            draws[key][0].append(a)
-            draws[key][1].append(i)
-
+    weighed: list[Future] = []  # in resample order
     if n_items >= 2 and n_boot > 0 and stacked.shape[1]:
         rng = np.random.default_rng(seed)
         batch = int(min(max(4_000_000 // n_items, 1), 256))
@@ -358,17 +364,36 @@ def agreement_bootstraps(specs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarr
         # draw batches are weighed together: at 500,000 items a batch is 8 resamples and the reads of
         # stacked_t were most of the bootstrap. Each resample's row is the same, so are its totals.
         rows = max(batch, min(256, PRODUCT_BYTES // (8 * n_items)))
-        w, filled = np.empty((min(rows, n_boot), n_items)), 0
-        for begin in range(0, n_boot, batch):
-            b = min(batch, n_boot - begin)
-            idx = rng.integers(0, n_items, size=(b, n_items))  # the same draws, in the same order, as before
-            if filled + b > w.shape[0]:
-                weigh(w[:filled])
-                filled = 0
-            for r in range(b):  # one resample's counts at a time: its counters stay in cache
-                w[filled + r] = np.bincount(idx[r], minlength=n_items)
-            filled += b
-        weigh(w[:filled])
+        # The draws stay on this thread, one generator in one order; two threads count them and weigh
+        # the counts (numpy's bincount and BLAS release the GIL), into two buffers taken in turn, so
+        # the three costs (about 1.3, 2.3 and 1.8 s at 500,000 items) share two cores.
+        buffers = [np.empty((min(rows, n_boot), n_items)) for _ in range(2 if n_boot > rows else 1)]
+        uses: list[list[Future]] = [[] for _ in buffers]  # what still reads or writes each buffer
+        current, filled = 0, 0
+        with _one_blas_thread(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="concord-bootstrap") as pool:
+            for begin in range(0, n_boot, batch):
+                b = min(batch, n_boot - begin)
+                idx = rng.integers(0, n_items, size=(b, n_items))  # the same draws, in the same order, as before
+                if filled + b > buffers[current].shape[0]:
+                    _wait(uses[current])
+                    weighed.append(pool.submit(weigh, buffers[current][:filled]))
+                    uses[current] = [weighed[-1]]
+                    current, filled = (current + 1) % len(buffers), 0
+                    _wait(uses[current])  # its counts may still be being weighed
+                    uses[current] = []
+                uses[current].append(pool.submit(_count_rows, idx, buffers[current][filled:filled + b], n_items))
+                filled += b
+                _wait(uses[current][:-2])  # at most two batches of draws held
+            _wait(uses[current])
+            weighed.append(pool.submit(weigh, buffers[current][:filled]))
+            _wait(weighed)
+    draws: dict[str, tuple[list, list]] = {key: ([], []) for key in blocks}
+    for job in weighed:
+        totals = job.result()
+        for key, (lo, hi) in spans.items():
+            a, i = stats_of(key, totals[:, lo:hi])
+            draws[key][0].append(a)
+            draws[key][1].append(i)
     tail = (1 - level) / 2 * 100
 
     def summary(point: float, found: list[np.ndarray]) -> dict[str, Any]:

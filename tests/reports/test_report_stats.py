@@ -171,3 +171,29 @@ def test_bootstrap_weighs_several_draw_batches_at_once_with_the_same_results(mon
     alone = run()
     assert together == alone
     assert together["numeric"]["alpha"]["bootstrap_ci"][0] < together["numeric"]["alpha"]["value"]
+
+
+def test_bootstrap_counted_and_weighed_on_threads_equals_one_resample_at_a_time(monkeypatch):
+    """The draws stay on the calling thread; two threads count and weigh them into two buffers in
+    turn. Each resample's statistics equal those of drawing, counting and weighing it alone, in order."""
+    from annotation.reports import stats as report_stats
+
+    rng = np.random.default_rng(5)
+    n_items, raters, n_boot, seed = 40_000, 3, 700, 9  # 100 resamples a draw batch: 7 batches
+    unit = np.repeat(np.arange(n_items), raters)
+    x = np.clip(np.round(rng.normal(4, 1, size=n_items)[unit] + rng.normal(0, 0.8, size=unit.size)), 1, 7)
+    monkeypatch.setattr(report_stats, "PRODUCT_BYTES", 2 * 100 * 8 * n_items)  # two batches a buffer: 4 turns
+    got = report_stats.agreement_bootstraps({"c": (unit, np.arange(n_items), x, "numeric")}, n_items=n_items,
+                                            n_boot=n_boot, seed=seed)["c"]
+
+    feats, a_cols, k, _ = report_stats._bootstrap_features(unit, np.arange(n_items), x, "numeric", n_items)
+    draw = np.random.default_rng(seed)
+    alphas, iccs = [], []
+    for _ in range(0, n_boot, 100):
+        for row in draw.integers(0, n_items, size=(100, n_items)):
+            totals = (feats.T @ np.bincount(row, minlength=n_items).astype(float))[None, :]
+            alphas.append(report_stats._alpha_from_totals(totals[:, :a_cols], "numeric")[0])
+            iccs.append(report_stats._icc1_from_totals(totals[:, a_cols:], k)[0])
+    for name, found in (("alpha", alphas), ("icc1", iccs)):
+        want = np.percentile(np.array(found)[np.isfinite(found)], [2.5, 97.5])
+        assert got[name]["bootstrap_ci"] == pytest.approx(list(want), rel=1e-12, abs=1e-15), name
