@@ -12,9 +12,11 @@ binding stays.
 
 from __future__ import annotations
 
+import functools
+
 import psycopg
 from django.conf import settings
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connections, models
 
 PREPARE_AFTER = 5  # runs of a statement on one connection before it is prepared
 
@@ -22,19 +24,20 @@ PREPARE_AFTER = 5  # runs of a statement on one connection before it is prepared
 def prepared_cursor():
     """A Django cursor with server-side binding. While queries are being logged (DEBUG, a test's
     CaptureQueriesContext) it is Django's own: the log can only show client-bound SQL."""
-    if connection.queries_logged:
-        return connection.cursor()
+    conn = connections[DEFAULT_DB_ALIAS]  # once: each attribute read through `connection` looks it up again
+    if conn.queries_logged:
+        return conn.cursor()
     # What Django's own cursor() does first: once a request, a connection that died (PostgreSQL
     # restarted) is replaced before use (CONN_HEALTH_CHECKS). The session user is read here, so
     # without it the first request on each idle thread after a restart failed.
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    raw = connection.connection
+    conn.close_if_health_check_failed()
+    conn.ensure_connection()
+    raw = conn.connection
     threshold = PREPARE_AFTER if getattr(settings, "DATABASE_PREPARED_STATEMENTS", True) else None
     if raw.prepare_threshold != threshold:
         raw.prepare_threshold = threshold
-    connection.validate_thread_sharing()
-    return connection.make_cursor(psycopg.Cursor(raw))
+    conn.validate_thread_sharing()
+    return conn.make_cursor(psycopg.Cursor(raw))
 
 
 def select_columns(model: type[models.Model], alias: str) -> str:
@@ -43,9 +46,18 @@ def select_columns(model: type[models.Model], alias: str) -> str:
     return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
 
 
+@functools.cache
+def _row_reader(model: type[models.Model]) -> tuple[list[str], list]:
+    """A model's attribute names and, per field, its from_db_value (or None): worked out once, not
+    for every row the rating loop reads."""
+    fields = model._meta.concrete_fields
+    return [f.attname for f in fields], [getattr(f, "from_db_value", None) for f in fields]
+
+
 def instance_from_row(model: type[models.Model], values) -> models.Model:
     """A model instance from select_columns' values, converted as a queryset would (JSON)."""
-    fields = model._meta.concrete_fields
-    values = [f.from_db_value(v, None, connection) if v is not None and hasattr(f, "from_db_value") else v
-              for f, v in zip(fields, values)]
-    return model.from_db(connection.alias, [f.attname for f in fields], values)
+    names, converters = _row_reader(model)
+    conn = connections[DEFAULT_DB_ALIAS]
+    values = [convert(v, None, conn) if convert is not None and v is not None else v
+              for convert, v in zip(converters, values)]
+    return model.from_db(DEFAULT_DB_ALIAS, names, values)

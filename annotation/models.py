@@ -1,7 +1,8 @@
+import json
 import uuid
 
 from django.conf import settings
-from django.db import models
+from django.db import DEFAULT_DB_ALIAS, models
 from django.db.models import F, Func, Q
 
 from annotation.db import instance_from_row, prepared_cursor, select_columns
@@ -233,18 +234,20 @@ class Item(models.Model):
     def load_outputs(self) -> "Item":
         """Read the outputs once, into the cache `item.outputs.all()` reads (the screen and the submit
         both use them). One plain statement: prefetch_related's machinery cost more CPU than it."""
-        cache = self.__dict__.setdefault("_prefetched_objects_cache", {})
-        if "outputs" not in cache:
+        if "outputs" not in self.__dict__.get("_prefetched_objects_cache", {}):
             with prepared_cursor() as cursor:
                 cursor.execute(f"SELECT {select_columns(Output, 'o')} FROM {Output._meta.db_table} o"
                                " WHERE o.item_id = %s ORDER BY o.position", [self.pk])
-                outputs = [instance_from_row(Output, row) for row in cursor.fetchall()]
-            for output in outputs:
-                output.item = self
-            found = self.outputs.all()
-            found._result_cache, found._prefetch_done = outputs, True
-            cache["outputs"] = found
+                self.set_outputs([instance_from_row(Output, row) for row in cursor.fetchall()])
         return self
+
+    def set_outputs(self, outputs: list["Output"]) -> None:
+        """Put outputs read elsewhere into the cache `item.outputs.all()` reads."""
+        for output in outputs:
+            output.item = self
+        found = self.outputs.all()
+        found._result_cache, found._prefetch_done = outputs, True
+        self.__dict__.setdefault("_prefetched_objects_cache", {})["outputs"] = found
 
 
 class Output(models.Model):
@@ -291,15 +294,29 @@ class AssignmentQuerySet(models.QuerySet):
 
 
 def assignment_item_columns(assignment: str, item: str) -> str:
-    """The select list of assignment_from_row: every column of an assignment, then of its item."""
-    return f"{select_columns(Assignment, assignment)}, {select_columns(Item, item)}"
+    """The select list of assignment_from_row: every column of an assignment, then of its item, then
+    the item's outputs as one JSON array. The rating loop shows or submits every assignment it
+    reads, so the outputs come in the same statement rather than a round trip of their own."""
+    outputs = (f"(SELECT json_agg(json_build_array({select_columns(Output, 'o')}) ORDER BY o.position)::text"
+               f" FROM {Output._meta.db_table} o WHERE o.item_id = {item}.id)")
+    return f"{select_columns(Assignment, assignment)}, {select_columns(Item, item)}, {outputs}"
+
+
+def _outputs_from_json(text: str | None) -> list["Output"]:
+    # Each column of Output reads back as itself from JSON (numbers, text, JSON); a date or a decimal
+    # column would not (tests/test_assignment_reads.py checks the field types).
+    if text is None:
+        return []
+    names = [f.attname for f in Output._meta.concrete_fields]
+    return [Output.from_db(DEFAULT_DB_ALIAS, names, values) for values in json.loads(text)]
 
 
 def assignment_from_row(row) -> "Assignment":
-    """An Assignment with its item from a row selected by assignment_item_columns."""
-    n = len(Assignment._meta.concrete_fields)
+    """An Assignment with its item and the item's outputs, from a row selected by assignment_item_columns."""
+    n, m = len(Assignment._meta.concrete_fields), len(Item._meta.concrete_fields)
     assignment = instance_from_row(Assignment, row[:n])
-    assignment.item = instance_from_row(Item, row[n:])
+    assignment.item = instance_from_row(Item, row[n:n + m])
+    assignment.item.set_outputs(_outputs_from_json(row[n + m]))
     return assignment
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection
 
@@ -87,3 +89,52 @@ def test_a_connection_that_died_is_replaced_before_the_first_prepared_statement_
     with prepared_cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         assert cursor.fetchone()[0] != dead_pid
+
+
+HOSTILE_ITEMS = "".join(json.dumps(row) + "\n" for row in [
+    {"id": "h-1", "context": "Qu'en penses-tu ? «x» \\ \"quoted\"", "outputs": [
+        {"system": "sys-a", "content": "naïve café 😀 \u2028 line\nbreak \"q\" \\ back", "metadata": {"t": [1, 2.5, None]}},
+        {"system": "sys-b", "content": " ", "metadata": {}},
+        {"system": "sys-c", "content": "{\"not\": \"json\"}", "metadata": {"nested": {"ü": "ß", "n": -3}}}]},
+    {"id": "h-2", "context": "second", "outputs": [
+        {"system": "sys-a", "content": "a"}, {"system": "sys-b", "content": "b"}, {"system": "sys-c", "content": "c"}]},
+])
+
+
+def test_outputs_come_with_the_assignment_in_the_same_statement(make_study, raters):
+    """The rating loop reads an assignment, its item and the item's outputs in one statement (the
+    outputs as JSON); what it reads equals the ORM's rows, field by field, whatever the text holds."""
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.models import Output
+
+    (rater,) = raters(1)
+    study = make_study("rrgen-001", annotators=[rater], items_text=HOSTILE_ITEMS, randomize_items=False)
+    for item in study.items.all():
+        assignment = Assignment.objects.create(study=study, item=item, rater=rater, permutation=[2, 0, 1], slot=0)
+        with CaptureQueriesContext(connection) as captured:
+            read = Assignment.objects.with_item(token=assignment.token)
+            outputs = list(read.item.load_outputs().outputs.all())
+        assert len(captured.captured_queries) == 1  # load_outputs found them already read
+        want = list(Output.objects.filter(item=item).order_by("position"))
+        assert len(outputs) == len(want) == 3
+        for got, orm in zip(outputs, want):
+            for field in Output._meta.concrete_fields:
+                assert getattr(got, field.attname) == getattr(orm, field.attname), field.name
+            assert got.item is read.item
+    empty = Item.objects.create(study=study, external_id="no-outputs", context="x")
+    bare = Assignment.objects.create(study=study, item=empty, rater=rater, permutation=[], slot=0)
+    assert list(Assignment.objects.with_item(token=bare.token).item.outputs.all()) == []
+
+
+def test_every_output_column_reads_back_from_json():
+    """assignment_from_row builds outputs from JSON: a column JSON cannot carry as itself (a date, a
+    decimal, bytes) would come back as a string, so adding one must change that read."""
+    from django.db import models
+
+    from annotation.models import Output
+
+    carried = (models.AutoField, models.BigAutoField, models.ForeignKey, models.PositiveSmallIntegerField,
+               models.CharField, models.TextField, models.JSONField)
+    assert all(isinstance(f, carried) for f in Output._meta.concrete_fields)
+
