@@ -14,7 +14,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from annotation.db import instance_from_row, prepared_cursor, select_columns
-from annotation.models import Assignment, Study, StudyMember
+from annotation.models import Assignment, CrowdLink, Study, StudyMember
 from rubrics.models import RubricVersion
 
 ANNOTATOR = StudyMember.Role.ANNOTATOR
@@ -54,7 +54,9 @@ def get_study_for_admin(user, slug: str) -> Study:
 
 
 _ANNOTATOR_STUDY_SQL = f"""
-    SELECT {select_columns(Study, "s")}, {select_columns(RubricVersion, "v")} FROM {Study._meta.db_table} s
+    SELECT {select_columns(Study, "s")}, {select_columns(RubricVersion, "v")},
+        EXISTS (SELECT 1 FROM {CrowdLink._meta.db_table} l WHERE l.study_id = s.id)
+    FROM {Study._meta.db_table} s
     JOIN {StudyMember._meta.db_table} m ON m.study_id = s.id AND m.user_id = %s AND m.role = %s
         AND m.removed_at IS NULL  -- a removed rater's ratings stay, their access does not
     JOIN {RubricVersion._meta.db_table} v ON v.id = s.rubric_version_id
@@ -75,7 +77,8 @@ def get_study_for_annotator(user, slug: str) -> Study:
         raise Http404("No such study")
     n = len(Study._meta.concrete_fields)
     study = instance_from_row(Study, row[:n])
-    study.rubric_version = instance_from_row(RubricVersion, row[n:])
+    study.rubric_version = instance_from_row(RubricVersion, row[n:-1])
+    study.has_crowd_links = row[-1]  # without a link nobody is a crowd participant: crowd_state asks nothing
     return study
 
 

@@ -168,7 +168,10 @@ _CROWD_STATE_SQL = f"""
 
 def crowd_state(study: Study, user) -> CrowdState | None:
     """None for a rater who did not come through a crowd link of this study. Asked on every request of
-    the rating loop: one prepared statement (participant, link and items rated), no ORM compiling."""
+    the rating loop: one prepared statement (participant, link and items rated), no ORM compiling, and
+    none where the study, as get_study_for_annotator read it, has no crowd links."""
+    if getattr(study, "has_crowd_links", True) is False:
+        return None
     with prepared_cursor() as cursor:
         cursor.execute(_CROWD_STATE_SQL, [Assignment.Status.SUBMITTED, study.pk, user.pk])
         row = cursor.fetchone()

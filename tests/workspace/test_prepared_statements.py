@@ -138,3 +138,21 @@ def test_every_output_column_reads_back_from_json():
                models.CharField, models.TextField, models.JSONField)
     assert all(isinstance(f, carried) for f in Output._meta.concrete_fields)
 
+
+def test_crowd_state_asks_nothing_where_the_study_has_no_crowd_link(make_study, raters, admin_user):
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.services.crowd import crowd_enter, crowd_link_create, crowd_state
+
+    (rater,) = raters(1)
+    study = make_study("rrgen-001", annotators=[rater])
+    loaded = get_study_for_annotator(rater, study.slug)
+    with CaptureQueriesContext(connection) as captured:
+        assert crowd_state(loaded, rater) is None
+    assert captured.captured_queries == []
+    link = crowd_link_create(study=study, user=admin_user, provider="prolific", completion_code="C1")
+    participant = crowd_enter(token=link.token, params={"PROLIFIC_PID": "p-1", "SESSION_ID": "s-1"})
+    state = crowd_state(get_study_for_annotator(participant.user, study.slug), participant.user)
+    assert state is not None and state.participant.pk == participant.pk and state.rated == 0
+    assert crowd_state(get_study_for_annotator(rater, study.slug), rater) is None  # a member, not a participant
+
