@@ -206,6 +206,12 @@ def _is_blank(value: Any) -> bool:
     return value is None or value == "" or value == []
 
 
+def _where(response: int | None) -> str:
+    """"Response n: " before an error message; translated only when there is an error to write
+    (answers_check runs for every cell of every submit)."""
+    return _("Response %(n)s: ") % {"n": response} if response is not None else ""
+
+
 def _scale_hint(criterion: dict) -> str:
     """What a rater must give for a scale, in their words."""
     lo, hi = criterion["min"], criterion["max"]
@@ -216,20 +222,20 @@ def _scale_hint(criterion: dict) -> str:
 
 
 def _scale_value(criterion: dict, value: Any) -> int | float:
-    hint = _scale_hint(criterion)
+    # The hint is translated only when it is the error: this runs for every cell of every submit.
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError(hint)
+        raise ValueError(_scale_hint(criterion))
     try:
         number = float(value.strip()) if isinstance(value, str) else float(value)
     except ValueError:
-        raise ValueError(hint) from None
+        raise ValueError(_scale_hint(criterion)) from None
     if not math.isfinite(number):
-        raise ValueError(hint)
+        raise ValueError(_scale_hint(criterion))
     lo, hi = criterion["min"], criterion["max"]
     step = criterion.get("step", 1) if criterion["kind"] == "numeric" else 1
     steps = (number - lo) / step
     if number < lo or number > hi or abs(steps - round(steps)) > 1e-9:
-        raise ValueError(hint)
+        raise ValueError(_scale_hint(criterion))
     number = lo + round(steps) * step  # the scale point itself: 2.5000000001 or 1e-41 stored as 2.5 or 0
     return int(number) if number == int(number) else number
 
@@ -332,12 +338,11 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
         places = targets if criterion["target"] == "item" else per_response
         for response, block, content in places:
             name = field_name(response, criterion["key"])
-            where = _("Response %(n)s: ") % {"n": response} if response is not None else ""
             entry = block.get(criterion["key"]) or {"value": None, "reasoning": ""}
             value, reasoning = entry["value"], (entry.get("reasoning") or "").strip()
             if _is_blank(value):
                 if criterion["required"]:
-                    errors[name] = where + _("%(criterion)s is required") % {"criterion": criterion["name"]}
+                    errors[name] = _where(response) + _("%(criterion)s is required") % {"criterion": criterion["name"]}
                 continue
             try:
                 if comparative.is_comparative(criterion):
@@ -345,13 +350,13 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
                 else:
                     clean, score = _clean_value(criterion, value, content)
             except (ValueError, TypeError) as exc:
-                errors[name] = f"{where}{criterion['name']}: {exc}"
+                errors[name] = f"{_where(response)}{criterion['name']}: {exc}"
                 continue
             if criterion["reasoning"] == "required" and not reasoning:
-                errors[f"{name}__reasoning"] = where + _("%(criterion)s: write your reasoning") % {"criterion": criterion["name"]}
+                errors[f"{name}__reasoning"] = _where(response) + _("%(criterion)s: write your reasoning") % {"criterion": criterion["name"]}
                 continue
             if len(reasoning) > MAX_TEXT:
-                errors[f"{name}__reasoning"] = f"{where}reasoning is limited to {MAX_TEXT} characters"
+                errors[f"{name}__reasoning"] = f"{_where(response)}reasoning is limited to {MAX_TEXT} characters"
                 continue
             rows.append(RatingRow(response, criterion["key"], clean, score, reasoning))
     if errors:
