@@ -488,6 +488,8 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
     study, item = assignment.study, assignment.item
     rubric = study.rubric_version.definition
     outputs = {o.position: o for o in item.outputs.all()}
+    if (done := _submit_first(assignment, rubric, answers, outputs, time_on_task_ms)) is not None:
+        return done
     with transaction.atomic():
         a = _locked(assignment)
         if study.status != Study.Status.OPEN:
@@ -541,6 +543,58 @@ _SUBMITTED_SQL = f"""
 """
 
 
+# The first submit of an active regular item, as one statement: the assignment row is updated (and
+# so locked) only while it is still active, and the ratings are written only if it was. Run alone it
+# is its own transaction (no BEGIN, lock, COMMIT round trips). A concurrent submit of the same
+# assignment waits for the row, then finds it submitted and updates nothing; the expiry sweep skips
+# the locked row or, having committed first, leaves it expired: either way no row comes back and
+# the submit takes the general path.
+_FIRST_SUBMIT_SQL = f"""
+    WITH done AS (
+        UPDATE {Assignment._meta.db_table} SET status = 'submitted', submitted_at = COALESCE(submitted_at, %(now)s),
+            draft = %(draft)s::jsonb, ignored = %(ignored)s, ignore_reason = %(ignore_reason)s, comment = %(comment)s,
+            time_on_task_ms = GREATEST(time_on_task_ms, %(time_on_task_ms)s::bigint), expires_at = NULL
+        WHERE id = %(assignment)s AND status = 'active'
+        RETURNING slot, submitted_at, time_on_task_ms
+    ), rated AS (
+        {_UPSERT_SQL.replace("AS u(o, c, v, s, t)", "AS u(o, c, v, s, t) WHERE EXISTS (SELECT 1 FROM done)")}
+    )
+    SELECT slot, submitted_at, time_on_task_ms FROM done
+"""
+
+
+def _submit_first(assignment: Assignment, rubric: dict, answers: dict, outputs: dict[int, Output],
+                  time_on_task_ms: int | None) -> Assignment | None:
+    """The common submit (an active assignment of a regular item in an open study, answers valid) in
+    one statement; None when it is not that case, and the caller takes the general path, which
+    decides and words every refusal as before."""
+    study, item, a = assignment.study, assignment.item, assignment
+    if study.status != Study.Status.OPEN or item.is_training or a.is_attention_check or a.status != Assignment.Status.ACTIVE:
+        return None
+    shown = [outputs[p] for p in a.permutation]
+    try:
+        rows = answers_check(rubric, answers, [o.content for o in shown], item.context, [o.pk for o in shown])
+    except AnswerError:
+        return None
+    ignored = answers["ignored"]
+    fields = {"draft": answers, "ignored": ignored, "ignore_reason": answers["ignore_reason"] if ignored else "",
+              "comment": answers["comment"] if rubric["item_options"].get("comment") else ""}
+    reported = _time_on_task(0, time_on_task_ms)
+    with prepared_cursor() as cursor:
+        cursor.execute(_FIRST_SUBMIT_SQL, {**_rating_params(a, rows, shown), **fields, "draft": json.dumps(answers),
+                                           "time_on_task_ms": reported})
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    for name, value in fields.items():
+        setattr(a, name, value)
+    a.slot, a.submitted_at, a.time_on_task_ms = row
+    a.status, a.expires_at = Assignment.Status.SUBMITTED, None
+    a.ratings_stored = len(rows)
+    routing_refresh_request(study.pk)
+    return a
+
+
 def _save_submitted(a: Assignment) -> None:
     """Write what a submit changes on the assignment row. A plain statement: the ORM's save() cost
     more CPU than the database spent on it, on every submit (no signal listens to assignments)."""
@@ -551,21 +605,27 @@ def _save_submitted(a: Assignment) -> None:
             "attention_passed": a.attention_passed, "id": a.pk})
 
 
+def _rating_params(a: Assignment, rows: list[RatingRow], shown: list[Output]) -> dict:
+    """_UPSERT_SQL's parameters: the rows as one array per column."""
+    return {"assignment": a.pk, "now": timezone.now(),
+            "outputs": [shown[r.response - 1].pk if r.response is not None else None for r in rows],
+            "criteria": [r.criterion for r in rows], "values": [json.dumps(r.value) for r in rows],
+            "scores": [r.score for r in rows], "reasonings": [r.reasoning for r in rows]}
+
+
 def _write_ratings(a: Assignment, rows: list[RatingRow], shown: list[Output], *, replace: bool) -> None:
     """Upsert the rows; when replacing an earlier submit, drop the answers it had and this one lacks.
 
     One hand-written statement rather than bulk_create: this runs on every submit, and building the
     ORM's upsert cost more CPU than the database spent on it.
     """
-    output_ids = [shown[r.response - 1].pk if r.response is not None else None for r in rows]
+    params = _rating_params(a, rows, shown)
+    output_ids = params["outputs"]
     if rows:
         # ON CONFLICT DO UPDATE on (assignment, output, criterion), nulls not distinct: a retry or a
         # revision never adds a second row.
         with prepared_cursor() as cursor:
-            cursor.execute(_UPSERT_SQL, {
-                "assignment": a.pk, "now": timezone.now(), "outputs": output_ids,
-                "criteria": [r.criterion for r in rows], "values": [json.dumps(r.value) for r in rows],
-                "scores": [r.score for r in rows], "reasonings": [r.reasoning for r in rows]})
+            cursor.execute(_UPSERT_SQL, params)
     if not replace:
         return  # a first submit: nothing earlier to drop
     keep = Q()

@@ -156,3 +156,67 @@ def test_crowd_state_asks_nothing_where_the_study_has_no_crowd_link(make_study, 
     assert state is not None and state.participant.pk == participant.pk and state.rated == 0
     assert crowd_state(get_study_for_annotator(rater, study.slug), rater) is None  # a member, not a participant
 
+
+def test_a_first_submit_is_one_statement_and_stores_what_the_general_path_stores(make_study, raters):
+    """The common submit (active, regular item, valid answers) is one statement with no transaction
+    around it; its assignment row and ratings equal those of the general path (lock, upsert, update)
+    for the same answers on the same item."""
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.models import Rating
+    from annotation.services.ratings import assignment_submit
+    from tests.workspace.conftest import rrgen_answers
+
+    first, general = raters(2)
+    study = make_study("rrgen-001", annotators=[first, general], raters_per_item=2, randomize_items=False)
+    answers = rrgen_answers(3, value=5, decision="REJECT")
+    answers["responses"]["2"]["fluency"] = 3
+    done = {}
+    for rater in (first, general):
+        a = assignment_next(study=study, rater=rater)
+        a.study = get_study_for_annotator(rater, study.slug)
+        if rater is general:
+            a.status = Assignment.Status.SUBMITTED  # as if read before a submit: the general path decides
+        with CaptureQueriesContext(connection) as captured:
+            done[rater] = assignment_submit(assignment=a, answers=answers, time_on_task_ms=7300)
+        sql = [q["sql"] for q in captured.captured_queries]
+        if rater is first:
+            assert len(sql) == 1 and sql[0].lstrip().startswith("WITH done AS"), sql
+        else:
+            assert any("FOR UPDATE" in q for q in sql) and len(sql) > 1
+    a1, a2 = (Assignment.objects.get(pk=done[r].pk) for r in (first, general))
+    assert a1.item_id == a2.item_id
+    for field in ("status", "draft", "ignored", "ignore_reason", "comment", "time_on_task_ms", "expires_at",
+                  "attention_passed", "slot"):
+        assert getattr(a1, field) == getattr(done[first], field), field
+    for field in ("status", "draft", "ignored", "ignore_reason", "comment", "time_on_task_ms", "expires_at",
+                  "attention_passed"):
+        assert getattr(a1, field) == getattr(a2, field), field
+    assert a1.status == "submitted" and a1.submitted_at is not None and a1.time_on_task_ms == 7300
+    assert done[first].ratings_stored == done[general].ratings_stored == 15
+
+    def stored(a):  # by the number each response was shown under (the two raters' orders differ)
+        return sorted((a.permutation.index(r.output.position) + 1, r.criterion, r.value, r.score, r.reasoning)
+                      for r in Rating.objects.filter(assignment=a).select_related("output"))
+
+    assert stored(a1) == stored(a2) and len(stored(a1)) == 15
+    assert [r[2] for r in stored(a1) if r[1] == "fluency"] == [5, 3, 5]
+
+
+def test_a_first_submit_that_finds_its_assignment_expired_takes_the_general_path(make_study, raters):
+    """The row changed after it was read (the sweep expired it): the one statement writes nothing and
+    the general path reclaims the slot, as before."""
+    from annotation.models import Rating
+    from annotation.services.assignments import assignments_expire
+    from annotation.services.ratings import assignment_submit
+    from tests.workspace.conftest import rrgen_answers
+
+    (rater,) = raters(1)
+    study = make_study("rrgen-001", annotators=[rater])
+    a = assignment_next(study=study, rater=rater)
+    a.study = get_study_for_annotator(rater, study.slug)
+    Assignment.objects.filter(pk=a.pk).update(expires_at=a.expires_at.replace(year=2000))
+    assert assignments_expire(study=study) == 1
+    done = assignment_submit(assignment=a, answers=rrgen_answers(3), time_on_task_ms=100)
+    assert done.status == "submitted" and Assignment.objects.get(pk=a.pk).status == "submitted"
+    assert Rating.objects.filter(assignment_id=a.pk).count() == 15
