@@ -45,10 +45,13 @@ def _ranges_of(monkeypatch, assignments: int) -> None:
 
 def _reads(study) -> dict:
     table = pa.Table.from_batches(list(rating_batches(study)))
-    frame = stats_frame(study, ["fluency", "decision"]).sort_values(["item_id", "rater_id", "output", "criterion"])
+    # The categoricals as text before sorting: a categorical sorts by its categories' order, which is the
+    # order the values were first read in, and one query's join order is the planner's to choose.
+    frame = (stats_frame(study, ["fluency", "decision"]).astype({c: str for c in ("system", "criterion", "label")})
+             .sort_values(["item_id", "rater_id", "output", "criterion"]))
     return {"csv": b"".join(copy_ratings(study, fmt="csv")), "jsonl": b"".join(copy_ratings(study, fmt="jsonl")),
             "arrow": table, "jsonl_arrow": b"".join(rating_json_lines(study)),
-            "frame": frame.reset_index(drop=True).astype({c: str for c in ("system", "criterion", "label")})}
+            "frame": frame.reset_index(drop=True)}
 
 
 def _one_query(study, settings) -> dict:
