@@ -194,9 +194,52 @@ def answers_normalise(answers: Any) -> dict:
         if value is not None and not isinstance(value, str):
             errors[field] = "must be text"
         normalised[field] = str(value or "").strip()
+    errors.update(_unstorable_text(normalised))
     if errors:
         raise AnswerError(errors)
     return normalised
+
+
+def _unstorable_text(normalised: dict) -> dict[str, str]:
+    """Errors for text PostgreSQL cannot store (a NUL character, an unpaired surrogate from a JSON
+    escape), by field, rather than a database error at the write. One JSON dump decides whether
+    any text needs a look."""
+    dumped = json.dumps(normalised, ensure_ascii=False)
+    try:
+        dumped.encode()
+        if "\\u0000" not in dumped:
+            return {}
+    except UnicodeEncodeError:
+        pass
+    found: dict[str, str] = {}
+    fields = [(f"r{n}__{key}" if n is not None else f"item__{key}", entry)
+              for n, block in [*normalised["responses"].items(), (None, normalised["item"])]
+              for key, entry in block.items()]
+    places = [(f"{name}__reasoning", entry["reasoning"]) for name, entry in fields]
+    places += [(name, entry["value"]) for name, entry in fields]
+    places += [(field, normalised[field]) for field in ("ignore_reason", "comment")]
+    for name, value in places:
+        if (problem := _unstorable(value)) is not None:
+            found[name] = problem
+    if (problem := _unstorable([*normalised["responses"], *(name for name, _ in fields)])) is not None:
+        found["answers"] = f"a response number or criterion key {problem}"
+    return found
+
+
+def _unstorable(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return next(filter(None, map(_unstorable, [*value.keys(), *value.values()])), None)
+    if isinstance(value, list):
+        return next(filter(None, map(_unstorable, value)), None)
+    if not isinstance(value, str):
+        return None
+    if "\x00" in value:
+        return "contains a NUL character (\\u0000), which cannot be stored"
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return "contains an unpaired surrogate (a \\ud800-\\udfff escape on its own), which is not text"
+    return None
 
 
 # ---------------------------------------------------------------- validation (pure)

@@ -128,3 +128,36 @@ def test_who_may_not(who, study, annotator, outsider, researcher, api_for, make_
         calls.append(_next(api, study))
     assert [c.status_code for c in calls] == [expected] * len(calls)
     assert not Rating.objects.exists()
+
+
+def test_text_postgresql_cannot_store_is_refused_by_field_and_nothing_is_stored(study, annotator, api_for):
+    """A NUL character or an unpaired surrogate (both valid JSON escapes) in an answer, its reasoning, a
+    comment or a key is a 400 naming the field, for a draft as for a submit, not a database error."""
+    import json
+
+    api = api_for(annotator)
+    a = _next(api, study).json()["assignment"]
+    base = f"/api/studies/{study.slug}/rate/{a['token']}/"
+    answers = complete_answers(study.rubric, 3)
+    answers["responses"]["1"]["fluency"] = {"value": 3, "reasoning": "fine\u0000"}
+    answers["responses"]["2"]["decision"] = "ACCEPT\ud800"
+    answers["comment"] = "ok\u0000"
+    # as a client sends it: JSON escapes (json.dumps writes NUL and lone surrogates as \u escapes)
+    body = json.dumps({"answers": answers, "time_on_task_ms": 10})
+    for endpoint in ("draft/", "submit/", "submit/?next=1"):
+        r = api.post(base + endpoint, body, content_type="application/json")
+        assert r.status_code == 400, (endpoint, r.content)
+        errors = r.json()["errors"]
+        assert errors["r1__fluency__reasoning"] == "contains a NUL character (\\u0000), which cannot be stored"
+        assert "unpaired surrogate" in errors["r2__decision"]
+        assert "NUL" in errors["comment"]
+        assert set(errors) == {"r1__fluency__reasoning", "r2__decision", "comment"}
+    keyed = complete_answers(study.rubric, 3)
+    keyed["responses"]["1"]["flu\u0000ency"] = 3
+    r = api.post(base + "draft/", json.dumps({"answers": keyed}), content_type="application/json")
+    assert r.status_code == 400 and "key contains a NUL" in r.json()["errors"]["answers"]
+    assignment = Assignment.objects.get(token=a["token"])
+    assert assignment.status == "active" and assignment.draft == {} and not Rating.objects.exists()
+    fine = api.post(base + "submit/", {"answers": complete_answers(study.rubric, 3), "time_on_task_ms": 10},
+                    format="json")
+    assert fine.status_code == 200 and Rating.objects.filter(assignment=assignment).count() == 15
