@@ -14,7 +14,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from annotation.db import instance_from_row, prepared_cursor, select_columns
-from annotation.models import Assignment, CrowdLink, Study, StudyMember
+from annotation.models import Assignment, CrowdLink, Item, Study, StudyMember, assignment_from_row, assignment_item_columns
 from rubrics.models import RubricVersion
 
 ANNOTATOR = StudyMember.Role.ANNOTATOR
@@ -75,27 +75,50 @@ def get_study_for_annotator(user, slug: str) -> Study:
         row = cursor.fetchone()
     if row is None:
         raise Http404("No such study")
+    return _study_from_row(row)
+
+
+_STUDY_COLUMNS = len(Study._meta.concrete_fields) + len(RubricVersion._meta.concrete_fields)
+
+
+def _study_from_row(row) -> Study:
     n = len(Study._meta.concrete_fields)
     study = instance_from_row(Study, row[:n])
-    study.rubric_version = instance_from_row(RubricVersion, row[n:-1])
-    study.has_crowd_links = row[-1]  # without a link nobody is a crowd participant: crowd_state asks nothing
+    study.rubric_version = instance_from_row(RubricVersion, row[n:_STUDY_COLUMNS])
+    study.has_crowd_links = row[_STUDY_COLUMNS]  # without a link nobody is a crowd participant: crowd_state asks nothing
     return study
 
 
-def get_own_assignment(user, study: Study, token) -> Assignment:
-    """One of the user's own assignments in `study`, with its item and outputs; anyone else's is a 404."""
+_ANNOTATOR_ASSIGNMENT_SQL = _ANNOTATOR_STUDY_SQL.replace(
+    "\n    FROM ", f", {assignment_item_columns('a', 'i')}\n    FROM ", 1).replace("\n    WHERE s.slug = %s", f"""
+    LEFT JOIN {Assignment._meta.db_table} a ON a.token = %s AND a.study_id = s.id AND a.rater_id = m.user_id
+    LEFT JOIN {Item._meta.db_table} i ON i.id = a.item_id
+    WHERE s.slug = %s""")
+
+
+def get_study_and_own_assignment(user, slug: str, token) -> tuple[Study, Assignment]:
+    """get_study_for_annotator, and one of the user's own assignments in that study with its item
+    and outputs, in one statement (the rating loop asks both on every submit); another rater's
+    assignment, or one of another study, is a 404 as an unknown token is."""
     try:
         token = uuid.UUID(str(token))
     except ValueError:
+        get_study_for_annotator(user, slug)  # an unknown study is still named first
         raise Http404("No such assignment") from None
-    # By its unique token alone, then checked: a lookup by study and rater read every assignment
-    # the rater ever had (the planner's choice with statistics from before they started).
-    assignment = Assignment.objects.with_item(token=token)
-    if assignment is None or assignment.study_id != study.pk or assignment.rater_id != user.pk:
+    if not user.is_authenticated:
+        raise Http404("No such study")
+    with prepared_cursor() as cursor:
+        cursor.execute(_ANNOTATOR_ASSIGNMENT_SQL, [user.pk, ANNOTATOR, token, slug])
+        row = cursor.fetchone()
+    if row is None:
+        raise Http404("No such study")
+    n = _STUDY_COLUMNS + 1
+    if row[n] is None:  # the assignment's id: no row of this rater in this study has the token
         raise Http404("No such assignment")
-    assignment.item.load_outputs()
+    study = _study_from_row(row[:n])
+    assignment = assignment_from_row(row[n:])
     assignment.study = study  # already loaded with its rubric version
-    return assignment
+    return study, assignment
 
 
 def get_study_for_reader(user, slug: str) -> Study:

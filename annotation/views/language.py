@@ -10,8 +10,8 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 from django.views.i18n import JavaScriptCatalog
 
-from annotation.access import get_study_for_annotator
-from annotation.models import Study
+from annotation.access import get_study_and_own_assignment, get_study_for_annotator
+from annotation.models import Assignment, Study
 
 LANGUAGE_CODES = {code for code, _ in settings.LANGUAGES}
 
@@ -21,6 +21,13 @@ def rater_study(request: HttpRequest, slug: str) -> Study:
     study = get_study_for_annotator(request.user, slug)
     study_language_activate(request, study)
     return study
+
+
+def rater_study_and_assignment(request: HttpRequest, slug: str, token) -> tuple[Study, Assignment]:
+    """get_study_and_own_assignment, with the study's language active for the rest of the request."""
+    study, assignment = get_study_and_own_assignment(request.user, slug, token)
+    study_language_activate(request, study)
+    return study, assignment
 
 
 def study_language_activate(request: HttpRequest, study: Study) -> None:

@@ -11,11 +11,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import get_own_assignment
 from annotation.models import Assignment, Study
 from annotation.services.ratings import RatingRow, attention_passed
 from annotation.services.training import TrainingError, training_retry, training_state
-from annotation.views.language import rater_study
+from annotation.views.language import rater_study, rater_study_and_assignment
 
 
 def _shown_text(value: Any, number_of: dict[int, int], system_number: dict[str, int]) -> str:
@@ -69,8 +68,7 @@ def feedback_rows(study: Study, assignment: Assignment) -> list[dict[str, Any]]:
 @login_required
 @require_GET
 def training_feedback(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = rater_study(request, slug)
-    assignment = get_own_assignment(request.user, study, token)
+    study, assignment = rater_study_and_assignment(request, slug, token)
     if not assignment.item.is_training or assignment.status != Assignment.Status.SUBMITTED:
         return redirect("workspace", slug=study.slug)
     state = training_state(study, request.user)

@@ -27,7 +27,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import get_own_assignment
 from annotation.models import Assignment, Item, Output, Study
 from annotation.questionnaires import question_fields
 from annotation.rendering import render_content, render_markdown
@@ -43,7 +42,7 @@ from annotation.services.ratings import (
 )
 from annotation.services.training import training_state
 from annotation.views.crowd import crowd_context
-from annotation.views.language import rater_study
+from annotation.views.language import rater_study, rater_study_and_assignment
 from rubrics.schema import COMPARATIVE_KINDS, SCALE_KINDS
 
 PAGE = "annotation/workspace.html"
@@ -347,8 +346,7 @@ def workspace(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def assignment_detail(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = rater_study(request, slug)
-    assignment = get_own_assignment(request.user, study, token)
+    study, assignment = rater_study_and_assignment(request, slug, token)
     if assignment.status == Assignment.Status.EXPIRED:
         messages.info(request, _("That item was returned to the pool after a long pause."))
         return redirect("workspace", slug=study.slug)
@@ -368,8 +366,7 @@ def _time_on_task(request: HttpRequest) -> int | None:
 @login_required
 @require_POST
 def assignment_draft(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = rater_study(request, slug)
-    assignment = get_own_assignment(request.user, study, token)
+    study, assignment = rater_study_and_assignment(request, slug, token)
     answers = answers_from_form(request.POST, rubric=study.rubric, n_responses=len(assignment.permutation))
     try:
         assignment_save_draft(assignment=assignment, answers=answers, time_on_task_ms=_time_on_task(request))
@@ -381,8 +378,7 @@ def assignment_draft(request: HttpRequest, slug: str, token: str) -> HttpRespons
 @login_required
 @require_POST
 def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpResponse:
-    study = rater_study(request, slug)
-    assignment = get_own_assignment(request.user, study, token)
+    study, assignment = rater_study_and_assignment(request, slug, token)
     try:
         phase_require(study=study, rater=request.user, assignment=assignment)
     except PhaseOrderError:

@@ -23,7 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.access import get_own_assignment, get_study_for_annotator
+from annotation.access import get_study_and_own_assignment, get_study_for_annotator
 from annotation.models import Assignment, Study
 from annotation.services.crowd import crowd_state
 from annotation.services.phases import PhaseOrderError, PhaseState, phase_require, phase_state
@@ -102,8 +102,7 @@ class AssignmentView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="One of the rater's own assignments")
     def get(self, request: Request, slug: str, token) -> Response:
-        study = get_study_for_annotator(request.user, slug)
-        assignment = get_own_assignment(request.user, study, token)
+        study, assignment = get_study_and_own_assignment(request.user, slug, token)
         return Response({"state": "rate", "assignment": assignment_payload(study, assignment)})
 
 
@@ -112,8 +111,7 @@ class DraftView(APIView):
 
     @extend_schema(request=AnswersSerializer, responses=OpenApiTypes.OBJECT, summary="Autosave a draft")
     def post(self, request: Request, slug: str, token) -> Response:
-        study = get_study_for_annotator(request.user, slug)
-        assignment = get_own_assignment(request.user, study, token)
+        study, assignment = get_study_and_own_assignment(request.user, slug, token)
         if (refused := _refuse_out_of_order(study, request.user, assignment)) is not None:
             return refused
         body = AnswersSerializer(data=request.data)
@@ -135,8 +133,7 @@ class SubmitView(APIView):
                    parameters=[OpenApiParameter("next", OpenApiTypes.BOOL, description=(
                        "Also return the next item (the body of rate/next/) under `next`: one round trip per item."))])
     def post(self, request: Request, slug: str, token) -> Response:
-        study = get_study_for_annotator(request.user, slug)
-        assignment = get_own_assignment(request.user, study, token)
+        study, assignment = get_study_and_own_assignment(request.user, slug, token)
         if (refused := _refuse_out_of_order(study, request.user, assignment)) is not None:
             return refused
         body = AnswersSerializer(data=request.data)

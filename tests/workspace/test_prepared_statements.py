@@ -220,3 +220,53 @@ def test_a_first_submit_that_finds_its_assignment_expired_takes_the_general_path
     done = assignment_submit(assignment=a, answers=rrgen_answers(3), time_on_task_ms=100)
     assert done.status == "submitted" and Assignment.objects.get(pk=a.pk).status == "submitted"
     assert Rating.objects.filter(assignment_id=a.pk).count() == 15
+
+
+def test_the_study_and_the_raters_assignment_are_one_statement_and_refuse_what_the_two_reads_refused(
+        make_study, raters):
+    """A submit reads the study (membership, rubric, crowd links) and the rater's own assignment with its
+    item and outputs in one statement. What it reads equals the two separate reads; another rater's
+    token, a token of another study, an unknown token, an unknown study and a removed member are each
+    the 404 they were, with the same message."""
+    from django.http import Http404
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from annotation.access import get_study_and_own_assignment
+    from annotation.models import StudyMember
+
+    mine, other = raters(2)
+    study = make_study("rrgen-001", annotators=[mine, other], raters_per_item=2)
+    elsewhere = make_study("rrgen-001", annotators=[mine], slug="elsewhere")
+    a = assignment_next(study=study, rater=mine)
+    b = assignment_next(study=study, rater=other)
+    c = assignment_next(study=elsewhere, rater=mine)
+    with CaptureQueriesContext(connection) as captured:
+        found_study, found = get_study_and_own_assignment(mine, study.slug, str(a.token))
+        outputs = list(found.item.load_outputs().outputs.all())
+    assert len(captured.captured_queries) == 1
+    alone = get_study_for_annotator(mine, study.slug)
+    for field in Study._meta.concrete_fields:
+        assert getattr(found_study, field.attname) == getattr(alone, field.attname), field.name
+    assert found_study.rubric_version.definition == alone.rubric_version.definition
+    assert found_study.has_crowd_links is False and found.study is found_study
+    want = Assignment.objects.with_item(token=a.token)
+    for model, got, expected in ((Assignment, found, want), (Item, found.item, want.item)):
+        for field in model._meta.concrete_fields:
+            assert getattr(got, field.attname) == getattr(expected, field.attname), field.name
+    assert [o.content for o in outputs] == [o.content for o in want.item.load_outputs().outputs.all()]
+    assert len(outputs) == 3
+
+    def refused(user, slug, token) -> str:
+        with pytest.raises(Http404) as caught:
+            get_study_and_own_assignment(user, slug, token)
+        return str(caught.value)
+
+    assert refused(mine, study.slug, b.token) == "No such assignment"  # another rater's
+    assert refused(mine, study.slug, c.token) == "No such assignment"  # mine, of another study
+    assert refused(mine, study.slug, "00000000-0000-0000-0000-000000000000") == "No such assignment"
+    assert refused(mine, study.slug, "not-a-token") == "No such assignment"
+    assert refused(mine, "no-such-study", a.token) == "No such study"
+    assert refused(mine, "no-such-study", "not-a-token") == "No such study"
+    StudyMember.objects.filter(study=study, user=mine).update(removed_at=timezone.now())
+    assert refused(mine, study.slug, a.token) == "No such study"
