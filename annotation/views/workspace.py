@@ -13,6 +13,8 @@ token. No output id, system name, item id or other rater's answer is ever put in
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -390,7 +392,8 @@ def assignment_submit_view(request: HttpRequest, slug: str, token: str) -> HttpR
         assignment_submit(assignment=assignment, answers=answers, time_on_task_ms=_time_on_task(request))
     except AnswerError as exc:
         if not was_revision:  # keep what was typed, even when it cannot be submitted yet
-            assignment_save_draft(assignment=assignment, answers=answers, time_on_task_ms=_time_on_task(request))
+            with contextlib.suppress(AnswerError):  # unless it cannot be stored at all (a NUL character)
+                assignment_save_draft(assignment=assignment, answers=answers, time_on_task_ms=_time_on_task(request))
         # 400: the form comes back with each refusal named beside its field (htmx swaps it, see workspace.js)
         return _render(request, study, {"state": "rate", **build_screen(study, assignment, draft=answers,
                                                                         errors=exc.errors)}, status=400)

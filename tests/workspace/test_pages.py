@@ -123,6 +123,21 @@ def test_incomplete_submit_shows_errors_and_keeps_the_input(study, annotator, cl
     assert a.status == "active" and a.draft["responses"]["1"]["fluency"]["value"] == "6"
 
 
+def test_a_form_with_a_nul_character_is_shown_again_with_the_field_named(study, annotator, client_for):
+    """A NUL character (%00 in a form post) cannot be stored: the page names the field and keeps the
+    earlier draft rather than failing on the database."""
+    c = client_for(annotator)
+    a = _active(c, study)
+    assert c.post(f"/studies/{study.slug}/rate/{a.token}/draft/", {"r1__fluency": "5"}).status_code == 200
+    form = full_form()
+    form["comment"] = "fine\x00"
+    response = c.post(f"/studies/{study.slug}/rate/{a.token}/submit/", form)
+    assert response.status_code == 400
+    assert "contains a NUL character" in response.content.decode()
+    a.refresh_from_db()
+    assert a.status == "active" and a.draft["responses"]["1"]["fluency"]["value"] == "5" and not Rating.objects.exists()
+
+
 def test_submit_stores_ratings_once_and_moves_on(study, annotator, client_for):
     c = client_for(annotator)
     a = _active(c, study)
