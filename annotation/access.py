@@ -14,7 +14,8 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from annotation.db import instance_from_row, prepared_cursor, select_columns
-from annotation.models import Assignment, CrowdLink, Item, Study, StudyMember, assignment_from_row, assignment_item_columns
+from annotation.models import (Assignment, CrowdLink, Item, Study, StudyMember, assignment_from_row,
+                               assignment_item_columns)
 from rubrics.models import RubricVersion
 
 ANNOTATOR = StudyMember.Role.ANNOTATOR
@@ -85,7 +86,8 @@ def _study_from_row(row) -> Study:
     n = len(Study._meta.concrete_fields)
     study = instance_from_row(Study, row[:n])
     study.rubric_version = instance_from_row(RubricVersion, row[n:_STUDY_COLUMNS])
-    study.has_crowd_links = row[_STUDY_COLUMNS]  # without a link nobody is a crowd participant: crowd_state asks nothing
+    # without a link nobody is a crowd participant: crowd_state asks nothing
+    study.has_crowd_links = row[_STUDY_COLUMNS]
     return study
 
 

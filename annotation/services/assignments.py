@@ -287,7 +287,7 @@ _INSERT_SQL = f"""
         INSERT INTO {Assignment._meta.db_table} AS asg
             (study_id, token, item_id, rater_id, status, permutation, slot, is_attention_check, draft, ignored,
              ignore_reason, comment, time_on_task_ms, created_at, expires_at)
-        SELECT %(study)s, gen_random_uuid(), %(item)s, %(rater)s, 'active', (%(perms)s::jsonb[])[free.s + 1], free.s,
+        SELECT %(study)s, gen_random_uuid(), %(item)s, %(rater)s, 'active', %(perms)s::jsonb -> free.s, free.s,
                false, '{{}}'::jsonb, false, '', '', 0, %(now)s, %(expires)s
         FROM free
         ON CONFLICT (item_id, rater_id) DO UPDATE
@@ -312,14 +312,14 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int], key
     committed before the lock was granted), correct the item's hint and move the rater's cursor to
     the item's key; None when it is full."""
     rpi = study.raters_per_item
-    perms = []
+    perms = []  # one JSON array of each slot's order: a list of lists costs psycopg more to adapt
     for slot in range(rpi):
         order = study_response_order(study, item_id=item_id, slot=slot, n_outputs=len(positions))
-        perms.append(json.dumps([positions[i] for i in order]))
+        perms.append([positions[i] for i in order])
     now = timezone.now()
     with prepared_cursor() as cursor:
         cursor.execute(_INSERT_SQL, {"rpi": rpi, "item": item_id, "study": study.pk, "rater": rater.pk,
-                                     "perms": perms, "now": now, "expires": now + lease_duration(study),
+                                     "perms": json.dumps(perms), "now": now, "expires": now + lease_duration(study),
                                      "key": key})
         row = cursor.fetchone()
     return assignment_from_row(row) if row else None

@@ -223,3 +223,32 @@ def test_attention_failures_are_counted_and_pause_the_rater(make_study, raters):
     assert (row["checks"], row["checks_failed"]) == (3, 2)
     assert list(Assignment.objects.filter(is_attention_check=True).order_by("submitted_at")
                 .values_list("attention_passed", flat=True)) == [True, False, False]
+
+
+def test_rows_are_stored_exactly_as_checked_whatever_the_text(all_kinds_study):
+    """The ratings go to PostgreSQL as one JSON array: every stored value, score and reasoning equals
+    the checked row, for text with quotes, backslashes, line separators, emoji and JSON-looking text,
+    and for scores that are not exact in binary (7.5 is; the Likert and confidence scores are ints)."""
+    from annotation.services.ratings import answers_check, answers_normalise
+
+    study, rater = all_kinds_study
+    a = assignment_next(study=study, rater=rater)
+    answers = _answers_for(a)
+    hostile = 'say "no" \\ back\u2028sep\nnew 😀 é 中 {"value": 1} \' -- ; \t'
+    answers["responses"]["1"]["quality"]["reasoning"] = hostile
+    answers["responses"]["2"]["notes"] = hostile
+    answers["comment"] = hostile
+    assignment_submit(assignment=a, answers=answers, time_on_task_ms=10)
+    shown = {o.position: o for o in a.item.outputs.all()}
+    contents = [shown[p].content for p in a.permutation]
+    rows = answers_check(study.rubric, answers_normalise(answers), contents, a.item.context,
+                         [shown[p].pk for p in a.permutation])
+    stored = {(r.output_id, r.criterion): r for r in Rating.objects.filter(assignment=a)}
+    assert len(stored) == len(rows) == 13  # six answers a response (a highlight on 1, notes on 2), the preference
+    for row in rows:
+        output_id = shown[a.permutation[row.response - 1]].pk if row.response is not None else None
+        got = stored[(output_id, row.criterion)]
+        assert (got.value, got.score, got.reasoning) == (row.value, row.score, row.reasoning), row.criterion
+        assert type(got.score) is type(row.score)
+    assert stored[(shown[a.permutation[0]].pk, "quality")].reasoning == hostile.strip()
+    assert stored[(shown[a.permutation[1]].pk, "notes")].value == hostile.strip()
