@@ -188,14 +188,19 @@ def assignment_next(*, study: Study, rater) -> Assignment | None:
     for _ in range(_PICK_ATTEMPTS):
         with transaction.atomic():
             walk = _lock_rater(study, rater)
-            if (active := _own_active(study, rater)) is not None:
-                return active
-            if attention:
-                attention = False  # decided once per call
-                if _attention_is_due(study, rater) and _regular_work_left(study, rater):
-                    if (assignment := _assign_attention_item(study, rater)) is not None:
-                        return assignment
-            picked = _pick_regular(study, rater, walk, wait=wait)
+            if not attention and not wait:  # the common case: one statement asks for both
+                active, picked = _own_active_or_pick(study, rater, walk)
+                if active is not None:
+                    return active
+            else:
+                if (active := _own_active(study, rater)) is not None:
+                    return active
+                if attention:
+                    attention = False  # decided once per call
+                    if _attention_is_due(study, rater) and _regular_work_left(study, rater):
+                        if (assignment := _assign_attention_item(study, rater)) is not None:
+                            return assignment
+                picked = _pick_regular(study, rater, walk, wait=wait)
             if picked is not None:
                 if (assignment := _insert_regular(study, rater, *picked)) is not None:
                     return assignment
@@ -252,16 +257,45 @@ def _lock_rater(study: Study, rater) -> tuple[int | None, bool]:
     return row[1], row[2]
 
 
+_OWN_ACTIVE_SQL = f"""
+    UPDATE {Assignment._meta.db_table} SET expires_at = %(expires)s
+    WHERE study_id = %(study)s AND rater_id = %(rater)s AND status = 'active' RETURNING id
+"""
+
+
 def _own_active(study: Study, rater) -> Assignment | None:
     # Still held (nobody reclaimed it): keep it and give it a fresh lease.
     with prepared_cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {Assignment._meta.db_table} SET expires_at = %s"
-            " WHERE study_id = %s AND rater_id = %s AND status = 'active' RETURNING id",
-            [timezone.now() + lease_duration(study), study.pk, rater.pk],
-        )
+        cursor.execute(_OWN_ACTIVE_SQL, {"expires": timezone.now() + lease_duration(study), "study": study.pk,
+                                         "rater": rater.pk})
         ids = [row[0] for row in cursor.fetchall()]
     return Assignment.objects.with_item(id=min(ids)) if ids else None
+
+
+def _own_active_or_pick(study: Study, rater, walk: tuple[int | None, bool]
+                        ) -> tuple[Assignment | None, tuple[int, list[int], int] | None]:
+    """_own_active, then (only if the rater holds nothing) the first part of _pick_regular's walk, in
+    one statement: (the active assignment, None) or (None, what _pick_regular returns). Both run after
+    the rater's lock, so its snapshot sees every assignment the rater's other calls committed."""
+    params, parts, key = _pick_parts(study, rater, walk)
+    where, order = parts[0]
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH own AS ({_OWN_ACTIVE_SQL}), pick AS (
+                {_pick_sql(where, order, key, "FOR UPDATE OF i SKIP LOCKED",
+                           also="NOT EXISTS (SELECT 1 FROM own)")}
+            )
+            SELECT (SELECT min(id) FROM own), pick.* FROM (SELECT 1) AS one LEFT JOIN pick ON true
+            """,
+            {**params, "expires": timezone.now() + lease_duration(study)},
+        )
+        own_id, item_id, positions, item_key = cursor.fetchone()
+    if own_id is not None:
+        return Assignment.objects.with_item(id=own_id), None
+    if item_id is not None:
+        return None, (item_id, list(positions), item_key)
+    return None, _pick_regular(study, rater, walk, wait=False, parts_from=1)
 
 
 def _assign_attention_item(study: Study, rater) -> Assignment | None:
@@ -458,7 +492,8 @@ def _not_had(*, expired_counts: bool) -> str:
             f" WHERE a.item_id = i.id AND a.rater_id + 0 = %(rater)s{status} OFFSET 0)")
 
 
-def _pick_regular(study: Study, rater, walk: tuple[int | None, bool], *, wait: bool) -> tuple[int, list[int], int] | None:
+def _pick_regular(study: Study, rater, walk: tuple[int | None, bool], *, wait: bool,
+                  parts_from: int = 0) -> tuple[int, list[int], int] | None:
     """Lock one free item for this rater; returns (item id, output positions, its key).
 
     The study's items stand in one order (random: `pick_key`, drawn at import; else upload order),
@@ -472,32 +507,40 @@ def _pick_regular(study: Study, rater, walk: tuple[int | None, bool], *, wait: b
     locked alone, waiting for its holder: a transaction waits for at most one row, so waits can never
     form a cycle. The caller re-checks capacity under the lock.
     """
-    cursor_key, routed = walk
-    key = "i.pick_key" if study.randomize_items else "i.id"
-    cursor_key = _start_key(study, rater) if cursor_key is None else cursor_key
-    params = {"study": study.pk, "rpi": study.raters_per_item, "rater": rater.pk, "cursor": cursor_key}
-    parts = [("i.priority > 0", "i.priority DESC, i.pick_key")] if routed else []
-    parts += [(f"i.priority = 0 AND {key} > %(cursor)s", key), (f"i.priority = 0 AND {key} <= %(cursor)s", key)]
+    params, parts, key = _pick_parts(study, rater, walk)
     lock = "" if wait else "FOR UPDATE OF i SKIP LOCKED"
     with prepared_cursor() as cursor:
-        for where, order in parts:
-            cursor.execute(
-                f"""
-                SELECT i.id, ARRAY(SELECT o.position FROM {Output._meta.db_table} o
-                                   WHERE o.item_id = i.id ORDER BY o.position), {key}
-                FROM {Item._meta.db_table} i
-                WHERE i.study_id = %(study)s AND NOT i.is_attention_check AND {where} AND i.slots_taken < %(rpi)s
-                  AND {_not_had(expired_counts=False)}  -- an expired one of mine may come back
-                ORDER BY {order} LIMIT 1 {lock}
-                """,
-                params,
-            )
+        for where, order in parts[parts_from:]:
+            cursor.execute(_pick_sql(where, order, key, lock), params)
             row = cursor.fetchone()
             if row is not None:
                 if wait:
                     cursor.execute(f"SELECT id FROM {Item._meta.db_table} WHERE id = %s FOR UPDATE", [row[0]])
                 return row[0], list(row[1]), row[2]
     return None
+
+
+def _pick_parts(study: Study, rater, walk: tuple[int | None, bool]) -> tuple[dict, list[tuple[str, str]], str]:
+    """The walk's parameters, its parts in order (each a filter and an order) and the item's key."""
+    cursor_key, routed = walk
+    key = "i.pick_key" if study.randomize_items else "i.id"
+    cursor_key = _start_key(study, rater) if cursor_key is None else cursor_key
+    params = {"study": study.pk, "rpi": study.raters_per_item, "rater": rater.pk, "cursor": cursor_key}
+    parts = [("i.priority > 0", "i.priority DESC, i.pick_key")] if routed else []
+    parts += [(f"i.priority = 0 AND {key} > %(cursor)s", key), (f"i.priority = 0 AND {key} <= %(cursor)s", key)]
+    return params, parts, key
+
+
+def _pick_sql(where: str, order: str, key: str, lock: str, also: str = "true") -> str:
+    return f"""
+        SELECT i.id, ARRAY(SELECT o.position FROM {Output._meta.db_table} o
+                           WHERE o.item_id = i.id ORDER BY o.position), {key}
+        FROM {Item._meta.db_table} i
+        WHERE i.study_id = %(study)s AND NOT i.is_attention_check AND {where} AND i.slots_taken < %(rpi)s
+          AND {_not_had(expired_counts=False)}  -- an expired one of mine may come back
+          AND {also}
+        ORDER BY {order} LIMIT 1 {lock}
+    """
 
 
 def _pick_attention(study: Study, rater) -> tuple[int, list[int]] | None:

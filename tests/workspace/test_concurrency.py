@@ -92,3 +92,21 @@ def test_simultaneous_double_submit_stores_each_rating_once(make_study, raters):
     assert Rating.objects.filter(assignment=a).count() == 15
     keys = list(Rating.objects.values_list("output_id", "criterion"))
     assert len(keys) == len(set(keys))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_raters_calls_at_once_share_one_assignment(make_study, raters):
+    """Eight tabs of one rater ask for work at the same moment, ten times over: each round they all get
+    the same item and the rater never holds two (their calls queue on the rater's lock, and what each
+    reads after it includes the assignment the one before them took)."""
+    (r,) = raters(1)
+    study = make_study("rrgen-001", annotators=[r], items_text=items_jsonl(30))
+    for _ in range(10):
+        got: list[int] = []
+        errors = _run_threads(8, lambda i: got.append(assignment_next(study=study, rater=r).pk))
+        assert not errors, errors
+        assert len(got) == 8 and len(set(got)) == 1, got
+        assert Assignment.objects.filter(rater=r, status="active").count() == 1
+        assignment_submit(assignment=Assignment.objects.with_item(id=got[0]), answers=rrgen_answers(3),
+                          time_on_task_ms=10)
+    assert Assignment.objects.filter(rater=r, status="submitted").count() == 10

@@ -113,7 +113,7 @@ def test_whether_the_rater_had_an_item_is_asked_by_the_item_in_the_cached_plan(m
         (statement, n_params), = cursor.fetchall()
         cursor.execute("PREPARE pick_probe AS " + statement.replace("%", "%%"))
         cursor.execute("SET plan_cache_mode = force_generic_plan")
-        cursor.execute(f"EXPLAIN (FORMAT JSON) EXECUTE pick_probe({', '.join(['0'] * n_params)})")
+        cursor.execute(f"EXPLAIN (FORMAT JSON) EXECUTE pick_probe({', '.join(['NULL'] * n_params)})")
         plan = cursor.fetchone()[0][0]["Plan"]
         cursor.execute("RESET plan_cache_mode; DEALLOCATE pick_probe")
     nodes, stack = [], [(plan, None)]
@@ -121,7 +121,8 @@ def test_whether_the_rater_had_an_item_is_asked_by_the_item_in_the_cached_plan(m
         node, parent = stack.pop()
         nodes.append((node, parent))
         stack.extend((child, node) for child in node.get("Plans", []))
-    reads = [n for n, _ in nodes if n.get("Relation Name") == "annotation_assignment"]
+    # the "had it?" probe (alias a); the statement also renews the rater's own lease, by their index
+    reads = [n for n, _ in nodes if n.get("Relation Name") == "annotation_assignment" and n.get("Alias") == "a"]
 
     def probes_the_item(node: dict) -> bool:
         """A read of the assignments of one item (i.id, the outer row) through an index: an index scan, or a

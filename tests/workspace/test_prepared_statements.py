@@ -270,3 +270,30 @@ def test_the_study_and_the_raters_assignment_are_one_statement_and_refuse_what_t
     assert refused(mine, "no-such-study", "not-a-token") == "No such study"
     StudyMember.objects.filter(study=study, user=mine).update(removed_at=timezone.now())
     assert refused(mine, study.slug, a.token) == "No such study"
+
+
+def test_the_next_item_is_three_statements_and_a_held_item_comes_back_with_a_fresh_lease(make_study, raters):
+    """rate/next/ locks the rater, then asks in one statement for the item they hold (renewing its
+    lease) and, only if they hold none, for a free item, then takes its slot: three statements in one
+    transaction. A rater who holds an item gets it back and nothing else is locked or assigned."""
+    from datetime import timedelta
+
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    rater, other, third = raters(3)
+    study = make_study("rrgen-001", annotators=[rater, other, third], raters_per_item=1, randomize_items=False)
+    assignment_next(study=study, rater=third)  # the first call of a process sweeps expired leases first
+    with CaptureQueriesContext(connection) as captured:
+        first = assignment_next(study=study, rater=rater)
+    # (a test runs inside a transaction, so the engine's own transaction is a savepoint here)
+    sql = [q["sql"].lstrip() for q in captured.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
+    assert [s.split()[0] for s in sql] == ["SELECT", "WITH", "WITH"], sql
+    assert "FOR NO KEY UPDATE" in sql[0] and "WITH own AS" in sql[1] and "INSERT INTO" in sql[2]
+    Assignment.objects.filter(pk=first.pk).update(expires_at=timezone.now() + timedelta(seconds=5))
+    again = assignment_next(study=study, rater=rater)
+    assert again.pk == first.pk and again.item.pk == first.item.pk
+    assert Assignment.objects.get(pk=first.pk).expires_at > timezone.now() + timedelta(minutes=1)  # renewed
+    assert Assignment.objects.filter(rater=rater).count() == 1
+    taken = assignment_next(study=study, rater=other)  # the held item was neither locked nor given away
+    assert taken.item_id != first.item_id
