@@ -171,8 +171,8 @@ def assignment_next(*, study: Study, rater) -> Assignment | None:
 
     Each attempt is one short transaction holding at most one item lock, so raters can wait for
     one another (never in a cycle) instead of being told "no work" while an item is merely locked.
-    The common path is four statements: lock the rater, look for an active assignment, lock a
-    candidate item, insert the assignment into a free slot.
+    The common path is three statements: lock the rater; renew the lease of an item they hold or,
+    holding none, lock a candidate item (one statement); insert the assignment into a free slot.
     """
     if study.status != Study.Status.OPEN:
         return None
