@@ -363,7 +363,8 @@ def stats_frame(study: Study, criteria: Sequence[str], *,
     for name in CATEGORICAL_STATS_COLUMNS:
         i = table.schema.get_field_index(name)
         table = table.set_column(i, name, table.column(name).dictionary_encode())
-    return table.to_pandas()
+    # Each column's Arrow memory is freed once converted: the table and the frame are never held whole together.
+    return table.to_pandas(split_blocks=True, self_destruct=True)
 
 
 def rater_names(study: Study) -> dict[int, str]:

@@ -195,10 +195,11 @@ def _output_scores(df: pd.DataFrame, rubric: Mapping[str, Any], numeric: list[st
     and systems sections. Each section keeps whole outputs (those with enough raters, those with
     a system), and an output's scores depend on its own ratings only, so its rows are what the
     section's own call on its subset gave."""
-    rows = df[df["criterion"].isin(numeric) & df["x"].notna()]
+    # Only the columns it reads: a selection of the whole frame copied every column (a gigabyte at 10M ratings)
+    rows = df.loc[df["criterion"].isin(numeric) & df["x"].notna(), ["item_id", "output", "criterion", "rater", "x"]]
     if rows.empty:
         return None
-    return output_scores_frame(rows.assign(item=rows["item_id"]), rubric, level=level)
+    return output_scores_frame(rows.rename(columns={"item_id": "item"}), rubric, level=level)
 
 
 def _consensus(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict],
