@@ -402,6 +402,27 @@ class Rating(models.Model):
         return f"{self.criterion}={self.value}"
 
 
+class RatingChanges(models.Model):
+    """How many times a study's ratings changed, per block of assignment ids (a.id >> CHANGE_BLOCK_BITS),
+    written only by the database's triggers (migration 0018) in the writer's own transaction: a rating
+    inserted, updated or deleted, or an assignment submitted before or after the change inserted,
+    updated or deleted, adds to its block. The sum only grows, so a block whose sum is the same as
+    before has not changed; reports check that instead of reading every rating
+    (annotation.reports.rating_changes). Each server process writes its own row of a block (stripe =
+    its pid), so concurrent writers never wait for each other's lock; readers fold old rows into
+    stripe -1 now and then (the sums stay the same)."""
+
+    pk = models.CompositePrimaryKey("study_id", "block", "stripe")
+    # No foreign key: the triggers add rows while a study's ratings are being deleted with it.
+    study_id = models.BigIntegerField()
+    block = models.BigIntegerField()
+    stripe = models.IntegerField()
+    changes = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"study {self.study_id} block {self.block}.{self.stripe}: {self.changes}"
+
+
 class DatasetRelease(models.Model):
     """A frozen, versioned dataset file of a study (seed 002: semantic versions, a changelog,
     older versions stay downloadable). Once ready it never changes: (study, version, format)

@@ -5,10 +5,10 @@ study that grows re-reads only the blocks that changed (issue 26).
 
 A block is the study's answers whose assignment id falls in [b * BLOCK_IDS, (b + 1) * BLOCK_IDS). Each
 block's partial sums (per criterion: wins by pairs of system names, answers, first-shown wins, decided
-answers, its distinct rater and item ids) are kept in Django's cache (Redis) with the block's
-fingerprint; losing them only costs a read. Every report asks PostgreSQL for every block's fingerprint
-in one aggregate query (a first report, with nothing kept, skips it and reads every block), reads
-again only the blocks whose fingerprint moved, and adds the partials up: systems sorted by name, wins
+answers, its distinct rater and item ids) are kept in Django's cache (Redis) with the block's change
+count (annotation.reports.rating_changes: kept by the database's triggers); losing them only costs a
+read. Every report reads the blocks' change counts (a few rows per block), reads again only the blocks
+whose count moved, and adds the partials up: systems sorted by name, wins
 added by name, distinct raters and items by np.unique over the union. The wins are sums of 1 and 0.5,
 exact in floats in any order, so the result is identical to pairwise_sums.
 
@@ -16,21 +16,20 @@ Why it is exact. A block's partial is a function of (1) the rows the read select
 (pairwise_sums.answers_from: submitted, not ignored, not an attention check, item-level, the
 criteria asked, an object value), each row's criterion, value, item and rater; and (2) the outputs
 (id, item, system) of the items those rows name, through which ids become systems.
-- (1) The fingerprint is (count, sum of rating ids, sum mod 2**64 of a 64-bit hash of each row's
-  rating id, item, rater, criterion and value), over exactly the rows the read selects. A rating added
-  or deleted (erasure) changes the count. A rating's value or criterion edited changes its hash,
-  whether or not updated_at moved (QuerySet.update and raw SQL leave it alone, so it is not used).
-  An assignment submitted or un-submitted, ignored or un-ignored, flagged as an attention check or not
-  adds or removes its ratings from the selected rows; an assignment given another rater or item
-  changes its rows' hashes. A transaction that commits late, with ids below ones already seen, adds
-  rows, so the count moves when it becomes visible (the partial read before it was stored with the
-  fingerprint of the rows it summed, which lacked those rows). What would be missed: a set of changes
-  between two reports that keeps the count and the id sum and whose hashes cancel mod 2**64 (about
-  2**-64 for changes not made to collide; hashtextextended is not a cryptographic hash, so this is no
-  defence against someone who edits two ratings of a block and searches for such a pair on purpose).
-- The partial is stored with the fingerprint of the rows it was summed from (computed from the same
-  read: its COPY carries each row's hash), never the one asked before the read, so a commit between
-  the two cannot leave a partial under a fingerprint it does not match.
+- (1) Every statement that inserts, updates or deletes ratings, or inserts, updates or deletes
+  assignments submitted before or after it, adds to the change count of the block of each assignment
+  it touched, in its own transaction (migration 0018's triggers, so raw SQL and QuerySet.update are
+  counted too). Everything the read selects in a block is a rating of an assignment in that block:
+  any change to it (a rating added, edited or deleted; an assignment submitted or un-submitted,
+  ignored, flagged as an attention check, given another rater or item) moves the count, and a count
+  never moves back. The counts are read before the blocks' rows, and a partial is stored with the
+  count read then: a change committed between the two reads is in the rows but not in the stored
+  count, so the next report reads that block again (stricter, never stale). A transaction that commits
+  late, with ids below ones already seen, moves its blocks' counts when it commits. The triggers fire
+  in session_replication_role = replica too (ENABLE ALWAYS: the benches' bulk loads run so); nothing
+  is missed but a write made with the triggers disabled by hand (ALTER TABLE ... DISABLE TRIGGER).
+  Before, the fingerprint was a hash sum over every answer of the study, one aggregate over all of
+  them per report: 7.6 s of a 5M-answer arena's report when nothing had changed.
 - (2) Outputs: each partial keeps the outputs' state when it was summed (largest output id M, count
   and hash sum of (id, item, system) over the study's outputs, asked before the outputs were read: an
   older state only makes the next check stricter) and the hash sum of the outputs of its own items.
@@ -68,15 +67,13 @@ from annotation.reports import parallel_copy
 from annotation.reports.pairwise_sums import (
     ANSWER_COLUMNS, ANSWER_SCHEMA, Answers, PairwiseSums, answers_by_system, answers_from, pairwise_sums,
     summable, sums_with_ids)
+from annotation.reports.rating_changes import CHANGE_BLOCK_IDS, block_changes
 from annotation.reports.ratings import _A, _I, _O, _arrow_table, arrow_batches, copy_statement
 
-BLOCK_IDS = 2**16
+BLOCK_IDS = CHANGE_BLOCK_IDS  # the triggers' blocks: each block's change count is its own
 CACHE_SECONDS = 7 * 24 * 3600  # rounds of a study may be days apart; a lost block is one more read
 _MOD = 2**64
 
-# Each row's hash: what the block's sums depend on (module docstring, (1)). jsonb's text is canonical.
-_ROW_HASH = "hashtextextended(concat_ws(' ', r.id, a.item_id, a.rater_id, r.criterion, r.value::text), 0)"
-_BLOCK_SCHEMA = pa.schema(list(ANSWER_SCHEMA) + [("rating_id", pa.int64()), ("row_hash", pa.int64())])
 _OUTPUT_HASH = "hashtextextended(concat_ws(' ', o.id, o.item_id, o.system), 0)"
 _OUTPUTS = pa.schema([("id", pa.int64()), ("item_id", pa.int64()), ("system", pa.string()),
                       ("output_hash", pa.int64())])
@@ -90,25 +87,6 @@ def _hash_sum(hashes: np.ndarray) -> int:
 def _sql_hash_sum(expr: str, where: str = "") -> str:
     total = f"sum({expr})" + (f" FILTER (WHERE {where})" if where else "")
     return f"mod(mod(coalesce({total}, 0), {_MOD}) + {_MOD}, {_MOD})"
-
-
-def block_fingerprints(study: Study, keys: Sequence[str]) -> dict[int, tuple[int, int, int]]:
-    """block -> (rows, sum of rating ids, hash sum) of the rows the read selects, in one query."""
-    body, params = answers_from(study, keys)
-    sql = (f"SELECT a.id / {BLOCK_IDS}, count(*), sum(r.id), {_sql_hash_sum(_ROW_HASH)}{body}"
-           " GROUP BY 1")
-    with connection.cursor() as cursor:
-        # A few groups (blocks) over a million rows: hashed in memory. The planner, which takes the
-        # filters on r.value for rare, sorted them instead, on disk (1M answers: 2.2 -> 1.2 s).
-        cursor.execute("SET enable_sort = off")
-        cursor.execute("SET jit = off")
-        try:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-        finally:
-            cursor.execute("RESET enable_sort")
-            cursor.execute("RESET jit")
-    return {int(b): (int(n), int(ids), int(h)) for b, n, ids, h in rows}
 
 
 def _outputs_state(study: Study, prefixes: Sequence[int]) -> tuple[tuple[int, int, int], dict[int, tuple[int, int]]]:
@@ -164,7 +142,7 @@ def _outputs_digest(digests: tuple[np.ndarray, np.ndarray], items: np.ndarray) -
 
 
 def _block_tables(study: Study, keys: Sequence[str], blocks: Sequence[int]) -> Iterator[tuple[int, pa.Table]]:
-    """The read's rows of each block, with each row's rating id and hash: on several connections when
+    """The read's rows of each block: on several connections when
     possible (fewer blocks than connections, as after an append, are split so that each one works)."""
     parallel = parallel_copy.parallel_possible()
     pieces = parallel_copy.workers() if parallel and len(blocks) < parallel_copy.workers() else 1
@@ -174,12 +152,12 @@ def _block_tables(study: Study, keys: Sequence[str], blocks: Sequence[int]) -> I
         for lo in range(b * BLOCK_IDS, (b + 1) * BLOCK_IDS, step):
             body, params = answers_from(study, keys, (lo, min(lo + step, (b + 1) * BLOCK_IDS)))
             owners.append(b)
-            statements.append((f"SELECT {ANSWER_COLUMNS}, r.id, {_ROW_HASH}{body}", params))
+            statements.append((f"SELECT {ANSWER_COLUMNS}{body}", params))
     if parallel and len(statements) > 1:
         copies = [(copy_statement(sql), params) for sql, params in statements]
-        tables = parallel_copy.copy_in_parallel(copies, parse=lambda data: _arrow_table(data, _BLOCK_SCHEMA))
+        tables = parallel_copy.copy_in_parallel(copies, parse=lambda data: _arrow_table(data, ANSWER_SCHEMA))
     else:
-        tables = (pa.Table.from_batches(list(arrow_batches(sql, params, _BLOCK_SCHEMA)), schema=_BLOCK_SCHEMA)
+        tables = (pa.Table.from_batches(list(arrow_batches(sql, params, ANSWER_SCHEMA)), schema=ANSWER_SCHEMA)
                   for sql, params in statements)
     parts: list[pa.Table] = []
     for k, table in enumerate(tables):
@@ -203,11 +181,10 @@ def _union(stored: list[bytes]) -> np.ndarray:
 
 
 def _partial(table: pa.Table, outputs: pa.Table, digests: tuple[np.ndarray, np.ndarray],
-             outputs_state: tuple[int, int, int], keys: Sequence[str]) -> dict:
-    """A block's cache entry: its fingerprint (from the rows read), the outputs it depends on, and
+             outputs_state: tuple[int, int, int], keys: Sequence[str], changes: int) -> dict:
+    """A block's cache entry: its change count (read before its rows), the outputs it depends on, and
     per criterion its sums with the distinct rater and item ids (None: an answer not showing two)."""
     answers: Answers = answers_by_system(table, outputs)
-    rating_ids = table["rating_id"].to_numpy()
     items = np.unique(answers.item)
     per_key: dict[str, dict | None] = {}
     for key in keys:
@@ -219,7 +196,7 @@ def _partial(table: pa.Table, outputs: pa.Table, digests: tuple[np.ndarray, np.n
         per_key[key] = {"systems": sums.systems, "wins": _bytes(sums.wins.astype(np.float64)),
                         "n_answers": sums.n_answers, "first_wins": sums.first_wins, "decided": sums.decided,
                         "raters": _bytes(raters.astype(np.int64)), "items": _bytes(key_items.astype(np.int64))}
-    return {"fp": (len(table), int(rating_ids.sum()), _hash_sum(table["row_hash"].to_numpy())),
+    return {"changes": changes,
             "outputs": outputs_state, "outputs_digest": _outputs_digest(digests, items),
             "items": _bytes(items.astype(np.int64)), "unresolved": _bytes(answers.unresolved.astype(np.int64)),
             "keys": per_key}
@@ -227,7 +204,7 @@ def _partial(table: pa.Table, outputs: pa.Table, digests: tuple[np.ndarray, np.n
 
 def _cache_key(study: Study, keys: Sequence[str], block: int) -> str:
     criteria = hashlib.sha256("\0".join(keys).encode()).hexdigest()[:16]
-    return f"concord:pairwise-block:v2:{study.pk}:{study.created_at.timestamp()}:{criteria}:{BLOCK_IDS}:{block}"
+    return f"concord:pairwise-block:v3:{study.pk}:{study.created_at.timestamp()}:{criteria}:{BLOCK_IDS}:{block}"
 
 
 def _names_an_output(study: Study, ids: np.ndarray) -> bool:
@@ -251,18 +228,13 @@ def pairwise_sums_incremental(study: Study, keys: Sequence[str]) -> dict[str, Pa
     keys = list(keys)
     if not keys:
         return {}
+    changes = block_changes(study)  # before any row is read (module docstring, (1))
     spanned = _blocks_spanned(study)
     names = {b: _cache_key(study, keys, b) for b in spanned}
     kept = cache.get_many(list(names.values()))
-    if kept:
-        fingerprints = block_fingerprints(study, keys)
-        names = {b: _cache_key(study, keys, b) for b in fingerprints}
-        kept.update(cache.get_many([k for k in names.values() if k not in kept]))
-        entries = {b: kept[names[b]] for b in fingerprints
-                   if names[b] in kept and kept[names[b]]["fp"] == fingerprints[b]}
-        missing = [b for b in sorted(fingerprints) if b not in entries]
-    else:  # nothing kept (the first report, a lost cache): every block is read, no fingerprint asked
-        entries, missing = {}, list(spanned)
+    entries = {b: kept[names[b]] for b in spanned
+               if names[b] in kept and kept[names[b]]["changes"] == changes.get(b, 0)}
+    missing = [b for b in spanned if b not in entries]
     to_store: dict[str, dict] = {}
     outputs, state = _check_outputs(study, entries, missing, to_store, names)
     if missing:
@@ -271,7 +243,7 @@ def pairwise_sums_incremental(study: Study, keys: Sequence[str]) -> dict[str, Pa
             outputs = _read_outputs(study, None if len(missing) == len(spanned) else sorted(missing))
         digests = _item_digests(outputs)
         for b, table in _block_tables(study, keys, sorted(missing)):
-            to_store[names[b]] = entries[b] = _partial(table, outputs, digests, state, keys)
+            to_store[names[b]] = entries[b] = _partial(table, outputs, digests, state, keys, changes.get(b, 0))
     if to_store:
         cache.set_many(to_store, CACHE_SECONDS)
     unresolved = _union([e["unresolved"] for e in entries.values()])

@@ -500,7 +500,7 @@ def cached_study_report(study: Study, **kwargs: Any) -> dict[str, Any]:
     """study_report, recomputed only when the study's ratings change."""
     # The setting shapes the consensus section: a change to it is a new report.
     raw = f"{ratings_fingerprint(study)}:{study.consensus_min_raters}:{sorted(kwargs.items())}"
-    key = "concord:report:v2:" + hashlib.sha256(raw.encode()).hexdigest()
+    key = "concord:report:v3:" + hashlib.sha256(raw.encode()).hexdigest()
     report = cache.get(key)
     if report is None:
         report = study_report(study, **kwargs)

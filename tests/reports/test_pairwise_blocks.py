@@ -28,15 +28,21 @@ from tests.reports.test_comparisons_report import _answer_by_answer
 pytestmark = pytest.mark.django_db(transaction=True)
 
 KEYS = ["preference"]
-BLOCK = 16  # assignment ids per block here: the study's 60 assignments fill several blocks
+BLOCK = pairwise_blocks.BLOCK_IDS  # the triggers' blocks (2**16 assignment ids), as in production
 
 
 @pytest.fixture
-def study(settings, monkeypatch):
+def study(settings):
+    """The study's 60 assignments fill several blocks: assignment ids here step by 1/16 of a block."""
     settings.BULK_READ_WORKERS = 2
-    monkeypatch.setattr(pairwise_blocks, "BLOCK_IDS", BLOCK)
-    return simulated_study_create(preset="compare-pairwise", slug="blocks-pairwise", n_items=12, n_raters=5, seed=4,
-                                  knobs=Knobs(noise=0.4, position_bias=0.6)).study
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {Assignment._meta.db_table} ALTER COLUMN id SET INCREMENT BY {BLOCK // 16}")
+    try:
+        yield simulated_study_create(preset="compare-pairwise", slug="blocks-pairwise", n_items=12, n_raters=5,
+                                     seed=4, knobs=Knobs(noise=0.4, position_bias=0.6)).study
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {Assignment._meta.db_table} ALTER COLUMN id SET INCREMENT BY 1")
 
 
 @pytest.fixture
