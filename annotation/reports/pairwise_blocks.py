@@ -8,8 +8,8 @@ block's partial sums (per criterion: wins by pairs of system names, answers, fir
 answers, its distinct rater and item ids) are kept in Django's cache (Redis) with the block's change
 count (annotation.reports.rating_changes: kept by the database's triggers); losing them only costs a
 read. Every report reads the blocks' change counts (a few rows per block), reads again only the blocks
-whose count moved, and adds the partials up: systems sorted by name, wins
-added by name, distinct raters and items by np.unique over the union. The wins are sums of 1 and 0.5,
+whose count moved, and adds the partials up: systems sorted by name, wins added by name, distinct
+raters and items by np.unique over the union. The wins are sums of 1 and 0.5,
 exact in floats in any order, so the result is identical to pairwise_sums.
 
 Why it is exact. A block's partial is a function of (1) the rows the read selects in the block
