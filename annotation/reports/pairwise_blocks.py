@@ -79,12 +79,8 @@ _OUTPUTS = pa.schema([("id", pa.int64()), ("item_id", pa.int64()), ("system", pa
                       ("output_hash", pa.int64())])
 
 
-def _hash_sum(hashes: np.ndarray) -> int:
-    """Sum mod 2**64 of signed 64-bit hashes (what _sql_hash_sum gives for the same rows)."""
-    return int(hashes.astype(np.int64).view(np.uint64).sum(dtype=np.uint64))
-
-
 def _sql_hash_sum(expr: str, where: str = "") -> str:
+    """Sum mod 2**64 of signed 64-bit hashes in SQL (what a uint64 sum of them gives in numpy)."""
     total = f"sum({expr})" + (f" FILTER (WHERE {where})" if where else "")
     return f"mod(mod(coalesce({total}, 0), {_MOD}) + {_MOD}, {_MOD})"
 
