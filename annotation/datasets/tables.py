@@ -104,7 +104,7 @@ def consensus_rows(study: Study, df: pd.DataFrame, outputs: dict) -> pd.DataFram
     An output rated by fewer than the study's consensus_min_raters gets one `left_out` row
     instead, its rater count in `n` (seed 002: no consensus from too few evaluators)."""
     _, numeric, categorical = analysed(study)
-    names = df.drop_duplicates("item_id").set_index("item_id")["item"]
+    names = df.drop_duplicates("item_id").set_index("item_id")["item"].astype(str)  # (a categorical in df)
     df, short = with_enough_raters(df, study.consensus_min_raters)
     frames = []
     if not short.empty:

@@ -71,10 +71,11 @@ class _Names:
         self.gold = _gold(study, criteria, item_range, read)
 
 
-def _gold_column(ids: pa.Table, gold: pa.Table) -> pa.Array:
-    """Each row's gold text for its (item, criterion), null where the item has none."""
+def _gold_column(ids: pa.Table, gold: pa.Table) -> pa.DictionaryArray:
+    """Each row's gold text for its (item, criterion), null where the item has none, as codes into
+    the distinct gold texts."""
     if gold.num_rows == 0:
-        return pa.nulls(ids.num_rows, pa.string())
+        return pa.DictionaryArray.from_arrays(pa.nulls(ids.num_rows, pa.int32()), pa.array([], pa.string()))
     crit = pc.index_in(ids["criterion"], value_set=pc.unique(gold["criterion"]))
     gold_crit = pc.index_in(gold["criterion"], value_set=pc.unique(gold["criterion"]))
     n_crit = len(pc.unique(gold["criterion"]))
@@ -84,7 +85,9 @@ def _gold_column(ids: pa.Table, gold: pa.Table) -> pa.Array:
     sorted_keys = gold_key[order]
     at = np.minimum(np.searchsorted(sorted_keys, row_key), sorted_keys.size - 1)
     hit = (sorted_keys[at] == row_key) & crit.is_valid().to_numpy(zero_copy_only=False)
-    return pc.take(gold["gold"].combine_chunks(), pa.array(order[at], pa.int64(), mask=~hit))
+    texts = gold["gold"].combine_chunks().dictionary_encode()  # (a null gold value stays null)
+    codes = pc.take(pc.cast(texts.indices, pa.int32()), pa.array(order[at], pa.int64(), mask=~hit))
+    return pa.DictionaryArray.from_arrays(codes, texts.dictionary)
 
 
 # The range reads' columns (long_arrow's form): a rating's own, then its assignment's.
@@ -166,7 +169,9 @@ def stats_table(study: Study, criteria: Sequence[str], *, item_range: tuple[int,
     seconds = pc.divide(pc.cast(ids["time_on_task_ms"], pa.float64()), 1000.0)
     columns = {
         "item_id": ids["item_id"],
-        "item": pc.take(items.names, items.index(ids["item_id"])),
+        # Codes into the study's names (unique in a study): ten million names as text were the frame's
+        # largest column, copied whole by every selection of rows.
+        "item": pa.DictionaryArray.from_arrays(pc.cast(items.index(ids["item_id"]), pa.int32()), items.names),
         "output": pc.fill_null(position, -1),
         "system": pc.take(outputs.names, output),
         "rater_id": ids["rater_id"],
