@@ -156,12 +156,14 @@ def output_scores_frame(df: pd.DataFrame, rubric: Mapping[str, Any], *, level: f
     # consensus per (unit, criterion)
     cell, (cell_unit, cell_crit) = group_codes([unit, crit], [n_units, len(crit_names)])
     rows_units, wide = _unstack(cell_unit, cell_crit, group_agg(x, cell, cell_unit.size))
+    del cell  # (each row's codes are freed once used: ten million rows' worth each)
     wide = pd.DataFrame(wide, index=index[rows_units], columns=_names(crit_names, cell_crit))
     groups, overall = combine_parts(wide, rubric)
     # each rater's own overall per unit, then its mean, sd and count per unit
     n_raters = int(rater.max()) + 1 if rater.size else 1
     own_cell, (own_unit, own_rater, own_crit) = group_codes([unit, rater, crit], [n_units, n_raters,
                                                                                  len(crit_names)])
+    del unit, rater, crit
     pair, (pair_unit, _) = group_codes([own_unit, own_rater], [n_units, n_raters])
     _, per_rater = _unstack(pair, own_crit, group_agg(x, own_cell, own_unit.size))
     per_rater = pd.DataFrame(per_rater, columns=_names(crit_names, own_crit))

@@ -21,7 +21,7 @@ def rater_quality(rows: pd.DataFrame, *, bias_z: float = 2.0, min_pearson: float
     """{rater: {...}}; flags: "bias" (|robust z of bias| > bias_z among raters), "low_agreement"
     (Pearson with the others' mean < min_pearson), "fast" (median seconds < fast_fraction of
     the median over all raters)."""
-    df = rows.copy()
+    df = rows.copy(deep=False)  # copy-on-write: the caller's frame stays as it is, its columns are not copied
     df["score"] = df["score"].astype(float)
     g = df.groupby("unit")["score"]
     total, count = g.transform("sum"), g.transform("count")
