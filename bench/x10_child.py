@@ -1,7 +1,8 @@
 """Measuring one report phase in a fresh child process: its time and its own peak RSS (ru_maxrss),
 as bench_exports does for the exports, so the generator's memory never counts.
 
-    measure_in_child(db_name, "report", slug)         -> {"seconds", "rss_baseline_mb", "rss_peak_mb", ...}
+    measure_in_child(db_name, "report", slug)         -> {"seconds", "rss_baseline_mb", "rss_peak_mb",
+                                                          "tree_pss_peak_mb", "memory_peak_mb", ...}
     measure_in_child(db_name, "comparisons", slug)
 
 BENCH_CODE=/path/to/another/checkout[,/path/to/this/one] runs the child on each code in turn, on the
@@ -16,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -83,8 +85,63 @@ def measure_in_child(db_name: str, phase: str, slug: str, size_label: str = "", 
     if os.environ.get("BENCH_PROFILE"):
         RESULTS.mkdir(exist_ok=True)
         profile_to = str(RESULTS / f"profile_{phase}_{size_label}_{tag}.txt")
-    proc = subprocess.run([sys.executable, "-c", CHILD, phase, slug, profile_to],
-                          env=_child_env(db_name, code), cwd=code, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, phase, slug, profile_to], env=_child_env(db_name, code),
+                            cwd=code, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with TreeMemory(proc.pid) as tree:
+        stdout, stderr = proc.communicate(timeout=1800)
     if proc.returncode != 0:
-        raise RuntimeError(f"{phase} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"{phase} failed:\n{stderr[-3000:]}")
+    result = json.loads(stdout.strip().splitlines()[-1])
+    result["tree_pss_peak_mb"] = tree.peak_mb
+    # A report that forks a child for a section holds memory in two processes: its own ru_maxrss
+    # would leave the child's out, the sum of both processes' ru_maxrss would count the pages they
+    # share twice. The peak is the larger of its own RSS and the two's summed PSS.
+    result["memory_peak_mb"] = max(result["rss_peak_mb"], tree.peak_mb or 0.0)
+    return result
+
+
+class TreeMemory:
+    """The peak of the summed PSS (proportional set size: a page two processes share counts half
+    in each) of a process and its descendants, sampled every `every` seconds (Linux's /proc)."""
+
+    def __init__(self, pid: int, every: float = 0.2):
+        self.pid, self.every, self.peak_mb = pid, every, None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "TreeMemory":
+        if Path(f"/proc/{self.pid}/smaps_rollup").exists():
+            self.peak_mb = 0.0
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.peak_mb = max(self.peak_mb, sum(_pss_kb(p) for p in _tree(self.pid)) / 1024)
+
+
+def _tree(pid: int) -> list[int]:
+    pids, at = [pid], 0
+    while at < len(pids):
+        for task in Path(f"/proc/{pids[at]}/task").glob("*/children"):
+            try:
+                pids += [int(c) for c in task.read_text().split()]
+            except OSError:  # (the task ended)
+                pass
+        at += 1
+    return pids
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:  # (the process ended)
+        pass
+    return 0
