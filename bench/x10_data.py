@@ -94,17 +94,19 @@ def report_study(n_items: int, seed: float = 0.25):
             f" generate_series(0, {N_RATERS - 1}) r ORDER BY i.id, r", [study.pk, raters, study.pk])
         cursor.execute(f"ANALYZE {items}; ANALYZE {outputs}; ANALYZE {assignments}")  # a plan for the join below
         # score = clip(round(3 + item effect + rater noise), 1, 5); the item effect is a fixed
-        # function of (item, criterion), spread over [-1.5, 1.5].
+        # function of (item, criterion), spread over [-1.5, 1.5]. The noise is drawn in the select list
+        # of a subquery: in a LATERAL subquery keyed by (item, criterion), PostgreSQL's Memoize node
+        # reused one draw for every rater of an item below some size (alpha 1.0 at 300k ratings).
         cursor.execute(
             f"INSERT INTO {ratings} (assignment_id, output_id, criterion, value, score, reasoning, created_at,"
             " updated_at)"
-            " SELECT a.id, o.id, k.key, to_jsonb(s.v), s.v, CASE WHEN k.c = 1 THEN 'clear \"why\", with a comma'"
+            " SELECT s.aid, s.oid, s.key, to_jsonb(s.v), s.v, CASE WHEN s.c = 1 THEN 'clear \"why\", with a comma'"
             " ELSE '' END, now(), now()"
+            " FROM (SELECT a.id AS aid, o.id AS oid, k.key, k.c, greatest(1, least(5, round(3 + ((a.item_id"
+            " * 2654435761 + k.c * 97) %% 1000) / 1000.0 * 3 - 1.5 + (random() - 0.5) * 2.4)))::int AS v"
             f" FROM {assignments} a JOIN {outputs} o ON o.item_id = a.item_id AND o.position = 0,"
-            " unnest(%s::text[]) WITH ORDINALITY AS k(key, c),"
-            " LATERAL (SELECT greatest(1, least(5, round(3 + ((a.item_id * 2654435761 + k.c * 97) %% 1000) / 1000.0"
-            " * 3 - 1.5 + (random() - 0.5) * 2.4)))::int AS v) s"
-            " WHERE a.study_id = %s AND NOT a.ignored ORDER BY a.id, k.key",
+            " unnest(%s::text[]) WITH ORDINALITY AS k(key, c)"
+            " WHERE a.study_id = %s AND NOT a.ignored) s ORDER BY s.aid, s.key",
             [keys, study.pk])
         cursor.execute(f"ANALYZE {items}; ANALYZE {outputs}; ANALYZE {assignments}; ANALYZE {ratings}")
     return study
