@@ -37,10 +37,10 @@ def requeue_lost_work() -> None:
     from django.db import connection
 
     try:
-        with connection.cursor() as cursor:  # one sweep at a time, whatever the number of workers
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [SWEEP_LOCK])
-            if not cursor.fetchone()[0]:
-                return
+        with connection.cursor() as cursor:
+            # One sweep at a time, whatever the number of workers. Wait for a sweep under way rather
+            # than skip: it may have taken its first look before this loss.
+            cursor.execute("SELECT pg_advisory_lock(%s)", [SWEEP_LOCK])
         try:
             for name in LOST_WORK_SWEEPS:
                 try:
@@ -56,17 +56,49 @@ def requeue_lost_work() -> None:
         connection.close()  # this runs on a thread of its own: leave no connection behind
 
 
+class LostWorkSweeper:
+    """One thread per worker process that runs requeue_lost_work when poked and every
+    `CELERY_LOST_WORK_SWEEP_S` seconds. The periodic sweep catches a message lost in a restart that
+    no consumer reconnection followed (kombu can reconnect below the consumer), which the poke alone
+    missed: a CI run's judge run waited for its lost chunk until the test gave up."""
+
+    def __init__(self):
+        self._wake = threading.Event()
+        self._guard = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.every_s: float | None = None  # None: the setting
+
+    def poke(self) -> None:
+        with self._guard:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="requeue-lost-work", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def _loop(self) -> None:
+        from django.conf import settings
+
+        every = settings.CELERY_LOST_WORK_SWEEP_S if self.every_s is None else self.every_s
+        while True:
+            self._wake.wait(every if every > 0 else None)
+            self._wake.clear()
+            requeue_lost_work()
+
+
+sweeper = LostWorkSweeper()
+
+
 class RequeueLostWork(bootsteps.StartStopStep):
-    """Each time the worker has (re)connected to the broker, look for judge chunks and release
-    builds whose messages were lost, and send them again. Celery's Redis transport pops a
-    message (BRPOP) before it records it as unacknowledged, so a Redis restart between the
-    two drops it, and its run or release would wait forever. On a thread: the sweep waits a
-    few seconds to tell a lost message from one in transit."""
+    """Each time the worker has (re)connected to the broker, and every CELERY_LOST_WORK_SWEEP_S
+    seconds, look for judge chunks and release builds whose messages were lost, and send them
+    again. Celery's Redis transport pops a message (BRPOP) before it records it as unacknowledged,
+    so a Redis restart between the two drops it, and its run or release would wait forever. On a
+    thread: the sweep waits a few seconds to tell a lost message from one in transit."""
 
     requires = {"celery.worker.consumer.connection:Connection"}
 
     def start(self, consumer):
-        threading.Thread(target=requeue_lost_work, name="requeue-lost-work", daemon=True).start()
+        sweeper.poke()
 
 
 app.steps["consumer"].add(RequeueLostWork)

@@ -264,6 +264,11 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # every 5 s costs nothing.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=900),
                                    "health_check_interval": env.int("CELERY_BROKER_HEALTH_CHECK_S", default=5)}
+# Workers look for judge chunks and release builds whose messages the broker lost after each
+# (re)connection and also this often: a message lost without a reconnection the consumer noticed
+# (a Redis restart kombu absorbed below it) would otherwise leave its run waiting forever. 0: only
+# after connections.
+CELERY_LOST_WORK_SWEEP_S = env.float("CELERY_LOST_WORK_SWEEP_S", default=300.0)
 
 # Annotation
 ASSIGNMENT_TTL_SECONDS = env.int("ASSIGNMENT_TTL_SECONDS", default=30 * 60)

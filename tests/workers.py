@@ -16,24 +16,26 @@ REPO = Path(__file__).resolve().parents[1]
 CELERY = Path(sys.executable).with_name("celery")
 
 
-def worker_env(redis_url: str, visibility_s: int) -> dict[str, str]:
+def worker_env(redis_url: str, visibility_s: int, sweep_s: float = 0) -> dict[str, str]:
     from django.conf import settings
 
     env = dict(os.environ)
     env.update(DATABASE_URL=current_database_url(), REDIS_URL=redis_url, CONCORD_TESTING="1",
                MEDIA_ROOT=str(settings.MEDIA_ROOT),
-               CELERY_VISIBILITY_TIMEOUT=str(visibility_s))  # redeliver a dead worker's unacked tasks quickly
+               CELERY_VISIBILITY_TIMEOUT=str(visibility_s),  # redeliver a dead worker's unacked tasks quickly
+               CELERY_LOST_WORK_SWEEP_S=str(sweep_s))  # 0: look for lost messages after connections only
     return env
 
 
 def start_worker(log: Path, *, queues: str, redis_url: str, visibility_s: int, name: str,
-                 concurrency: int = 2, pool: str = "prefork") -> subprocess.Popen:
-    """A real worker; prefork by default, the pool docker-compose.yml and `make run` use."""
+                 concurrency: int = 2, pool: str = "prefork", sweep_s: float = 0) -> subprocess.Popen:
+    """A real worker; prefork by default, the pool docker-compose.yml and `make run` use. `sweep_s`:
+    how often it also looks for messages the broker lost (config/celery.py LostWorkSweeper)."""
     cmd = [str(CELERY), "-A", "config", "worker", "-Q", queues, "-P", pool, "-c", str(concurrency),
            "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info",
            "-n", f"{name}-{time.monotonic_ns()}@%h"]
     # its own session, so a kill reaches this worker's process group and nothing else
-    return subprocess.Popen(cmd, cwd=REPO, env=worker_env(redis_url, visibility_s), stdout=log.open("ab"),
+    return subprocess.Popen(cmd, cwd=REPO, env=worker_env(redis_url, visibility_s, sweep_s), stdout=log.open("ab"),
                             stderr=subprocess.STDOUT, start_new_session=True)
 
 

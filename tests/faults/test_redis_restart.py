@@ -33,6 +33,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 QUEUE = "judges-redis-restart"
 VISIBILITY_S = 3  # an unacknowledged chunk comes back after this (production: CELERY_VISIBILITY_TIMEOUT=900)
 N_ITEMS = 30  # x 1 output x 5 criteria = 150 slots, in chunks of 2 items
+# Workers also look for lost messages this often, not only after a reconnection: a CI run's worker
+# consumed again after the restart, yet its lost chunk was never sent again (no sweep followed).
+SWEEP_S = 20
 
 
 @pytest.mark.parametrize("how", ["shutdown", "kill-9"])
@@ -49,7 +52,7 @@ def test_broker_restart_mid_run_loses_and_duplicates_nothing(how, private_redis,
                            method_options={"chunk_size": 2})
         try:
             worker = start_worker(log, queues=QUEUE, redis_url=private_redis.url, visibility_s=VISIBILITY_S,
-                                  name="redis-restart")
+                                  name="redis-restart", sweep_s=SWEEP_S)
             run = judge_run_start(study=study, judge=judge)
             assert run.n_expected == N_ITEMS * 5
             wait_for(lambda: JudgeScore.objects.filter(run=run).count() >= 20, 60, what="the worker to score")
@@ -105,14 +108,10 @@ def test_broker_restart_mid_run_loses_and_duplicates_nothing(how, private_redis,
     assert dupes == 0
 
 
-def test_a_chunk_message_lost_with_the_broker_is_enqueued_again_after_the_restart(private_redis, make_study,
-                                                                                  make_judge, media_root, tmp_path,
-                                                                                  record_property):
-    """Celery's Redis transport pops a message before it records it as unacknowledged; a Redis
-    restart between the two loses the message (seen here about once in a dozen restarts of
-    the test above). Here the loss is made certain: one waiting chunk message is taken off
-    the queue, then Redis restarts. The worker, once reconnected, finds the run's items that
-    no message covers any more and enqueues them again (config/celery.py RequeueLostChunks)."""
+def _run_losing_one_chunk(private_redis, make_study, make_judge, tmp_path, *, restart: bool, sweep_s: float):
+    """A judge run of which one waiting chunk message is taken off the queue (the newest: the last
+    to be served), then Redis restarts or not. Returns the run once it ends, the worker's log and
+    the seconds from the loss to the end."""
     from judges.fakeserver import running_fake_server
 
     study = make_study("rrgen-001", items_text=one_output_items(N_ITEMS))
@@ -122,32 +121,62 @@ def test_a_chunk_message_lost_with_the_broker_is_enqueued_again_after_the_restar
         judge = make_judge(endpoint=server.base_url, queue=QUEUE, concurrency=2, method_options={"chunk_size": 2})
         try:
             worker = start_worker(log, queues=QUEUE, redis_url=private_redis.url, visibility_s=VISIBILITY_S,
-                                  name="redis-lost-chunk")
+                                  name="redis-lost-chunk", sweep_s=sweep_s)
             run = judge_run_start(study=study, judge=judge)
             wait_for(lambda: JudgeScore.objects.filter(run=run).exists(), 60, what="the worker to score")
-            lost = private_redis.client().lpop(QUEUE)  # the newest waiting chunk: the last one to be served
-            assert lost is not None, "no chunk was waiting; make the run longer"
-            private_redis.shutdown()
-            private_redis.start()
-            back = time.monotonic()
+            assert private_redis.client().lpop(QUEUE) is not None, "no chunk was waiting; make the run longer"
+            if restart:
+                private_redis.shutdown()
+                private_redis.start()
+            lost_at = time.monotonic()
             try:
                 wait_run_ends(run, timeout=90)
             except AssertionError as exc:
                 raise AssertionError(f"{exc}; now {JudgeScore.objects.filter(run=run).count()} scores\n"
                                      f"{worker_events(log)}") from None
-            recovery_s = time.monotonic() - back
+            return run, log.read_text(), time.monotonic() - lost_at
         finally:
             stop_worker(worker)
-    requeued = "lost by the broker; enqueued again" in log.read_text()
+
+
+def _assert_sent_again_once(run, text: str) -> None:
+    assert "lost by the broker; enqueued again" in text, text[-3000:]
+    assert run.status == JudgeRun.Status.DONE, (run.status, run.error)
+    assert JudgeScore.objects.filter(run=run).count() == run.n_expected == run.n_scored == N_ITEMS * 5
+    assert duplicated_slots(run) == 0
+
+
+def test_a_chunk_message_lost_with_the_broker_is_enqueued_again_after_the_restart(private_redis, make_study,
+                                                                                  make_judge, media_root, tmp_path,
+                                                                                  record_property):
+    """Celery's Redis transport pops a message before it records it as unacknowledged; a Redis
+    restart between the two loses the message (seen here about once in a dozen restarts of
+    the test above). Here the loss is made certain: one waiting chunk message is taken off
+    the queue, then Redis restarts. The worker, once reconnected, finds the run's items that
+    no message covers any more and enqueues them again (config/celery.py RequeueLostWork), or its
+    periodic sweep does within SWEEP_S."""
+    run, text, recovery_s = _run_losing_one_chunk(private_redis, make_study, make_judge, tmp_path, restart=True,
+                                                  sweep_s=SWEEP_S)
     record_property("chunks_lost", 1)
     record_property("scores_expected", run.n_expected)
     record_property("scores_stored", JudgeScore.objects.filter(run=run).count())
     record_property("slots_duplicated", duplicated_slots(run))
     record_property("recovery_s", round(recovery_s, 2))
-    assert requeued, worker_events(log, 3000)
-    assert run.status == JudgeRun.Status.DONE, (run.status, run.error)
-    assert JudgeScore.objects.filter(run=run).count() == run.n_expected == run.n_scored == N_ITEMS * 5
-    assert duplicated_slots(run) == 0
+    _assert_sent_again_once(run, text)
+
+
+def test_a_chunk_message_lost_without_a_reconnection_is_found_by_the_periodic_sweep(private_redis, make_study,
+                                                                                    make_judge, media_root, tmp_path,
+                                                                                    record_property):
+    """A message can be lost with no reconnection the consumer notices (kombu reconnected below it).
+    Here a waiting chunk message is taken off the queue while the broker stays up: only the
+    worker's periodic sweep (CELERY_LOST_WORK_SWEEP_S) can find its items and send them again.
+    Without it (sweep_s=0) the run waits for the chunk until this test gives up."""
+    run, text, recovery_s = _run_losing_one_chunk(private_redis, make_study, make_judge, tmp_path, restart=False,
+                                                  sweep_s=3)
+    record_property("recovery_s", round(recovery_s, 2))
+    assert "Connection to broker lost" not in text, "the broker went away: this test is about a loss without one"
+    _assert_sent_again_once(run, text)
 
 
 def test_a_run_started_while_the_broker_restarts_is_queued_once_it_is_back(private_redis, make_study, make_judge,
