@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.signals import request_finished, request_started
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop in the test thread
 
@@ -24,6 +27,48 @@ def _default_language():
     from django.utils import translation
 
     translation.deactivate()
+
+
+class _Requests:
+    """Requests the in-process live server is answering now (Django's request signals). Its
+    requests run on threads of their own; the test client's run on the main thread and are left
+    out (one that raises in the test never sends request_finished)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.n = 0
+
+    def _count(self, step: int) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            with self.lock:
+                self.n += step
+
+    def started(self, **_):
+        self._count(1)
+
+    def finished(self, **_):
+        self._count(-1)
+
+
+_LIVE_REQUESTS = _Requests()
+request_started.connect(_LIVE_REQUESTS.started, weak=False, dispatch_uid="tests-live-requests-started")
+request_finished.connect(_LIVE_REQUESTS.finished, weak=False, dispatch_uid="tests-live-requests-finished")
+
+
+@pytest.fixture(autouse=True)
+def _live_server_settles(request):
+    """After a test that served pages, wait until the live server has answered every request before
+    the database is flushed. A page closed at the end of a test sends its draft on `pagehide`
+    (navigator.sendBeacon); a flush (TRUNCATE) running beside that request's transaction deadlocked
+    with it once, failing the flush and the next test's setup. Set up after pytest-django's database
+    fixture, so this runs before its flush, and after the browser fixtures have closed their pages."""
+    yield
+    if "live_server" not in request.fixturenames:
+        return
+    time.sleep(0.3)  # a beacon sent as the page closed reaches the server
+    deadline = time.monotonic() + 15
+    while _LIVE_REQUESTS.n > 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def current_database_url() -> str:
@@ -129,8 +174,9 @@ def celery_worker_session():
     """A real Celery worker in a thread, consuming every queue from the real Redis broker."""
     from celery.contrib.testing.worker import start_worker
 
-    from config.celery import app
+    from config.celery import app, sweeper
 
+    sweeper.every_s = 0  # in this process: sweep at connection only, not in the middle of other tests
     with start_worker(app, pool="threads", concurrency=4, perform_ping_check=False,
                       queues=["default", "judges"], shutdown_timeout=30) as worker:
         yield worker
@@ -172,3 +218,17 @@ def page(browser):
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture
+def new_context(browser):
+    """new_context(**options) -> a browser context, closed when the test ends (before its flush)."""
+    contexts = []
+
+    def _new(**options):
+        contexts.append(browser.new_context(**options))
+        return contexts[-1]
+
+    yield _new
+    for c in contexts:
+        c.close()

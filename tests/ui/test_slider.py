@@ -55,9 +55,9 @@ def _tick_x(page, key, value):
                          [key, value])
 
 
-def test_slider_by_keyboard_at_1400(browser, live_server, slider_study):
+def test_slider_by_keyboard_at_1400(new_context, live_server, slider_study):
     study, rater = slider_study
-    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    page = new_context(viewport={"width": 1400, "height": 900}).new_page()
     _open(page, live_server, study, rater)
     # unset until placed: no value, no thumb shown, "not set" read out
     for key in ("quality", "confidence"):
@@ -110,9 +110,9 @@ def test_slider_by_keyboard_at_1400(browser, live_server, slider_study):
     assert stored == {"quality": 4, "confidence": 66}
 
 
-def test_slider_by_touch_at_390(browser, live_server, slider_study):
+def test_slider_by_touch_at_390(new_context, live_server, slider_study):
     study, rater = slider_study
-    context = browser.new_context(viewport={"width": 390, "height": 800}, has_touch=True, is_mobile=True)
+    context = new_context(viewport={"width": 390, "height": 800}, has_touch=True, is_mobile=True)
     page = context.new_page()
     _open(page, live_server, study, rater)
     assert horizontal_overflow(page) == 0
