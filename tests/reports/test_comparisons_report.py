@@ -53,17 +53,20 @@ def _tau(entry: dict, truth: dict[str, float], by: str = "bt") -> float:
 def test_pairwise_strengths_follow_the_systems_and_show_the_position_bias():
     study = _study("compare-pairwise", n_items=40, n_raters=12)
     entry = study_report(study, n_boot=50)["comparisons"]["preference"]
-    assert entry["kind"] == "pairwise" and entry["n_answers"] == 40 * 12
+    # Every figure it checks stood far from its bound over 60 draws of the study's ids (the order of
+    # responses is keyed by them); a failure prints the whole entry.
+    shown = json.dumps(entry, sort_keys=True)[:3000]
+    assert entry["kind"] == "pairwise" and entry["n_answers"] == 40 * 12, shown
     order = _bt_order(entry)
-    assert order[0] == "gpt-4o" and order[-1] == "mistral-7b-instruct"
-    assert _tau(entry, _realised(study, "compare-pairwise")) > 0.6
-    assert abs(sum(v["bt"] for v in entry["systems"].values())) < 1e-8  # centred
+    assert order[0] == "gpt-4o" and order[-1] == "mistral-7b-instruct", shown
+    assert _tau(entry, _realised(study, "compare-pairwise")) > 0.6, shown
+    assert abs(sum(v["bt"] for v in entry["systems"].values())) < 1e-8, shown  # centred
     for v in entry["systems"].values():
-        assert v["bt_ci"][0] < v["bt"] < v["bt_ci"][1]
+        assert v["bt_ci"][0] < v["bt"] < v["bt_ci"][1], shown
     # The simulation favours the response shown first (position_bias 0.6): the report says so.
-    assert entry["position"]["first_wins"] > 0.5 and entry["position"]["n"] > 0
+    assert entry["position"]["first_wins"] > 0.5 and entry["position"]["n"] > 0, shown
     rates = entry["win_rates"]
-    assert rates["gpt-4o"]["mistral-7b-instruct"] > 0.5
+    assert rates["gpt-4o"]["mistral-7b-instruct"] > 0.5, shown
     assert rates["gpt-4o"]["mistral-7b-instruct"] + rates["mistral-7b-instruct"]["gpt-4o"] == pytest.approx(1)
 
 
