@@ -24,7 +24,9 @@ from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.datasets.releases import ReleaseError, releases_create, study_releases
 from annotation.datasets.views import release_file_response
 from annotation.models import DatasetRelease
+from annotation.reports.background import ReportFailed, ReportPending
 from annotation.reports.downloads import report_bytes
+from annotation.reports.views import report_not_ready
 from annotation.serializers import RubricVersionSerializer
 from rubrics.loader import RubricError, parse_rubric_text
 from rubrics.services import rubric_version_create
@@ -76,13 +78,18 @@ def study_export(request: Request, slug: str) -> StreamingHttpResponse:
     return response
 
 
-@extend_schema(responses={200: OpenApiTypes.OBJECT})
+@extend_schema(responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.STR})
 @api_view(["GET"])
 @permission_classes([permissions.IsAuthenticated])
 def study_report_json(request: Request, slug: str) -> HttpResponse:
-    """The study report as JSON: the bytes of the report page's JSON download."""
+    """The study report as JSON: the bytes of the report page's JSON download. A large study's report
+    is computed by a worker: 202 with Retry-After until it is ready (a report computed before, while
+    a newer one is computed, comes with `"out_of_date": true`)."""
     study = get_study_for_reader(request.user, slug)
-    return HttpResponse(report_bytes(study, "json"), content_type="application/json")
+    try:
+        return HttpResponse(report_bytes(study, "json", web=True), content_type="application/json")
+    except (ReportPending, ReportFailed) as exc:
+        return report_not_ready(exc)
 
 
 @extend_schema(responses={(200, PARQUET): OpenApiTypes.BINARY})

@@ -52,3 +52,11 @@ def studies_close_past_deadline() -> int:
     from annotation.services.phases import studies_close_past_deadline as close
 
     return close()
+
+
+@shared_task(name="annotation.tasks.report_compute", ignore_result=True)
+def report_compute(study_id: int) -> None:
+    """Compute and cache a large study's report for its readers (annotation.reports.background)."""
+    from annotation.reports.background import report_compute as compute
+
+    compute(study_id)

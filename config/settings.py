@@ -274,6 +274,9 @@ CELERY_LOST_WORK_SWEEP_S = env.float("CELERY_LOST_WORK_SWEEP_S", default=300.0)
 ASSIGNMENT_TTL_SECONDS = env.int("ASSIGNMENT_TTL_SECONDS", default=30 * 60)
 # Connections one bulk read (export, report) may use at once, each on a range of the ratings.
 BULK_READ_WORKERS = env.int("BULK_READ_WORKERS", default=min(4, os.cpu_count() or 1))
+# A study with this many ratings (the triggers' change count) has its report computed by a worker,
+# not in the web request that asks for it (annotation.reports.background).
+REPORT_BACKGROUND_RATINGS = env.int("REPORT_BACKGROUND_RATINGS", default=200_000)
 REPORT_SECTIONS = ["annotation.reports.facets.answer_facets", "judges.report_section.judges_vs_humans",
                    "judges.report_trust.judge_trust"]  # sections other apps add to the study report
 REPORT_SUMMARIES = ["judges.report_summary.judges_summary"]  # parts other apps add to the report's summary

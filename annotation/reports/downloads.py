@@ -18,6 +18,7 @@ from django.template.loader import render_to_string
 
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import Study
+from annotation.reports.background import report_for_request
 from annotation.reports.page import report_view
 from annotation.reports.plots import report_plots
 from annotation.reports.summary import report_summary, summary_csv_rows, summary_parts
@@ -39,10 +40,19 @@ DOWNLOADS: dict[str, Download] = {
 }
 
 
-def report_with_sections(study: Study, threshold: float = DEFAULT_ICC_THRESHOLD
+def report_with_sections(study: Study, threshold: float = DEFAULT_ICC_THRESHOLD, *, web: bool = False
                          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The (cached) report with its acceptance flags for `threshold`, and the other apps' sections."""
-    report = with_threshold(cached_study_report(study), threshold)
+    """The (cached) report with its acceptance flags for `threshold`, and the other apps' sections.
+    `web`: for a web request, where a large study's report is computed by a worker
+    (annotation.reports.background: may raise ReportPending or ReportFailed; an out-of-date report
+    says so in `out_of_date`)."""
+    if web:
+        report, out_of_date = report_for_request(study)
+        if out_of_date:
+            report = {**report, "out_of_date": True}
+    else:
+        report = cached_study_report(study)
+    report = with_threshold(report, threshold)
     return report, extra_sections(study, report)
 
 
@@ -74,12 +84,13 @@ def report_filename(study: Study, fmt: str) -> str:
 
 
 def report_bytes(study: Study, fmt: str, *, threshold: float = DEFAULT_ICC_THRESHOLD,
-                 report: dict[str, Any] | None = None, sections: list[dict[str, Any]] | None = None) -> bytes:
+                 report: dict[str, Any] | None = None, sections: list[dict[str, Any]] | None = None,
+                 web: bool = False) -> bytes:
     """The report file in `fmt` (html, csv or json); pass report and sections when already made."""
     if fmt not in DOWNLOADS:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(DOWNLOADS)}")
     if report is None or sections is None:
-        report, sections = report_with_sections(study, threshold)
+        report, sections = report_with_sections(study, threshold, web=web)
     if fmt == "json":
         summary, _ = summary_with_parts(study, report, sections)
         data = {"summary": summary, **report,

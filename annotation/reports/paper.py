@@ -151,13 +151,13 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def study_paper_files(study: Study) -> dict[str, bytes]:
+def study_paper_files(study: Study, *, web: bool = False) -> dict[str, bytes]:
     """The paper kit of the study's current report: the plots of the report page and of the other
     apps' sections (judges), kept while they are drawn."""
     from annotation.reports.downloads import report_with_sections
 
     with captured_figures() as kept:
-        report, _sections = report_with_sections(study)
+        report, _sections = report_with_sections(study, web=web)
         report_plots(report)
     return paper_files(study, report, {slug(name): fig for name, fig in kept.items()})
 

@@ -8,7 +8,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
+from annotation.reports.background import ReportFailed, ReportPending
 from annotation.reports.paper import paper_zip, study_paper_files
+from annotation.reports.views import report_not_ready
 
 CONTENT_TYPES = {"tex": "application/x-tex; charset=utf-8", "md": "text/markdown; charset=utf-8",
                  "svg": "image/svg+xml", "pdf": "application/pdf", "png": "image/png"}
@@ -24,14 +26,21 @@ def _attachment(body: bytes, content_type: str, filename: str) -> HttpResponse:
 @require_GET
 def paper_kit(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_reader(request.user, slug)
-    return _attachment(paper_zip(study_paper_files(study)), "application/zip", f"{study.slug}-paper.zip")
+    try:
+        files = study_paper_files(study, web=True)
+    except (ReportPending, ReportFailed) as exc:
+        return report_not_ready(exc)
+    return _attachment(paper_zip(files), "application/zip", f"{study.slug}-paper.zip")
 
 
 @login_required
 @require_GET
 def paper_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     study = get_study_for_reader(request.user, slug)
-    files = study_paper_files(study)
+    try:
+        files = study_paper_files(study, web=True)
+    except (ReportPending, ReportFailed) as exc:
+        return report_not_ready(exc)
     if name not in files:
         raise Http404("No such file in this study's paper kit")
     return _attachment(files[name], CONTENT_TYPES[name.rsplit(".", 1)[1]], f"{study.slug}-{name.replace('/', '-')}")

@@ -516,11 +516,16 @@ def with_threshold(report: dict[str, Any], threshold: float = DEFAULT_ICC_THRESH
     return out
 
 
-def cached_study_report(study: Study, **kwargs: Any) -> dict[str, Any]:
-    """study_report, recomputed only when the study's ratings change."""
+def report_cache_key(study: Study, **kwargs: Any) -> str:
+    """The cache key of the study's report as its ratings stand now."""
     # The setting shapes the consensus section: a change to it is a new report.
     raw = f"{ratings_fingerprint(study)}:{study.consensus_min_raters}:{sorted(kwargs.items())}"
-    key = "concord:report:v3:" + hashlib.sha256(raw.encode()).hexdigest()
+    return "concord:report:v3:" + hashlib.sha256(raw.encode()).hexdigest()
+
+
+def cached_study_report(study: Study, **kwargs: Any) -> dict[str, Any]:
+    """study_report, recomputed only when the study's ratings change."""
+    key = report_cache_key(study, **kwargs)
     report = cache.get(key)
     if report is None:
         report = study_report(study, **kwargs)

@@ -14,6 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
+from annotation.reports.background import ReportFailed, ReportPending
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import Study
 from annotation.reports.comparisons import comparative_answers, comparative_criteria, long_rows
@@ -44,7 +45,16 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
         return _comparisons_csv(study, request.GET.get("criterion", ""))
     if download and (download not in DOWNLOADS or error):
         return HttpResponseBadRequest(error or f"download must be one of {sorted(DOWNLOADS)}")
-    report, sections = report_with_sections(study, threshold)
+    try:
+        report, sections = report_with_sections(study, threshold, web=True)
+    except (ReportPending, ReportFailed) as exc:
+        if download:
+            return report_not_ready(exc)
+        return _pending_page(request, study, exc)
+    if request.GET.get("fragment") == "pending":
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"  # the report is there: show the whole page
+        return response
     if download:
         body = report_bytes(study, download, threshold=threshold, report=report, sections=sections)
         response = HttpResponse(body, content_type=DOWNLOADS[download].content_type)
@@ -52,6 +62,29 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
         return response
     context = {**page_context(study, report, sections, threshold), "threshold_error": error}
     return render(request, "annotation/report.html", context)
+
+
+def report_not_ready(exc: ReportPending | ReportFailed) -> HttpResponse:
+    """A download or API answer while a worker computes the report (202, Retry-After) or after it
+    failed (500), saying which in plain text."""
+    if isinstance(exc, ReportFailed):
+        return HttpResponse(f"the report could not be computed: {exc}", status=500,
+                            content_type="text/plain; charset=utf-8")
+    response = HttpResponse(f"{exc}, {exc.elapsed_s:.0f} s so far; ask again in {exc.retry_after_s} s",
+                            status=202, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(exc.retry_after_s)
+    return response
+
+
+def _pending_page(request: HttpRequest, study: Study, exc: ReportPending | ReportFailed) -> HttpResponse:
+    failed = str(exc) if isinstance(exc, ReportFailed) else ""
+    context = {"study": study, "failed": failed}
+    if isinstance(exc, ReportPending):
+        context.update(expected_s=exc.expected_s, elapsed_s=exc.elapsed_s, share=exc.share)
+    template = "annotation/report_pending.html"
+    if request.GET.get("fragment") == "pending":
+        template += "#pending"
+    return render(request, template, context, status=500 if failed else 200)
 
 
 def _comparisons_csv(study: Study, key: str) -> HttpResponse:

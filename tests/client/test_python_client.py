@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 
 import pandas as pd
@@ -118,6 +119,22 @@ def test_the_report_as_a_dict(concord, admin_user):
     assert isinstance(report, dict)
     label = report["agreement"]["label"]
     assert label["n_raters"] == 3, label.keys()
+
+
+def test_a_large_studys_report_is_waited_for_while_a_worker_computes_it(concord, admin_user, celery_worker_session,
+                                                                        settings):
+    """Past REPORT_BACKGROUND_RATINGS the API answers 202 with Retry-After until the worker is done;
+    `report()` waits and returns the report, the same as the one computed in turn."""
+    from annotation.reports.study import study_report
+
+    settings.REPORT_BACKGROUND_RATINGS = 1
+    study = simulated_study_create(preset="aqua-003", slug="client-report-bg", n_items=5, n_raters=3, seed=4).study
+    client = concord(admin_user)
+    first = client._http.get("/api/studies/client-report-bg/report/")
+    assert first.status_code == 202 and int(first.headers["Retry-After"]) >= 2
+    report = client.report("client-report-bg", wait_s=120)
+    in_turn = json.loads(json.dumps(study_report(study)["agreement"], default=str))
+    assert {k: {f: v for f, v in a.items() if f != "accepted"} for k, a in report["agreement"].items()} == in_turn
 
 
 def test_a_release_downloaded_with_its_checksum_checked(concord, admin_user, celery_worker_session, tmp_path,

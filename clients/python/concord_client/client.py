@@ -201,9 +201,19 @@ class Client:
         """Every comparative answer (pairwise, ranking, best–worst): systems by name in the order shown."""
         return self._frame(f"/api/studies/{slug}/comparisons/")
 
-    def report(self, slug: str) -> dict[str, Any]:
-        """The study report as a dict: the report page's JSON download."""
-        return self._json("GET", f"/api/studies/{slug}/report/")
+    def report(self, slug: str, *, wait_s: float = 600.0) -> dict[str, Any]:
+        """The study report as a dict: the report page's JSON download. A large study's report is
+        computed by a worker: this waits for it (the server's Retry-After), up to `wait_s`."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            response = self._request("GET", f"/api/studies/{slug}/report/")
+            if response.status_code != 202:
+                return response.json()
+            pause = float(response.headers.get("Retry-After", "5"))
+            if time.monotonic() + pause > deadline:
+                raise ConcordError(202, f"still being computed after waiting {wait_s:.0f} s: {response.text}",
+                                   url=str(response.url))
+            time.sleep(pause)
 
     # ------------------------------------------------------------------ releases
 

@@ -1,0 +1,120 @@
+"""A large study's report is computed by a Celery worker, not in the web request that asks for it.
+
+    report_for_request(study) -> (report, out_of_date)   # raises ReportPending or ReportFailed
+    report_compute(study_id)                             # the task's body
+
+At millions of ratings the report takes tens of seconds (bench report_x10): longer than a reverse
+proxy waits for a response, and the web worker would fork for its agreement section (Beside). A
+request that finds no current report for a study of REPORT_BACKGROUND_RATINGS ratings or more
+queues `annotation.tasks.report_compute`, one per study at a time (a cache lock: polls and other
+readers queue nothing more, and a study whose raters keep submitting is not computed twice at
+once). Meanwhile readers get the latest report computed before, marked out of date, or, when there
+is none, ReportPending with the expected time: the page shows a progress bar and polls until the
+worker has cached one. A failure is kept for a while and shown, not queued again on every poll.
+The size is the database triggers' change count (annotation.reports.rating_changes): a few rows,
+not a count of the ratings.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from celery import current_app
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+
+from annotation.models import Study
+from annotation.reports.rating_changes import study_changes
+from annotation.reports.study import CACHE_SECONDS, report_cache_key, study_report
+
+QUEUED_SECONDS = 30 * 60  # a lock whose worker died expires, and the next reader queues again
+FAILED_SECONDS = 10 * 60  # a failure is shown this long before a reader may try again
+# Expected time per million ratings (bench report_x10 on 2 cores: 4.6 s at 1M, 43.6 s at 10M), for
+# the progress bar only.
+SECONDS_PER_MILLION = 4.5
+
+
+class ReportPending(Exception):
+    """The report is being computed by a worker."""
+
+    def __init__(self, queued_at: float, expected_s: float):
+        super().__init__(f"the report is being computed (about {expected_s:.0f} s in all)")
+        self.queued_at = queued_at
+        self.expected_s = expected_s
+
+    @property
+    def elapsed_s(self) -> float:
+        return max(0.0, time.time() - self.queued_at)
+
+    @property
+    def share(self) -> float:
+        """An estimate, held below 1 until the report is there."""
+        return min(0.95, self.elapsed_s / self.expected_s)
+
+    @property
+    def retry_after_s(self) -> int:
+        return max(2, min(30, int(self.expected_s - self.elapsed_s)))
+
+
+class ReportFailed(Exception):
+    """The worker's last try at this study's report failed; the message says why."""
+
+
+def _keys(study: Study) -> tuple[str, str, str]:
+    """Per study: the lock of a queued computation, the last failure, the key of the latest report."""
+    base = f"concord:report-background:v1:{study.pk}:{study.created_at.timestamp()}"
+    return base + ":queued", base + ":failed", base + ":latest"
+
+
+def expected_seconds(ratings: int) -> float:
+    return 2.0 + SECONDS_PER_MILLION * ratings / 1e6
+
+
+def report_for_request(study: Study) -> tuple[dict[str, Any], bool]:
+    """The study's report and whether it is out of date: the current one from the cache, or
+    computed now for a small study. For a large one a computation is queued (one per study at a
+    time) and the latest report computed before is returned, out of date; ReportPending if there is
+    none yet, ReportFailed if the last computation failed."""
+    key = report_cache_key(study)
+    report = cache.get(key)
+    if report is not None:
+        return report, False
+    size = study_changes(study)
+    if size < settings.REPORT_BACKGROUND_RATINGS:
+        report = study_report(study)
+        cache.set(key, report, CACHE_SECONDS)
+        return report, False
+    queued, failed, latest = _keys(study)
+    message = cache.get(failed)
+    if message is not None:
+        raise ReportFailed(message)
+    now = time.time()
+    if cache.add(queued, now, QUEUED_SECONDS):
+        transaction.on_commit(lambda: current_app.send_task("annotation.tasks.report_compute", args=[study.pk]))
+        queued_at = now
+    else:
+        queued_at = cache.get(queued) or now
+    older = cache.get(cache.get(latest) or "-")
+    if older is not None:
+        return older, True
+    raise ReportPending(queued_at, expected_seconds(size))
+
+
+def report_compute(study_id: int) -> None:
+    """Compute and cache the study's current report (the task's body); a failure is kept for the page."""
+    study = Study.objects.filter(pk=study_id).select_related("rubric_version").first()
+    if study is None:
+        return
+    queued, failed, latest = _keys(study)
+    try:
+        key = report_cache_key(study)  # before the read: a change during it makes a new key
+        if cache.get(key) is None:
+            cache.set(key, study_report(study), CACHE_SECONDS)
+        cache.set(latest, key, CACHE_SECONDS)
+    except Exception as exc:
+        cache.set(failed, f"{type(exc).__name__}: {exc}"[:500], FAILED_SECONDS)
+        raise
+    finally:
+        cache.delete(queued)
