@@ -10,7 +10,8 @@ queues `annotation.tasks.report_compute`, one per study at a time (a cache lock:
 readers queue nothing more, and a study whose raters keep submitting is not computed twice at
 once). Meanwhile readers get the latest report computed before, marked out of date, or, when there
 is none, ReportPending with the expected time: the page shows a progress bar and polls until the
-worker has cached one. A failure is kept for a while and shown, not queued again on every poll.
+worker has cached one. A failure is kept for a while and not queued again on every poll; readers see
+it only when there is no earlier report to serve.
 The size is the database triggers' change count (annotation.reports.rating_changes): a few rows,
 not a count of the ratings.
 """
@@ -29,7 +30,7 @@ from annotation.models import Study
 from annotation.reports.rating_changes import study_changes
 from annotation.reports.study import CACHE_SECONDS, report_cache_key, study_report
 
-QUEUED_SECONDS = 30 * 60  # a lock whose worker died expires, and the next reader queues again
+QUEUED_SECONDS = 10 * 60  # at least; a lock whose worker died expires, and the next reader queues again
 FAILED_SECONDS = 10 * 60  # a failure is shown this long before a reader may try again
 # Expected time per million ratings (bench report_x10 on 2 cores: 4.6 s at 1M, 43.6 s at 10M), for
 # the progress bar only.
@@ -75,8 +76,9 @@ def expected_seconds(ratings: int) -> float:
 def report_for_request(study: Study) -> tuple[dict[str, Any], bool]:
     """The study's report and whether it is out of date: the current one from the cache, or
     computed now for a small study. For a large one a computation is queued (one per study at a
-    time) and the latest report computed before is returned, out of date; ReportPending if there is
-    none yet, ReportFailed if the last computation failed."""
+    time, none while the last one's failure is shown) and the latest report computed before is
+    returned, out of date; with none: ReportFailed if the last computation failed, else
+    ReportPending."""
     key = report_cache_key(study)
     report = cache.get(key)
     if report is not None:
@@ -88,18 +90,16 @@ def report_for_request(study: Study) -> tuple[dict[str, Any], bool]:
         return report, False
     queued, failed, latest = _keys(study)
     message = cache.get(failed)
-    if message is not None:
-        raise ReportFailed(message)
-    now = time.time()
-    if cache.add(queued, now, QUEUED_SECONDS):
+    now, expected = time.time(), expected_seconds(size)
+    # A worker killed mid-way (out of memory) records nothing: its lock expires and a reader queues again.
+    if message is None and cache.add(queued, now, max(QUEUED_SECONDS, 4 * expected)):
         transaction.on_commit(lambda: current_app.send_task("annotation.tasks.report_compute", args=[study.pk]))
-        queued_at = now
-    else:
-        queued_at = cache.get(queued) or now
     older = cache.get(cache.get(latest) or "-")
     if older is not None:
         return older, True
-    raise ReportPending(queued_at, expected_seconds(size))
+    if message is not None:
+        raise ReportFailed(message)
+    raise ReportPending(cache.get(queued) or now, expected)
 
 
 def report_compute(study_id: int) -> None:

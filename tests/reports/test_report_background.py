@@ -111,6 +111,26 @@ def test_a_failed_computation_is_shown_not_queued_on_every_poll(large, client, a
     assert api.status_code == 500 and "ValueError: the ratings table is unreadable" in api.content.decode()
 
 
+def test_after_a_failure_the_earlier_report_is_still_served(large, client, rated_study, researcher, monkeypatch,
+                                                            django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    report_compute(rated_study.pk)
+    before = _page(client, rated_study, download="json").json()
+    rating = Rating.objects.filter(assignment__study=rated_study).first()
+    Rating.objects.filter(pk=rating.pk).update(value=rating.value)
+
+    def fails(study, **kwargs):
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(background, "study_report", fails)
+    with pytest.raises(MemoryError):
+        report_compute(rated_study.pk)
+    with django_capture_on_commit_callbacks() as queued:
+        data = _page(client, rated_study, download="json").json()
+    assert queued == []  # not queued again while the failure is kept
+    assert data["out_of_date"] is True and data["generated_at"] == before["generated_at"]
+
+
 def test_only_readers_reach_the_pending_page(large, client, rated_study, outsider):
     client.force_login(outsider)
     assert _page(client, rated_study).status_code == 404
