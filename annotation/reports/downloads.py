@@ -6,6 +6,7 @@ JSON. One function makes the bytes, for the report page's downloads and for
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import itertools
 import json
@@ -14,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.template.loader import render_to_string
 
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import Study
 from annotation.reports.background import report_for_request
 from annotation.reports.page import report_view
+from annotation.reports import plots as plots_module
 from annotation.reports.plots import report_plots
 from annotation.reports.summary import report_summary, summary_csv_rows, summary_parts
 from annotation.reports.study import (
@@ -63,10 +66,27 @@ def summary_with_parts(study: Study, report: dict[str, Any], sections: list[dict
     return report_summary(report, parts), parts
 
 
+# The plots' code is part of their cache key: a changed plot is drawn again, not served from the cache.
+_PLOTS_CODE = hashlib.sha256(Path(plots_module.__file__).read_bytes()).hexdigest()[:16]
+PLOTS_CACHE_SECONDS = 24 * 3600
+
+
+def cached_report_plots(report: dict[str, Any]) -> dict[str, Any]:
+    """report_plots, kept by the report's content (the hash of its canonical JSON): drawing the SVGs
+    took about a second on every view of a report page."""
+    digest = hashlib.sha256(json.dumps(report, sort_keys=True, default=str).encode()).hexdigest()
+    key = f"concord:report-plots:{_PLOTS_CODE}:{digest}"
+    plots = cache.get(key)
+    if plots is None:
+        plots = report_plots(report)
+        cache.set(key, plots, PLOTS_CACHE_SECONDS)
+    return plots
+
+
 def page_context(study: Study, report: dict[str, Any], sections: list[dict[str, Any]],
                  threshold: float) -> dict[str, Any]:
     """What report.html and report_standalone.html render."""
-    plots = report_plots(report)
+    plots = cached_report_plots(report)
     summary, parts = summary_with_parts(study, report, sections)
     return {"study": study, "report": report, "plots": plots, "view": report_view(report, plots),
             "threshold": threshold, "sections": sections, "summary": summary, "summary_parts": parts}
