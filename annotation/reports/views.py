@@ -45,15 +45,20 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
         return _comparisons_csv(study, request.GET.get("criterion", ""))
     if download and (download not in DOWNLOADS or error):
         return HttpResponseBadRequest(error or f"download must be one of {sorted(DOWNLOADS)}")
+    polled = request.GET.get("fragment") == "pending"
     try:
         report, sections = report_with_sections(study, threshold, web=True)
-    except (ReportPending, ReportFailed) as exc:
+    except ReportPending as exc:
+        return report_not_ready(exc) if download else _pending_page(request, study, exc, polled)
+    except ReportFailed as exc:
         if download:
             return report_not_ready(exc)
-        return _pending_page(request, study, exc)
-    if request.GET.get("fragment") == "pending":
+        if not polled:
+            return _pending_page(request, study, exc, polled)
+    if polled:
+        # The report, or its failure, is there: show the whole page (htmx swaps no error status).
         response = HttpResponse(status=204)
-        response["HX-Refresh"] = "true"  # the report is there: show the whole page
+        response["HX-Refresh"] = "true"
         return response
     if download:
         body = report_bytes(study, download, threshold=threshold, report=report, sections=sections)
@@ -76,14 +81,13 @@ def report_not_ready(exc: ReportPending | ReportFailed) -> HttpResponse:
     return response
 
 
-def _pending_page(request: HttpRequest, study: Study, exc: ReportPending | ReportFailed) -> HttpResponse:
+def _pending_page(request: HttpRequest, study: Study, exc: ReportPending | ReportFailed,
+                  polled: bool) -> HttpResponse:
     failed = str(exc) if isinstance(exc, ReportFailed) else ""
     context = {"study": study, "failed": failed}
     if isinstance(exc, ReportPending):
         context.update(expected_s=exc.expected_s, elapsed_s=exc.elapsed_s, share=exc.share)
-    template = "annotation/report_pending.html"
-    if request.GET.get("fragment") == "pending":
-        template += "#pending"
+    template = "annotation/report_pending.html" + ("#pending" if polled else "")
     return render(request, template, context, status=500 if failed else 200)
 
 

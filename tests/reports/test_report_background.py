@@ -102,6 +102,8 @@ def test_a_failed_computation_is_shown_not_queued_on_every_poll(large, client, a
     _page(client, rated_study)
     with pytest.raises(ValueError):
         report_compute(rated_study.pk)
+    poll = _page(client, rated_study, fragment="pending")  # htmx swaps no 500: the page reloads instead
+    assert poll.status_code == 204 and poll["HX-Refresh"] == "true"
     with django_capture_on_commit_callbacks() as queued:
         page = _page(client, rated_study)
         api = api_for(researcher).get(f"/api/studies/{rated_study.slug}/report/")
