@@ -30,24 +30,34 @@ def _default_language():
 
 
 class _Requests:
-    """Requests the in-process live server is answering now (Django's request signals). Its
-    requests run on threads of their own; the test client's run on the main thread and are left
-    out (one that raises in the test never sends request_finished)."""
+    """The live server's threads answering a request now (Django's request signals; the test client's
+    requests run on the main thread and are left out). A thread counts until request_finished or
+    until it ends: wsgiref skips close(), so request_finished, when the client went away mid-answer."""
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.n = 0
-
-    def _count(self, step: int) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            with self.lock:
-                self.n += step
+        self.threads: dict[threading.Thread, int] = {}
 
     def started(self, **_):
-        self._count(1)
+        thread = threading.current_thread()
+        if thread is not threading.main_thread():
+            with self.lock:
+                self.threads[thread] = self.threads.get(thread, 0) + 1
 
     def finished(self, **_):
-        self._count(-1)
+        thread = threading.current_thread()
+        with self.lock:
+            left = self.threads.get(thread, 0) - 1
+            if left > 0:
+                self.threads[thread] = left
+            else:
+                self.threads.pop(thread, None)
+
+    def busy(self) -> bool:
+        with self.lock:
+            for thread in [t for t in self.threads if not t.is_alive()]:
+                del self.threads[thread]
+            return bool(self.threads)
 
 
 _LIVE_REQUESTS = _Requests()
@@ -67,7 +77,7 @@ def _live_server_settles(request):
         return
     time.sleep(0.3)  # a beacon sent as the page closed reaches the server
     deadline = time.monotonic() + 15
-    while _LIVE_REQUESTS.n > 0 and time.monotonic() < deadline:
+    while _LIVE_REQUESTS.busy() and time.monotonic() < deadline:
         time.sleep(0.02)
 
 
