@@ -60,3 +60,11 @@ def report_compute(study_id: int) -> None:
     from annotation.reports.background import report_compute as compute
 
     compute(study_id)
+
+
+@shared_task(name="annotation.tasks.report_sections_compute", ignore_result=True)
+def report_sections_compute(study_id: int) -> None:
+    """Compute and cache a large study's report sections from other apps (annotation.reports.background)."""
+    from annotation.reports.background import sections_compute
+
+    sections_compute(study_id)

@@ -278,7 +278,8 @@ BULK_READ_WORKERS = env.int("BULK_READ_WORKERS", default=min(4, os.cpu_count() o
 # not in the web request that asks for it (annotation.reports.background).
 REPORT_BACKGROUND_RATINGS = env.int("REPORT_BACKGROUND_RATINGS", default=200_000)
 REPORT_SECTIONS = ["annotation.reports.facets.answer_facets", "judges.report_section.judges_vs_humans",
-                   "judges.report_trust.judge_trust"]  # sections other apps add to the study report
+                   "judges.report_trust.judge_trust"]  # sections other apps add to the study report (each
+# names what it reads with an `inputs` attribute, so that it is kept until that changes: annotation/reports/sections.py)
 REPORT_SUMMARIES = ["judges.report_summary.judges_summary"]  # parts other apps add to the report's summary
 
 # Security by default; relaxed only where DEBUG serves plain http on loopback.

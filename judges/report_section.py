@@ -25,6 +25,9 @@ from judges.services.humans import compare_criterion, consensus
 TITLE = "Judges vs humans"
 MAX_RUNS = 6
 MAX_PLOTTED = 4  # judges per plot
+# Outputs in a scatter plot and in the table beside it, at most: a sample beyond (a table of every
+# output was 2.5 million rows of HTML at 500,000 outputs); the statistics use every output.
+MAX_PLOTTED_OUTPUTS = 2000
 
 
 def _judge_code(criterion: Mapping[str, Any], measure: str, value: Any, score: float | None) -> float:
@@ -62,31 +65,37 @@ def answer_counts(runs: Sequence[JudgeRun]) -> list[dict[str, Any]]:
 
 
 def _matrices(study: Study, criterion: Mapping[str, Any], humans_df, runs: Sequence[JudgeRun],
-              judge_rows: Sequence[tuple]) -> tuple[np.ndarray, dict[str, np.ndarray], list[str], list[tuple]]:
+              judge_rows: Mapping[tuple[int, str], Sequence[tuple]]) -> tuple[np.ndarray, dict[str, np.ndarray], list[str], list[tuple]]:
+    """(outputs x raters matrix of the humans' values, per run its values by output, the raters'
+    names, the outputs as (item id, position)), outputs and raters in sorted order. Built from arrays:
+    a Python step per rating (and one per judge answer per criterion and run) took minutes at ten
+    million ratings."""
     key, measure = criterion["key"], criterion_measure(criterion)
     df = humans_df[(humans_df["criterion"] == key) & ~humans_df["is_attention_check"].astype(bool)]
     df = df[~np.isnan(df["x"].to_numpy(dtype=float))]
-    units = sorted(set(zip(df["item_id"].astype(int), df["output"].astype(int))))
-    raters = sorted(set(df["rater_id"].astype(int)))
-    u_index = {u: i for i, u in enumerate(units)}
-    r_index = {r: j for j, r in enumerate(raters)}
-    humans = np.full((len(units), len(raters)), np.nan)
-    for item, out, rater, x in zip(df["item_id"].astype(int), df["output"].astype(int), df["rater_id"].astype(int),
-                                   df["x"].to_numpy(dtype=float)):
-        humans[u_index[(item, out)], r_index[rater]] = x
+    # An output as one sortable number: (item id, position + 1), as annotation.reports.study._units keys it.
+    unit_keys = df["item_id"].to_numpy(np.int64) * 4096 + (df["output"].to_numpy(np.int64) + 1)
+    unit_set, unit_of = np.unique(unit_keys, return_inverse=True)
+    raters, rater_of = np.unique(df["rater_id"].to_numpy(np.int64), return_inverse=True)
+    humans = np.full((unit_set.size, raters.size), np.nan)
+    humans[unit_of, rater_of] = df["x"].to_numpy(dtype=float)
+    units = [(int(k // 4096), int(k % 4096) - 1) for k in unit_set]
     judges: dict[str, np.ndarray] = {}
     for run in runs:
         if key not in (run.criteria or []):
             continue
-        vec = np.full(len(units), np.nan)
-        for run_id, item_id, position, crit, value, score in judge_rows:
-            if run_id == run.pk and crit == key:
-                unit = (item_id, -1 if position is None else position)
-                if unit in u_index:
-                    vec[u_index[unit]] = _judge_code(criterion, measure, value, score)
+        vec = np.full(unit_set.size, np.nan)
+        rows = judge_rows.get((run.pk, key), ())
+        if rows and unit_set.size:
+            wanted = np.array([item_id * 4096 + (0 if position is None else position + 1)
+                               for item_id, position, _, _ in rows], dtype=np.int64)
+            at = np.minimum(np.searchsorted(unit_set, wanted), unit_set.size - 1)
+            for k in np.flatnonzero(unit_set[at] == wanted):
+                _, _, value, score = rows[k]
+                vec[at[k]] = _judge_code(criterion, measure, value, score)
         judges[_run_label(run)] = vec
     names = rater_names(study)
-    return humans, judges, [names.get(r, str(r)) for r in raters], units
+    return humans, judges, [names.get(int(r), str(r)) for r in raters], units
 
 
 def _scatter(humans: np.ndarray, judges: Mapping[str, np.ndarray], criterion: Mapping[str, Any]) -> str | None:
@@ -142,6 +151,14 @@ def _confusion(humans: np.ndarray, judges: Mapping[str, np.ndarray], criterion: 
     return to_svg(fig, f"judges-confusion-{criterion['key']}")
 
 
+def _plot_sample(n: int) -> np.ndarray:
+    """The outputs a plot and its table show: all, or MAX_PLOTTED_OUTPUTS drawn at random (the same
+    for every view of the same data), in their order."""
+    if n <= MAX_PLOTTED_OUTPUTS:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(0).choice(n, MAX_PLOTTED_OUTPUTS, replace=False))
+
+
 def _plot_table(humans: np.ndarray, judges: Mapping[str, np.ndarray], criterion: Mapping[str, Any], measure: str,
                 units: Sequence[tuple], labels: Mapping[int, str]) -> dict[str, Any]:
     """The plot's data as a table: per output, the humans' mean (or majority) and each plotted judge."""
@@ -160,6 +177,13 @@ def _plot_table(humans: np.ndarray, judges: Mapping[str, np.ndarray], criterion:
             "rows": rows}
 
 
+def finished_runs_inputs(study: Study) -> str:
+    """What the judges' report sections read besides the ratings (annotation.reports.sections): the
+    study's finished runs as they stand (a run finished again, after a resume, has a new finish time)."""
+    return repr(list(JudgeRun.objects.filter(study=study, status=JudgeRun.Status.DONE).order_by("pk").values_list(
+        "pk", "finished_at", "n_scored", "n_unparsed", "n_refusal", "n_error", "criteria", "config")))
+
+
 def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     runs = list(JudgeRun.objects.filter(study=study, status=JudgeRun.Status.DONE).order_by("-finished_at")[:MAX_RUNS])
     if not runs:
@@ -176,9 +200,11 @@ def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> d
         context["note"] = "The finished judge runs score no criterion that the report analyses."
         return {"title": TITLE, "template": "judges/report_section.html", "context": context, "data": data}
     humans_df = add_analysis_value(stats_frame(study, [c["key"] for c in crits]), crits)
-    judge_rows = list(JudgeScore.objects.filter(run__in=runs, status=JudgeScore.Status.SCORED,
-                                                criterion__in=[c["key"] for c in crits])
-                      .values_list("run_id", "item_id", "output__position", "criterion", "value", "score"))
+    judge_rows: dict[tuple[int, str], list[tuple]] = {}  # (run, criterion) -> its answers
+    for run_id, item_id, position, crit, value, score in (
+            JudgeScore.objects.filter(run__in=runs, status=JudgeScore.Status.SCORED, criterion__in=[c["key"] for c in crits])
+            .values_list("run_id", "item_id", "output__position", "criterion", "value", "score").iterator()):
+        judge_rows.setdefault((run_id, crit), []).append((item_id, position, value, score))
     labels = dict(Item.objects.filter(study=study).values_list("id", "external_id"))
     for c in crits:
         measure = criterion_measure(c)
@@ -188,12 +214,18 @@ def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> d
                                         "empty": True})
             continue
         result = compare_criterion(humans, judges, measure, names)
-        plot = _scatter(humans, judges, c) if measure == "numeric" else _confusion(humans, judges, c)
-        table = _plot_table(humans, judges, c, measure, units, labels) if plot else None
+        shown = _plot_sample(len(units))
+        some_humans, some_judges = humans[shown], {n: v[shown] for n, v in judges.items()}
+        plot = _scatter(some_humans, some_judges, c) if measure == "numeric" else _confusion(humans, judges, c)
+        table = _plot_table(some_humans, some_judges, c, measure, [units[k] for k in shown], labels) if plot else None
+        sample = {"shown": len(shown), "of": len(units)} if len(shown) < len(units) else None
         unparsed = {_run_label(a["run"]): a["by_criterion"].get(c["key"], {}) for a in answers}
         context["criteria"].append({"key": c["key"], "name": c.get("name", c["key"]), "measure": measure,
-                                    "result": result, "plot": plot, "plot_table": table,
+                                    "result": result, "plot": plot, "plot_table": table, "plot_sample": sample,
                                     "rows": [{"name": n, **r, "unparsed": _no_verdict(unparsed.get(n, {}))}
                                              for n, r in result["judges"].items()]})
         data["criteria"][c["key"]] = result
     return {"title": TITLE, "template": "judges/report_section.html", "context": context, "data": data}
+
+
+judges_vs_humans.inputs = finished_runs_inputs

@@ -37,6 +37,7 @@ from annotation.stats.calibration import calibration, human_answer_for_scale
 from annotation.stats.ppi import estimate_system
 from judges.models import JudgeRun, JudgeScore
 from judges.report_comparative import comparative_runs, human_agreement
+from judges.report_section import finished_runs_inputs
 from judges.services.engine import pair_key
 
 TITLE = "Trusting the judges"
@@ -304,3 +305,6 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
     if not context["criteria"] and not pairwise and not compared:
         return None
     return {"title": TITLE, "template": "judges/report_trust.html", "context": context, "data": data}
+
+
+judge_trust.inputs = finished_runs_inputs

@@ -1,7 +1,8 @@
 """A large study's report is computed by a Celery worker, not in the web request that asks for it.
 
-    report_for_request(study) -> (report, out_of_date)   # raises ReportPending or ReportFailed
-    report_compute(study_id)                             # the task's body
+    report_for_request(study) -> (report, out_of_date)       # raises ReportPending or ReportFailed
+    sections_for_request(study) -> (sections, out_of_date)   # the other apps' sections, likewise
+    report_compute(study_id), sections_compute(study_id)     # the tasks' bodies
 
 At millions of ratings the report takes tens of seconds (bench report_x10): longer than a reverse
 proxy waits for a response, and the web worker would fork for its agreement section (Beside). A
@@ -14,12 +15,17 @@ worker has cached one. A failure is kept for a while and not queued again on eve
 it only when there is no earlier report to serve.
 The size is the database triggers' change count (annotation.reports.rating_changes): a few rows,
 not a count of the ratings.
+
+The other apps' sections (annotation.reports.sections: judges against humans, trust in the judges,
+answers' facets) each read the ratings again, so a large study's are computed by a worker too: with
+the report by the same task, or alone (`annotation.tasks.report_sections_compute`) when only what
+they read has changed (a judge run finished). Until then the sections computed before are shown.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 from celery import current_app
 from django.conf import settings
@@ -28,7 +34,8 @@ from django.db import transaction
 
 from annotation.models import Study
 from annotation.reports.rating_changes import study_changes
-from annotation.reports.study import CACHE_SECONDS, report_cache_key, study_report
+from annotation.reports.sections import extra_sections, sections_cache_key
+from annotation.reports.study import CACHE_SECONDS, cached_study_report, report_cache_key, study_report
 
 QUEUED_SECONDS = 10 * 60  # at least; a lock whose worker died expires, and the next reader queues again
 FAILED_SECONDS = 10 * 60  # a failure is shown this long before a reader may try again
@@ -63,9 +70,15 @@ class ReportFailed(Exception):
     """The worker's last try at this study's report failed; the message says why."""
 
 
-def _keys(study: Study) -> tuple[str, str, str]:
-    """Per study: the lock of a queued computation, the last failure, the key of the latest report."""
+REPORT, SECTIONS = "report", "sections"
+TASKS = {REPORT: "annotation.tasks.report_compute", SECTIONS: "annotation.tasks.report_sections_compute"}
+
+
+def _keys(study: Study, kind: str = REPORT) -> tuple[str, str, str]:
+    """Per study and kind: the lock of a queued computation, the last failure, the key of the latest result."""
     base = f"concord:report-background:v1:{study.pk}:{study.created_at.timestamp()}"
+    if kind != REPORT:
+        base += f":{kind}"
     return base + ":queued", base + ":failed", base + ":latest"
 
 
@@ -79,21 +92,38 @@ def report_for_request(study: Study) -> tuple[dict[str, Any], bool]:
     time, none while the last one's failure is shown) and the latest report computed before is
     returned, out of date; with none: ReportFailed if the last computation failed, else
     ReportPending."""
-    key = report_cache_key(study)
-    report = cache.get(key)
-    if report is not None:
-        return report, False
+    return _for_request(study, REPORT, report_cache_key(study), lambda: study_report(study))
+
+
+def sections_for_request(study: Study, report: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """The other apps' sections of the current `report` as report_for_request gives the report
+    (sections that do not name their inputs are computed in the request, whatever the size)."""
+    key = sections_cache_key(study)
+    if key is None:
+        return extra_sections(study, report), False
+    return _for_request(study, SECTIONS, key, lambda: extra_sections(study, report))
+
+
+def latest_sections(study: Study) -> list[dict[str, Any]]:
+    """The sections a worker computed last for the study (none yet: no sections)."""
+    return cache.get(cache.get(_keys(study, SECTIONS)[2]) or "-") or []
+
+
+def _for_request(study: Study, kind: str, key: str, compute: Callable[[], Any]) -> tuple[Any, bool]:
+    found = cache.get(key)
+    if found is not None:
+        return found, False
     size = study_changes(study)
     if size < settings.REPORT_BACKGROUND_RATINGS:
-        report = study_report(study)
-        cache.set(key, report, CACHE_SECONDS)
-        return report, False
-    queued, failed, latest = _keys(study)
+        found = compute()
+        cache.set(key, found, CACHE_SECONDS)
+        return found, False
+    queued, failed, latest = _keys(study, kind)
     message = cache.get(failed)
     now, expected = time.time(), expected_seconds(size)
     # A worker killed mid-way (out of memory) records nothing: its lock expires and a reader queues again.
     if message is None and cache.add(queued, now, max(QUEUED_SECONDS, 4 * expected)):
-        transaction.on_commit(lambda: current_app.send_task("annotation.tasks.report_compute", args=[study.pk]))
+        transaction.on_commit(lambda: current_app.send_task(TASKS[kind], args=[study.pk]))
     older = cache.get(cache.get(latest) or "-")
     if older is not None:
         return older, True
@@ -103,15 +133,40 @@ def report_for_request(study: Study) -> tuple[dict[str, Any], bool]:
 
 
 def report_compute(study_id: int) -> None:
-    """Compute and cache the study's current report (the task's body); a failure is kept for the page."""
-    study = Study.objects.filter(pk=study_id).select_related("rubric_version").first()
+    """Compute and cache the study's current report, then its sections unless another task is on them
+    (the task's body); a failure is kept for the page."""
+    study = _study(study_id)
     if study is None:
         return
-    queued, failed, latest = _keys(study)
+    _compute(study, REPORT, report_cache_key, study_report)
+    queued = _keys(study, SECTIONS)[0]
+    if cache.add(queued, time.time(), QUEUED_SECONDS):  # (a reader finding them missing queues nothing more)
+        _compute(study, SECTIONS, sections_cache_key, _sections_of_current_report)
+
+
+def sections_compute(study_id: int) -> None:
+    """Compute and cache the study's current report sections (the task's body)."""
+    study = _study(study_id)
+    if study is not None:
+        _compute(study, SECTIONS, sections_cache_key, _sections_of_current_report)
+
+
+def _sections_of_current_report(study: Study) -> list[dict[str, Any]]:
+    return extra_sections(study, cached_study_report(study))
+
+
+def _study(study_id: int) -> Study | None:
+    return Study.objects.filter(pk=study_id).select_related("rubric_version").first()
+
+
+def _compute(study: Study, kind: str, key_of: Callable[[Study], str | None], compute: Callable[[Study], Any]) -> None:
+    queued, failed, latest = _keys(study, kind)
     try:
-        key = report_cache_key(study)  # before the read: a change during it makes a new key
+        key = key_of(study)  # before the read: a change during it makes a new key
+        if key is None:
+            return
         if cache.get(key) is None:
-            cache.set(key, study_report(study), CACHE_SECONDS)
+            cache.set(key, compute(study), CACHE_SECONDS)
         cache.set(latest, key, CACHE_SECONDS)
     except Exception as exc:
         cache.set(failed, f"{type(exc).__name__}: {exc}"[:500], FAILED_SECONDS)

@@ -20,13 +20,14 @@ from django.template.loader import render_to_string
 
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import Study
-from annotation.reports.background import report_for_request
+from annotation.reports.background import latest_sections, report_for_request, sections_for_request
 from annotation.reports.page import report_view
 from annotation.reports import plots as plots_module
 from annotation.reports.plots import report_plots
+from annotation.reports.sections import cached_extra_sections
 from annotation.reports.summary import report_summary, summary_csv_rows, summary_parts
 from annotation.reports.study import (
-    DEFAULT_ICC_THRESHOLD, cached_study_report, extra_sections, report_csv_rows, with_threshold,
+    DEFAULT_ICC_THRESHOLD, cached_study_report, report_csv_rows, with_threshold,
 )
 
 
@@ -51,12 +52,14 @@ def report_with_sections(study: Study, threshold: float = DEFAULT_ICC_THRESHOLD,
     says so in `out_of_date`)."""
     if web:
         report, out_of_date = report_for_request(study)
-        if out_of_date:
+        report = with_threshold(report, threshold)
+        # (an out-of-date report's task computes the sections after it: none are queued apart meanwhile)
+        sections, old = sections_for_request(study, report) if not out_of_date else (latest_sections(study), True)
+        if out_of_date or old:
             report = {**report, "out_of_date": True}
-    else:
-        report = cached_study_report(study)
-    report = with_threshold(report, threshold)
-    return report, extra_sections(study, report)
+        return report, sections
+    report = with_threshold(cached_study_report(study), threshold)
+    return report, cached_extra_sections(study, report)
 
 
 def summary_with_parts(study: Study, report: dict[str, Any], sections: list[dict[str, Any]]

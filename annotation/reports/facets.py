@@ -9,8 +9,11 @@ Krippendorff's alpha with its bootstrap interval, and each system's mean with it
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
+
+from django.db import connection
 
 from annotation.models import PhaseRecord, Study
 from annotation.reports.ratings import stats_frame
@@ -66,3 +69,16 @@ def answer_facets(study: Study, report: dict[str, Any]) -> dict[str, Any] | None
         for g in f["groups"]} for f in facets}
     return {"title": TITLE, "template": "annotation/report_facets.html", "context": {"facets": facets},
             "data": data}
+
+
+def answers_inputs(study: Study) -> str:
+    """What answer_facets reads besides the ratings (annotation.reports.sections): the study's
+    questionnaires and every pre- and post-study answer, as a digest computed by PostgreSQL."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT md5(string_agg(id || ':' || rater_id || ':' || answers::text, E'\\n' ORDER BY id))"
+                       f" FROM {PhaseRecord._meta.db_table} WHERE study_id = %s AND phase IN ('pre', 'post')", [study.pk])
+        digest = cursor.fetchone()[0]
+    return f"{json.dumps(study.phases, sort_keys=True)}:{digest}"
+
+
+answer_facets.inputs = answers_inputs

@@ -17,9 +17,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
-from django.conf import settings
 from django.core.cache import cache
-from django.utils.module_loading import import_string
 
 from annotation.models import Assignment, Study
 from annotation.reports.beside import Beside
@@ -619,15 +617,3 @@ def _flatten(tree: Mapping[str, Any], prefix: str = "", skip: set[str] = frozens
             yield from _flatten(v, f"{prefix}{k}.")
         else:
             yield f"{prefix}{k}", v
-
-
-def extra_sections(study: Study, report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Sections other apps add to the report (settings.REPORT_SECTIONS: callables or dotted
-    paths taking (study, report) and returning None or {"title", "template", "context"})."""
-    found = []
-    for entry in getattr(settings, "REPORT_SECTIONS", []):
-        fn = import_string(entry) if isinstance(entry, str) else entry
-        section = fn(study, report)
-        if section:
-            found.append(section)
-    return found

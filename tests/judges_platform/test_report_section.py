@@ -82,3 +82,26 @@ def test_no_finished_run_no_section(make_study, client_for, researcher, make_jud
     make_run(study, make_judge("rr-judge"), {("rr-001", 0, "fluency"): 5}, status="running")
     html = client_for(researcher).get(reverse("report", args=[study.slug])).content.decode()
     assert "Judges vs humans" not in html
+
+
+def test_a_large_study_plots_a_sample_of_its_outputs_and_computes_on_all(judged_study, client_for, researcher,
+                                                                         monkeypatch):
+    """Past MAX_PLOTTED_OUTPUTS the scatter plot and the tables beside the plots show a random sample
+    (at 500,000 outputs every output was 2.5 million rows of HTML); the statistics keep every output."""
+    from judges import report_section
+
+    study, run = judged_study
+    monkeypatch.setattr(report_section, "MAX_PLOTTED_OUTPUTS", 5)
+    section = report_section.judges_vs_humans(study)
+    by_key = {c["key"]: c for c in section["context"]["criteria"]}
+    fluency, decision = by_key["fluency"], by_key["decision"]
+    assert fluency["plot_sample"] == {"shown": 5, "of": 3 * N_ITEMS}
+    assert len(fluency["plot_table"]["rows"]) == 5 and len(decision["plot_table"]["rows"]) == 5
+    names = [row[0] for row in fluency["plot_table"]["rows"]]
+    assert len(set(names)) == 5 and names == [row[0] for row in decision["plot_table"]["rows"]]
+    r, mae = expected_fluency()  # over all 24 outputs
+    judge = f"rr-judge (run {run.pk})"
+    assert fluency["result"]["n_units"] == 3 * N_ITEMS
+    assert section["data"]["criteria"]["fluency"]["judges"][judge]["pearson"]["value"] == pytest.approx(r)
+    html = client_for(researcher).get(reverse("report", args=[study.slug])).content.decode()
+    assert "5 of the 24 outputs, drawn at random" in html and "A random sample of the outputs as a table" in html
