@@ -1,8 +1,8 @@
 """A large study's report is computed by a Celery worker, not in the web request that asks for it.
 
-    report_for_request(study) -> (report, out_of_date)       # raises ReportPending or ReportFailed
-    sections_for_request(study) -> (sections, out_of_date)   # the other apps' sections, likewise
-    report_compute(study_id), sections_compute(study_id)     # the tasks' bodies
+    report_for_request(study) -> (report, out_of_date)               # raises ReportPending or ReportFailed
+    sections_for_request(study, report) -> (sections, out_of_date)   # the other apps' sections, likewise
+    report_compute(study_id), sections_compute(study_id)             # the tasks' bodies
 
 At millions of ratings the report takes tens of seconds (bench report_x10): longer than a reverse
 proxy waits for a response, and the web worker would fork for its agreement section (Beside). A

@@ -105,3 +105,39 @@ def test_a_large_study_plots_a_sample_of_its_outputs_and_computes_on_all(judged_
     assert section["data"]["criteria"]["fluency"]["judges"][judge]["pearson"]["value"] == pytest.approx(r)
     html = client_for(researcher).get(reverse("report", args=[study.slug])).content.decode()
     assert "5 of the 24 outputs, drawn at random" in html and "A random sample of the outputs as a table" in html
+
+
+def _wait_for(client, url: str, done, timeout_s: float = 90.0) -> str:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        html = client.get(url).content.decode()
+        if done(html) or time.monotonic() > deadline:
+            return html
+        time.sleep(0.3)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_computes_a_large_studys_report_and_then_its_judges_section_alone(
+        celery_worker_session, judged_study, make_judge, make_run, client_for, researcher, settings):
+    """Through the real broker and a real Celery worker: the report's task computes the report and its
+    sections; a judge run finished later queues the sections' task alone, and the page shows the earlier
+    section, out of date, until that task has computed the new one."""
+    from judges.models import JudgeRun
+
+    settings.REPORT_BACKGROUND_RATINGS = 1  # this small study counts as large
+    study, run = judged_study
+    c = client_for(researcher)
+    url = reverse("report", args=[study.slug])
+    assert "Computing the report" in c.get(url).content.decode()
+    html = _wait_for(c, url, lambda h: "<h2>Judges vs humans</h2>" in h)
+    assert f"rr-judge (run {run.pk})" in html and 'id="report-out-of-date"' not in html
+    later = make_run(study, make_judge("rr-judge-2"), {(f"it-{i:03d}", p, "fluency"): judge_value(i, p)
+                                                       for i in range(N_ITEMS) for p in range(3)},
+                     criteria=["fluency"])
+    assert JudgeRun.objects.filter(pk=later.pk, status="done").exists()
+    html = c.get(url).content.decode()  # the earlier section at once, while the worker computes the new one
+    assert 'id="report-out-of-date"' in html and f"rr-judge-2 (run {later.pk})" not in html
+    html = _wait_for(c, url, lambda h: f"rr-judge-2 (run {later.pk})" in h)
+    assert f"rr-judge-2 (run {later.pk})" in html and 'id="report-out-of-date"' not in html
