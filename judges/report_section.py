@@ -9,9 +9,11 @@ as plain data for the report's JSON download.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 from django.db.models import Count
 from matplotlib.figure import Figure
 
@@ -19,6 +21,7 @@ from annotation.models import Item, Study
 from annotation.reports.plots import COLORS, to_svg
 from annotation.reports.stats import add_analysis_value, criterion_measure
 from annotation.reports.ratings import rater_names, stats_frame
+from judges import score_arrays
 from judges.models import JudgeRun, JudgeScore
 from judges.services.humans import compare_criterion, consensus
 
@@ -64,38 +67,45 @@ def answer_counts(runs: Sequence[JudgeRun]) -> list[dict[str, Any]]:
             for r in runs]
 
 
-def _matrices(study: Study, criterion: Mapping[str, Any], humans_df, runs: Sequence[JudgeRun],
-              judge_rows: Mapping[tuple[int, str], Sequence[tuple]]) -> tuple[np.ndarray, dict[str, np.ndarray], list[str], list[tuple]]:
+def _matrices(criterion: Mapping[str, Any], humans_df, runs: Sequence[JudgeRun],
+              judged: Mapping[tuple[int, str], pd.DataFrame], names: Mapping[int, str],
+              ) -> tuple[np.ndarray, dict[str, np.ndarray], list[str], np.ndarray]:
     """(outputs x raters matrix of the humans' values, per run its values by output, the raters'
-    names, the outputs as (item id, position)), outputs and raters in sorted order. Built from arrays:
+    names, the outputs as units (score_arrays)), outputs and raters in sorted order. Built from arrays:
     a Python step per rating (and one per judge answer per criterion and run) took minutes at ten
     million ratings."""
     key, measure = criterion["key"], criterion_measure(criterion)
     df = humans_df[(humans_df["criterion"] == key) & ~humans_df["is_attention_check"].astype(bool)]
     df = df[~np.isnan(df["x"].to_numpy(dtype=float))]
-    # An output as one sortable number: (item id, position + 1), as annotation.reports.study._units keys it.
-    unit_keys = df["item_id"].to_numpy(np.int64) * 4096 + (df["output"].to_numpy(np.int64) + 1)
+    unit_keys = score_arrays.units_of(df["item_id"].to_numpy(np.int64), df["output"].to_numpy(np.int64))
     unit_set, unit_of = np.unique(unit_keys, return_inverse=True)
     raters, rater_of = np.unique(df["rater_id"].to_numpy(np.int64), return_inverse=True)
     humans = np.full((unit_set.size, raters.size), np.nan)
     humans[unit_of, rater_of] = df["x"].to_numpy(dtype=float)
-    units = [(int(k // 4096), int(k % 4096) - 1) for k in unit_set]
     judges: dict[str, np.ndarray] = {}
     for run in runs:
         if key not in (run.criteria or []):
             continue
         vec = np.full(unit_set.size, np.nan)
-        rows = judge_rows.get((run.pk, key), ())
-        if rows and unit_set.size:
-            wanted = np.array([item_id * 4096 + (0 if position is None else position + 1)
-                               for item_id, position, _, _ in rows], dtype=np.int64)
+        rows = judged.get((run.pk, key))
+        if rows is not None and len(rows) and unit_set.size:
+            wanted = rows["unit"].to_numpy()
             at = np.minimum(np.searchsorted(unit_set, wanted), unit_set.size - 1)
-            for k in np.flatnonzero(unit_set[at] == wanted):
-                _, _, value, score = rows[k]
-                vec[at[k]] = _judge_code(criterion, measure, value, score)
+            hit = unit_set[at] == wanted
+            vec[at[hit]] = _judge_codes(criterion, measure, rows["value"].to_numpy(object)[hit],
+                                        rows["score"].to_numpy(float)[hit])
         judges[_run_label(run)] = vec
-    names = rater_names(study)
-    return humans, judges, [names.get(int(r), str(r)) for r in raters], units
+    return humans, judges, [names.get(int(r), str(r)) for r in raters], unit_set
+
+
+def _judge_codes(criterion: Mapping[str, Any], measure: str, values: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """_judge_code of many answers: each distinct value (JSON text) is read once."""
+    codes, distinct = pd.factorize(values)  # -1: no value
+    per_value = np.array([_judge_code(criterion, measure, json.loads(v), None) for v in distinct] + [np.nan])
+    out = per_value[codes]
+    if measure == "numeric":
+        out = np.where(np.isnan(scores), out, scores)
+    return out
 
 
 def _scatter(humans: np.ndarray, judges: Mapping[str, np.ndarray], criterion: Mapping[str, Any]) -> str | None:
@@ -159,8 +169,15 @@ def _plot_sample(n: int) -> np.ndarray:
     return np.sort(np.random.default_rng(0).choice(n, MAX_PLOTTED_OUTPUTS, replace=False))
 
 
+def _outputs_named(units: np.ndarray) -> list[str]:
+    """Each unit as the table names it: the item's id in the study, with "#position" for an output."""
+    items, positions = units // score_arrays.UNIT_BASE, units % score_arrays.UNIT_BASE - 1
+    names = dict(Item.objects.filter(id__in=np.unique(items).tolist()).values_list("id", "external_id"))
+    return [names.get(int(i), str(i)) + (f" #{p}" if p >= 0 else "") for i, p in zip(items, positions)]
+
+
 def _plot_table(humans: np.ndarray, judges: Mapping[str, np.ndarray], criterion: Mapping[str, Any], measure: str,
-                units: Sequence[tuple], labels: Mapping[int, str]) -> dict[str, Any]:
+                outputs: Sequence[str]) -> dict[str, Any]:
     """The plot's data as a table: per output, the humans' mean (or majority) and each plotted judge."""
     shown = list(judges.items())[:MAX_PLOTTED]
     choices = [str(ch["value"]) for ch in criterion.get("choices", [])]
@@ -171,8 +188,7 @@ def _plot_table(humans: np.ndarray, judges: Mapping[str, np.ndarray], criterion:
             return None
         return f"{v:.2f}" if measure == "numeric" else choices[int(v)]
 
-    rows = [[f"{labels.get(item, item)}" + (f" #{pos}" if pos >= 0 else ""), cell(human[k])]
-            + [cell(vec[k]) for _, vec in shown] for k, (item, pos) in enumerate(units)]
+    rows = [[name, cell(human[k])] + [cell(vec[k]) for _, vec in shown] for k, name in enumerate(outputs)]
     return {"columns": ["Output", "Human mean" if measure == "numeric" else "Human majority"] + [n for n, _ in shown],
             "rows": rows}
 
@@ -200,25 +216,22 @@ def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> d
         context["note"] = "The finished judge runs score no criterion that the report analyses."
         return {"title": TITLE, "template": "judges/report_section.html", "context": context, "data": data}
     humans_df = add_analysis_value(stats_frame(study, [c["key"] for c in crits]), crits)
-    judge_rows: dict[tuple[int, str], list[tuple]] = {}  # (run, criterion) -> its answers
-    for run_id, item_id, position, crit, value, score in (
-            JudgeScore.objects.filter(run__in=runs, status=JudgeScore.Status.SCORED, criterion__in=[c["key"] for c in crits])
-            .values_list("run_id", "item_id", "output__position", "criterion", "value", "score").iterator()):
-        judge_rows.setdefault((run_id, crit), []).append((item_id, position, value, score))
-    labels = dict(Item.objects.filter(study=study).values_list("id", "external_id"))
+    judged = {key: part for key, part in score_arrays.scored(
+        runs, [c["key"] for c in crits], values=True).groupby(["run_id", "criterion"], sort=False)}
+    rater_of = rater_names(study)
     for c in crits:
         measure = criterion_measure(c)
-        humans, judges, names, units = _matrices(study, c, humans_df, runs, judge_rows)
+        humans, judges, names, unit_set = _matrices(c, humans_df, runs, judged, rater_of)
         if humans.size == 0:
             context["criteria"].append({"key": c["key"], "name": c.get("name", c["key"]), "measure": measure,
                                         "empty": True})
             continue
         result = compare_criterion(humans, judges, measure, names)
-        shown = _plot_sample(len(units))
+        shown = _plot_sample(unit_set.size)
         some_humans, some_judges = humans[shown], {n: v[shown] for n, v in judges.items()}
         plot = _scatter(some_humans, some_judges, c) if measure == "numeric" else _confusion(humans, judges, c)
-        table = _plot_table(some_humans, some_judges, c, measure, [units[k] for k in shown], labels) if plot else None
-        sample = {"shown": len(shown), "of": len(units)} if len(shown) < len(units) else None
+        table = _plot_table(some_humans, some_judges, c, measure, _outputs_named(unit_set[shown])) if plot else None
+        sample = {"shown": len(shown), "of": unit_set.size} if len(shown) < unit_set.size else None
         unparsed = {_run_label(a["run"]): a["by_criterion"].get(c["key"], {}) for a in answers}
         context["criteria"].append({"key": c["key"], "name": c.get("name", c["key"]), "measure": measure,
                                     "result": result, "plot": plot, "plot_table": table, "plot_sample": sample,

@@ -20,21 +20,21 @@ the study's numbers and draws.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from django.db import connection
+import pandas as pd
 from matplotlib.figure import Figure
 
-from annotation.models import Item, Output, Study
+from annotation.models import Study
 from annotation.reports.plots import COLORS, to_svg, win_rate_heatmap
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure
 from annotation.stats import comparisons as cmp
 from annotation.stats.bias import length_controlled, self_preference, verbosity
-from annotation.stats.calibration import calibration, human_answer_for_scale
+from annotation.stats.calibration import calibration_long, nearest_points
 from annotation.stats.ppi import estimate_system
+from judges import score_arrays
 from judges.models import JudgeRun, JudgeScore
 from judges.report_comparative import comparative_runs, human_agreement
 from judges.report_section import finished_runs_inputs
@@ -43,50 +43,24 @@ from judges.services.engine import pair_key
 TITLE = "Trusting the judges"
 MAX_RUNS = 6
 
-Unit = tuple[int, int]  # (item id, output position; -1 for item-level criteria)
-
-
-def _outputs(study: Study) -> dict[Unit, tuple[str, int, str]]:
-    """(item, position) -> (system, words in the output, its model family from the metadata or "")."""
-    sql = (f"SELECT o.item_id, o.position, o.system,"
-           f" COALESCE(array_length(regexp_split_to_array(btrim(o.content), '\\s+'), 1), 0),"
-           f" COALESCE(o.metadata ->> 'family', '')"
-           f" FROM {Output._meta.db_table} o JOIN {Item._meta.db_table} i ON i.id = o.item_id WHERE i.study_id = %s")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [study.pk])
-        return {(item, pos): (system or "", int(words), family.lower())
-                for item, pos, system, words, family in cursor.fetchall()}
-
-
-def _human_answers(humans_df, criterion: Mapping[str, Any]) -> dict[Unit, Any]:
-    """Per unit: the human mean (scales) or the unique majority label (choices; ties left out)."""
-    df = humans_df[(humans_df["criterion"] == criterion["key"]) & ~humans_df["is_attention_check"].astype(bool)]
-    out: dict[Unit, Any] = {}
+def _human_answers(humans_df: pd.DataFrame, criterion: Mapping[str, Any]) -> pd.Series:
+    """Per unit (sorted): the human mean (scales) or the unique majority label (choices; ties left out)."""
+    df = humans_df
+    sel = (df["criterion"] == criterion["key"]).to_numpy() & ~df["is_attention_check"].to_numpy(bool)
+    unit = score_arrays.units_of(df["item_id"].to_numpy(np.int64)[sel], df["output"].to_numpy(np.int64)[sel])
     if criterion_measure(criterion) == "numeric":
-        df = df[np.isfinite(df["x"].to_numpy(dtype=float))]
-        for (item, pos), x in df.groupby(["item_id", "output"])["x"].mean().items():
-            out[(int(item), int(pos))] = float(x)
-        return out
-    for (item, pos), labels in df.groupby(["item_id", "output"])["label"]:
-        counts = Counter(labels.dropna().astype(str)).most_common()
-        if counts and (len(counts) == 1 or counts[0][1] > counts[1][1]):
-            out[(int(item), int(pos))] = counts[0][0]
-    return out
-
-
-def _distribution(detail: Mapping[str, Any] | None) -> dict[str, float] | None:
-    """The judge's stated distribution over answers, if its method gives one."""
-    detail = detail or {}
-    if detail.get("distribution"):
-        return {str(k): float(v) for k, v in detail["distribution"].items()}
-    if detail.get("samples"):
-        counts = Counter(str(int(s)) if float(s).is_integer() else str(s) for s in detail["samples"])
-    elif detail.get("counts"):
-        counts = Counter({str(k): int(v) for k, v in detail["counts"].items()})
-    else:
-        return None
-    total = sum(counts.values())
-    return {k: v / total for k, v in counts.items()}
+        x = df["x"].to_numpy(float)[sel]
+        finite = np.isfinite(x)
+        return pd.Series(x[finite]).groupby(unit[finite]).mean()
+    labels = df["label"].to_numpy(object)[sel]
+    given = pd.notna(labels)
+    counts = (pd.DataFrame({"unit": unit[given], "label": labels[given].astype(str)})
+              .value_counts(sort=False).reset_index(name="n").sort_values(["unit", "n"], ascending=[True, False]))
+    rank = counts.groupby("unit").cumcount()  # 0: the most given label, 1: the next
+    top = counts[rank == 0].set_index("unit")
+    runner_up = counts[rank == 1].set_index("unit")["n"].reindex(top.index, fill_value=0)
+    unique = top["n"].to_numpy() > runner_up.to_numpy()
+    return top["label"][unique]
 
 
 def _reliability_plot(curves: Mapping[str, Mapping[str, Any]], name: str) -> str | None:
@@ -137,49 +111,60 @@ def _estimates_plot(systems: Mapping[str, Mapping[str, Any]], name: str) -> str 
     return to_svg(fig, f"judges-estimates-{name}")
 
 
-def _run_criterion(run_name: str, criterion: Mapping[str, Any], judged: Mapping[Unit, tuple[float | None, Any, Any]],
-                   humans: Mapping[Unit, Any], outputs: Mapping[Unit, tuple[str, int, str]],
-                   model: str = "") -> dict[str, Any]:
+def _human_truth(humans: pd.Series, numeric: bool, points: Sequence[float]) -> pd.Series:
+    """The human answer a judge's distribution is scored against, per unit: for a scale the point
+    nearest the human mean (halves go up; None without points), else the majority label."""
+    if not numeric:
+        return humans
+    if not points:
+        return pd.Series(None, index=humans.index, dtype=object)
+    return pd.Series(nearest_points(humans.to_numpy(float), points), index=humans.index)
+
+
+def _run_criterion(run_name: str, criterion: Mapping[str, Any], judged: pd.DataFrame, stated: pd.DataFrame,
+                   humans: pd.Series, outputs: pd.DataFrame, model: str = "") -> dict[str, Any]:
+    """One run's figures on one criterion. `judged`: its answers (row, unit, score), sorted by unit;
+    `stated`: the distributions its answers state (row, answer, weight); `humans`: the human answer
+    per unit; `outputs`: the study's outputs by unit (system, words, family)."""
     numeric = criterion_measure(criterion) == "numeric"
     step = float(criterion.get("step") or 1)
     points = (list(np.arange(criterion["min"], criterion["max"] + step / 2, step))
               if numeric and "min" in criterion and "max" in criterion else [])
-    dists, answers = [], []
-    for unit, (score, value, detail) in judged.items():
-        dist = _distribution(detail)
-        if dist is None or unit not in humans:
-            continue
-        dists.append(dist)
-        answers.append(human_answer_for_scale(humans[unit], points) if numeric else humans[unit])
-    out: dict[str, Any] = {"name": run_name, "calibration": calibration(dists, answers) if dists else None}
+    units = judged["unit"].to_numpy()
+    rated = humans.index.get_indexer(units) >= 0
+    long = stated[stated["row"].isin(judged["row"].to_numpy()[rated])]
+    calib = None
+    if not long.empty:
+        truth = _human_truth(humans, numeric, points).reindex(units).to_numpy(object)
+        calib = calibration_long(pd.Index(judged["row"]).get_indexer(long["row"]), long["answer"].to_numpy(object),
+                                 long["weight"].to_numpy(float), truth)
+    out: dict[str, Any] = {"name": run_name, "calibration": calib}
     if not numeric:
         return out
-    by_system: dict[str, dict[str, list]] = defaultdict(lambda: {"y": [], "yhat": [], "unlabelled": []})
-    scores, words, systems = [], [], []
-    own, others = [], []  # judge − human, on outputs of the judge's own model family and of the others
-    model = (model or "").lower()
-    for unit, (score, value, _) in judged.items():
-        if score is None or unit not in outputs:
-            continue
-        system, n_words, family = outputs[unit]
-        scores.append(score)
-        words.append(n_words)
-        systems.append(system)
-        slot = by_system[system]
-        if unit in humans:
-            slot["y"].append(humans[unit])
-            slot["yhat"].append(score)
-            if family:
-                (own if family in model else others).append(score - humans[unit])
-        else:
-            slot["unlabelled"].append(score)
-    out["systems"] = {system: estimate_system(np.array(v["y"]), np.array(v["yhat"]), np.array(v["unlabelled"]))
-                      for system, v in sorted(by_system.items())}
-    out["win_rates"] = _win_rates(judged, humans, outputs)
-    out["verbosity"] = verbosity(scores, words)
-    out["length_controlled"] = length_controlled(scores, words, systems)
-    if own:
-        out["self_preference"] = self_preference(own, others)
+    at = outputs["unit"].searchsorted(units)
+    known = np.isfinite(judged["score"].to_numpy(float)) & (at < len(outputs))
+    known[known] = outputs["unit"].to_numpy()[at[known]] == units[known]
+    score, units, at = judged["score"].to_numpy(float)[known], units[known], at[known]
+    system, words, family = (outputs[c].to_numpy()[at] for c in ("system", "words", "family"))
+    human = humans.reindex(units).to_numpy(float)
+    labelled = ~np.isnan(human)
+    code, names = pd.factorize(system, sort=True)
+    order = np.argsort(code, kind="stable")
+    bounds = np.searchsorted(code[order], np.arange(len(names) + 1))
+    out["systems"] = {}
+    for k, name in enumerate(names):
+        rows = order[bounds[k]:bounds[k + 1]]
+        y, yhat = human[rows], score[rows]
+        out["systems"][name] = estimate_system(y[labelled[rows]], yhat[labelled[rows]], yhat[~labelled[rows]])
+    out["win_rates"] = _win_rates(units // score_arrays.UNIT_BASE, system, score, human)
+    out["verbosity"] = verbosity(score, words)
+    out["length_controlled"] = length_controlled(score, words, system)
+    named = labelled & (family != "")
+    if named.any():  # judge − human on outputs of the judge's own model family, and of the others
+        model = (model or "").lower()
+        own = named & np.isin(family, [f for f in set(family[named].tolist()) if f in model])
+        if own.any():
+            out["self_preference"] = self_preference((score - human)[own], (score - human)[named & ~own])
     return out
 
 
@@ -188,7 +173,11 @@ def _pairwise_runs(study: Study, runs: Sequence[JudgeRun]) -> list[dict[str, Any
     asked), how often the verdict flipped with the swap, and the systems' Bradley–Terry strengths
     from the verdicts that survived it, with a win-rate heat map."""
     out = []
-    systems = {(item, pos): system for (item, pos), (system, _, _) in _outputs(study).items()}
+    if not any(run.config.get("method") == "pairwise" for run in runs):
+        return out
+    outputs = score_arrays.outputs(study)
+    systems = {(int(u) // score_arrays.UNIT_BASE, int(u) % score_arrays.UNIT_BASE - 1): system
+               for u, system in zip(outputs["unit"].tolist(), outputs["system"].tolist())}
     for run in runs:
         if run.config.get("method") != "pairwise":
             continue
@@ -222,34 +211,26 @@ def _pairwise_runs(study: Study, runs: Sequence[JudgeRun]) -> list[dict[str, Any
     return out
 
 
-def _win(a: float, b: float) -> float:
-    return 1.0 if a > b else 0.0 if a < b else 0.5
+def _win(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.where(a > b, 1.0, np.where(a < b, 0.0, 0.5))
 
 
-def _win_rates(judged: Mapping[Unit, tuple], humans: Mapping[Unit, Any],
-               outputs: Mapping[Unit, tuple[str, int, str]]) -> dict[str, Any]:
+def _win_rates(items: np.ndarray, systems: np.ndarray, scores: np.ndarray, humans: np.ndarray) -> dict[str, Any]:
     """Per pair of systems shown on the same items: how often the first beats the second (ties half),
     by the humans' mean scores where humans rated both outputs, corrected PPI++ style by the judge's
-    scores on every item (the judge's own win indicator is the prediction)."""
-    by_item: dict[int, dict[str, tuple[float | None, float | None]]] = defaultdict(dict)
-    for unit, (score, _, _) in judged.items():
-        if score is not None and unit in outputs:
-            by_item[unit[0]][outputs[unit][0]] = (score, humans.get(unit))
-    pairs: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: {"y": [], "yhat": [], "unlabelled": []})
-    for systems in by_item.values():
-        names = sorted(systems)
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                (ja, ha), (jb, hb) = systems[a], systems[b]
-                slot = pairs[(a, b)]
-                if ha is not None and hb is not None:
-                    slot["y"].append(_win(ha, hb))
-                    slot["yhat"].append(_win(ja, jb))
-                else:
-                    slot["unlabelled"].append(_win(ja, jb))
+    scores on every item (the judge's own win indicator is the prediction). One output per item and
+    system: the last by position."""
+    df = pd.DataFrame({"item": items, "system": systems, "judge": scores, "human": humans}).drop_duplicates(
+        ["item", "system"], keep="last")
+    df = df[df["item"].duplicated(keep=False)]  # items with two systems or more
+    pairs = df.merge(df, on="item", suffixes=("_a", "_b"))
+    pairs = pairs[pairs["system_a"] < pairs["system_b"]].sort_values(["system_a", "system_b", "item"], kind="stable")
     out = {}
-    for (a, b), v in sorted(pairs.items()):
-        e = estimate_system(np.array(v["y"]), np.array(v["yhat"]), np.array(v["unlabelled"]))
+    for (a, b), p in pairs.groupby(["system_a", "system_b"], sort=True):
+        both = p["human_a"].notna().to_numpy() & p["human_b"].notna().to_numpy()
+        judge_win = _win(p["judge_a"].to_numpy(), p["judge_b"].to_numpy())
+        e = estimate_system(_win(p["human_a"].to_numpy()[both], p["human_b"].to_numpy()[both]), judge_win[both],
+                            judge_win[~both])
         for block in (e["human_only"], e["ppi"], e["ppi_plus"]):
             if block.get("ci"):  # a rate: the normal interval is cut to [0, 1]
                 block["ci"] = [max(0.0, block["ci"][0]), min(1.0, block["ci"][1])]
@@ -268,31 +249,32 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
     if not crits and not pairwise and not compared:
         return None
     humans_df = add_analysis_value(stats_frame(study, [c["key"] for c in crits]), crits)
-    outputs = _outputs(study)
-    rows = JudgeScore.objects.filter(run__in=runs, status=JudgeScore.Status.SCORED,
-                                     criterion__in=[c["key"] for c in crits]).values_list(
-        "run_id", "item_id", "output__position", "criterion", "score", "value", "detail")
-    judged: dict[tuple[int, str], dict[Unit, tuple]] = defaultdict(dict)
-    for run_id, item_id, position, crit, score, value, detail in rows.iterator():
-        unit = (item_id, -1 if position is None else position)
-        judged[(run_id, crit)][unit] = (score, value, detail)
+    outputs = score_arrays.outputs(study)
+    keys = [c["key"] for c in crits]
+    scored = score_arrays.scored(runs, keys)
+    stated = score_arrays.stated(runs, keys)
+    judged = {key: part.drop(columns=["run_id", "criterion"]).reset_index(drop=True)
+              for key, part in scored.groupby(["run_id", "criterion"], sort=False)}
     context: dict[str, Any] = {"criteria": [], "pairwise": pairwise, "comparative": compared}
     data: dict[str, Any] = {"criteria": {}, "pairwise": [{k: v for k, v in p.items() if k != "heatmap"}
                                                           for p in pairwise],
                             "comparative": [{k: v for k, v in p.items() if k != "heatmap"} for p in compared]}
     for c in crits:
         humans = _human_answers(humans_df, c)
-        human_words = [(humans[u], outputs[u][1], outputs[u][0]) for u in humans if u in outputs]
         entry: dict[str, Any] = {"key": c["key"], "name": c.get("name", c["key"]), "measure": criterion_measure(c),
                                  "runs": [], "n_human_units": len(humans)}
-        if entry["measure"] == "numeric" and human_words:
-            h, w, sy = zip(*human_words)
-            entry["human_verbosity"] = verbosity(h, w)
-            entry["human_length_controlled"] = length_controlled(h, w, sy)
+        at = outputs["unit"].searchsorted(humans.index.to_numpy())
+        shown = outputs.iloc[at[at < len(outputs)]]
+        shown = shown[shown["unit"].to_numpy() == humans.index.to_numpy()[at < len(outputs)]]
+        if entry["measure"] == "numeric" and len(shown):
+            h = humans.reindex(shown["unit"]).to_numpy(float)
+            entry["human_verbosity"] = verbosity(h, shown["words"].to_numpy())
+            entry["human_length_controlled"] = length_controlled(h, shown["words"].to_numpy(),
+                                                                 shown["system"].to_numpy())
         for run in runs:
             if (run.pk, c["key"]) in judged:
                 entry["runs"].append(_run_criterion(f"{run.name} (run {run.pk})", c, judged[(run.pk, c["key"])],
-                                                    humans, outputs, str(run.config.get("model") or "")))
+                                                    stated, humans, outputs, str(run.config.get("model") or "")))
         if not entry["runs"]:
             continue
         entry["reliability_plot"] = _reliability_plot(

@@ -22,7 +22,7 @@ from django.core.cache import cache
 from django.utils.module_loading import import_string
 
 from annotation.models import Study
-from annotation.reports.ratings import ratings_fingerprint
+from annotation.reports.ratings import frames_kept, ratings_fingerprint
 
 CACHE_SECONDS = 24 * 3600
 
@@ -38,10 +38,11 @@ def extra_sections(study: Study, report: Mapping[str, Any]) -> list[dict[str, An
     """Sections other apps add to the report (settings.REPORT_SECTIONS: callables or dotted paths
     taking (study, report) and returning None or {"title", "template", "context"})."""
     found = []
-    for fn in _sections():
-        section = fn(study, report)
-        if section:
-            found.append(section)
+    with frames_kept():  # (each section reads the study's ratings)
+        for fn in _sections():
+            section = fn(study, report)
+            if section:
+                found.append(section)
     return found
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 
 def _key(value: Any) -> str:
@@ -34,9 +35,6 @@ def calibration(distributions: Sequence[Mapping[Any, float]], human: Sequence[An
     """
     pairs = [({_key(k): float(p) for k, p in d.items()}, _key(h))
              for d, h in zip(distributions, human) if d and h is not None]
-    if not pairs:
-        return {"n": 0, "ece": None, "brier": None, "bins": [], "reason": "no output has both a judge distribution "
-                                                                       "and a human answer"}
     confidence, correct, brier = [], [], []
     for dist, truth in pairs:
         total = sum(dist.values())
@@ -46,7 +44,41 @@ def calibration(distributions: Sequence[Mapping[Any, float]], human: Sequence[An
         correct.append(top == truth)
         support = set(dist) | {truth}
         brier.append(sum((dist.get(k, 0.0) - (k == truth)) ** 2 for k in support))
-    conf, hit = np.array(confidence), np.array(correct, dtype=float)
+    return _binned(np.array(confidence), np.array(correct, dtype=float), np.array(brier), bins)
+
+
+def calibration_long(row: np.ndarray, answer: np.ndarray, weight: np.ndarray, truth: Sequence[Any],
+                     bins: int = 10) -> dict[str, Any]:
+    """`calibration` of distributions given in long form, with arrays (millions of outputs):
+    output `row[j]` (0 to len(truth) - 1) gives weight `weight[j]` (a probability or a count) to
+    the answer `answer[j]` (text, each at most once per output); `truth[r]` is output r's human
+    answer, None when it has none. The same figures as `calibration` of the same pairs."""
+    truth_code_of, truth_names = pd.factorize(pd.Series(truth, dtype=object))  # -1: no human answer
+    row = np.asarray(row, dtype=np.int64)
+    keep = truth_code_of[row] >= 0
+    row, weight = row[keep], np.asarray(weight, float)[keep]
+    if not row.size:
+        return _binned(np.zeros(0), np.zeros(0), np.zeros(0), bins)
+    answer_code, seen = pd.factorize(np.asarray(answer, dtype=object)[keep])
+    names = pd.Index(sorted({str(a) for a in seen}), dtype=object)  # a tie of weights goes to the answer
+    code = names.get_indexer([str(a) for a in seen])[answer_code]  # that sorts last, as Python sorts text
+    pairs, row = np.unique(row, return_inverse=True)  # the outputs with both, in order
+    truth_text = pd.Index([_key(t) for t in truth_names], dtype=object)
+    truth_code = names.get_indexer(truth_text)[truth_code_of[pairs]]  # -1: no weight on the human answer
+    total = np.bincount(row, weights=weight, minlength=pairs.size)
+    p = np.where(total[row] > 0, weight / np.where(total[row] > 0, total[row], 1.0), weight)
+    order = np.lexsort((code, p, row))  # the top answer is a row's last: highest weight, then highest text
+    last = order[np.r_[np.flatnonzero(np.diff(row[order])), order.size - 1]]
+    is_truth = code == truth_code[row]
+    brier = (np.bincount(row, weights=(p - is_truth) ** 2, minlength=pairs.size)
+             + (np.bincount(row, weights=is_truth, minlength=pairs.size) == 0))  # (0 − 1)² for an unnamed answer
+    return _binned(p[last], is_truth[last].astype(float), brier, bins)
+
+
+def _binned(conf: np.ndarray, hit: np.ndarray, brier: np.ndarray, bins: int) -> dict[str, Any]:
+    if not conf.size:
+        return {"n": 0, "ece": None, "brier": None, "bins": [], "reason": "no output has both a judge distribution "
+                                                                       "and a human answer"}
     # Bin b holds confidences in ((b-1)/B, b/B]; a confidence of exactly 0 goes to the first bin.
     which = np.clip(np.ceil(conf * bins).astype(int) - 1, 0, bins - 1)
     out_bins, ece = [], 0.0
@@ -66,7 +98,12 @@ def human_answer_for_scale(mean: float | None, points: Sequence[float]) -> float
     """The scale point nearest the human mean (halves go up), to compare with a distribution over points."""
     if mean is None or not points:
         return None
-    pts = np.asarray(sorted(points), dtype=float)
-    dist = np.abs(pts - mean)
-    best = np.flatnonzero(dist == dist.min())
-    return float(pts[best[-1]])
+    return float(nearest_points(np.array([mean], dtype=float), points)[0])
+
+
+def nearest_points(means: np.ndarray, points: Sequence[float]) -> np.ndarray:
+    """`human_answer_for_scale` of many means at once: the nearest point to each, the higher of two as near."""
+    pts = np.sort(np.asarray(points, dtype=float))
+    hi = np.clip(np.searchsorted(pts, means), 0, pts.size - 1)
+    lo = np.clip(hi - 1, 0, pts.size - 1)
+    return np.where(np.abs(pts[hi] - means) <= np.abs(pts[lo] - means), pts[hi], pts[lo])

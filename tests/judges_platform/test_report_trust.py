@@ -219,3 +219,32 @@ def test_the_summary_says_whether_the_judge_stands_in_from_the_sections(trusted_
     assert f'<th scope="row">it-000 #0</th><td class="num">{mean0:.2f}</td><td class="num">{judge_value(0, 0):.2f}</td>' in table
     rows = c.get(reverse("report", args=[study.slug]), {"download": "csv"}).content.decode().splitlines()
     assert any(r.startswith(f"summary,fluency,{name},judge_stands_in,") for r in rows)
+
+
+def test_a_choice_criterion_is_calibrated_against_the_unique_human_majority(make_study, make_judge, make_run,
+                                                                          client_for, researcher):
+    """Two raters label every output ACCEPT or REJECT: where they split there is no majority and the
+    output is left out; the judge states a distribution leaning to its own label."""
+    raters = [make_user(f"c{k}") for k in range(2)]
+    study = make_study("rrgen-001", annotators=raters, researchers=[researcher], items_text=items_jsonl(12))
+    label = lambda i, p, r: "ACCEPT" if (i + p + r * (i % 3 == 0)) % 2 else "REJECT"  # noqa: E731 - split when i % 3 == 0
+    rate_study(study, raters, lambda i, p, r, key, rng: label(i, p, r), criteria=["decision"])
+    judge = lambda i, p: "ACCEPT" if (i * 3 + p) % 4 else "REJECT"  # noqa: E731 - agrees with the humans on some
+    run = make_run(study, make_judge("labeller"),
+                   {(f"it-{i:03d}", p, "decision"): judge(i, p) for i in range(12) for p in range(3)})
+    lean = {"ACCEPT": 0.8, "REJECT": 0.2}
+    for score in JudgeScore.objects.filter(run=run).select_related("item", "output"):
+        i, p = int(score.item.external_id[3:]), score.output.position
+        mine = judge(i, p)
+        score.detail = {"distribution": {k: lean[k] if mine == "ACCEPT" else 1 - lean[k] for k in lean}}
+        score.save(update_fields=["detail"])
+    resp = client_for(researcher).get(reverse("report", args=[study.slug]), {"download": "json"})
+    got = resp.json()["sections"]["Trusting the judges"]["criteria"]["decision"]
+    majority = {(i, p): label(i, p, 0) for i in range(12) for p in range(3) if label(i, p, 0) == label(i, p, 1)}
+    assert got["n_human_units"] == len(majority) == 24  # the 12 outputs of split items left out
+    dists = [{k: lean[k] if judge(i, p) == "ACCEPT" else 1 - lean[k] for k in lean} for i, p in majority]
+    ref = calibration(dists, list(majority.values()))
+    calib = got["runs"][0]["calibration"]
+    assert calib["n"] == 24
+    assert calib["ece"] == pytest.approx(ref["ece"]) and calib["brier"] == pytest.approx(ref["brier"])
+    assert calib["accuracy"] == pytest.approx(np.mean([judge(i, p) == m for (i, p), m in majority.items()]))

@@ -133,3 +133,32 @@ def test_a_large_study_whose_sections_failed_shows_the_failure(counting, setting
         report_compute(rated_study.pk)
     page = client.get(reverse("report", args=[rated_study.slug]))
     assert page.status_code == 500 and "the judge scores are unreadable" in page.content.decode()
+
+
+def reads_ratings(study, report):
+    """A section that reads the study's ratings as the judges' and the answers' sections do."""
+    from annotation.reports.ratings import stats_frame
+
+    READ.append(stats_frame(study, ["fluency"]))
+    return None
+
+
+READ: list = []
+
+
+def test_the_sections_read_the_ratings_once_between_them(rated_study, settings, monkeypatch):
+    """Each section reads the study's ratings; computed together they read them once, and the next
+    computation reads them afresh."""
+    from annotation.reports import sections, stats_ids
+
+    reads = []
+    real = stats_ids.stats_table
+    monkeypatch.setattr(stats_ids, "stats_table", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    settings.REPORT_SECTIONS = ["tests.reports.test_report_sections_cache.reads_ratings"] * 3
+    READ.clear()
+    sections.extra_sections(rated_study, {})
+    assert len(reads) == 1 and len(READ) == 3 and READ[0] is READ[1] is READ[2]
+    assert len(READ[0]) == Rating.objects.filter(assignment__study=rated_study, criterion="fluency",
+                                                 assignment__ignored=False).count() > 0
+    sections.extra_sections(rated_study, {})
+    assert len(reads) == 2 and READ[3] is not READ[0]
