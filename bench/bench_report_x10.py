@@ -6,6 +6,9 @@ default 100k, 300k, 1M; `--full` 1M, 3M, 10M; BENCH_SIZES=1000000,3000000 picks 
 Each size gets its own throwaway database, written by PostgreSQL (bench/x10_data.py), dropped after.
 The report runs in a fresh child process (bench/x10_child.py: time, peak memory, load average; with
 BENCH_CODE another checkout's code, with BENCH_PROFILE=1 a cProfile). Run it under `nice -n 10`.
+Then each size gets a finished judge run over every output and criterion (4 ratings per answer),
+and the report page's judge sections are measured the same way, computed together as the worker
+computes them after the report.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ def _row(metric: str, value: float, unit: str, target: str | None = None, ok: bo
 
 
 def run(full: bool = False) -> dict:
-    from bench.x10_data import report_study
+    from bench.x10_data import judge_run_done, report_study
 
     rows, measured, series = [], [], {"seconds": [], "peak memory MB": []}
+    sections = {"seconds": [], "peak memory MB": []}
     for n in sizes(full):
         with bench_database("x10report") as db_name:
             load0 = os.getloadavg()
@@ -43,10 +47,18 @@ def run(full: bool = False) -> dict:
             setup_s = time.perf_counter() - t0
             results = [(tag, measure_in_child(db_name, "report", study.slug, f"{n / 1e6:g}M", code, tag))
                        for tag, code in codes()]
+            # Then a finished judge run over every output and criterion: the report page's judge sections
+            judge_run_done(study)
+            extra = [(tag, measure_in_child(db_name, "sections", study.slug, f"{n / 1e6:g}M", code, tag))
+                     for tag, code in codes()]
         for tag, res in results:
             _size_rows(rows, measured, series, n, tag, res, setup_s, load0)
+        for tag, res in extra:
+            _section_rows(rows, measured, sections, n, tag, res)
     if len(series["seconds"]) >= 2:  # (the code measured as "after")
         rows += growth_rows("report_x10", "ratings", series)
+    if len(sections["seconds"]) >= 2:
+        rows += growth_rows("report_x10_sections", "ratings", sections)
     return {"name": "report_x10", "rows": rows, "config": {"sizes": measured, "n_boot": 1000,
                                                            "ratings_per_item": RATINGS_PER_ITEM}}
 
@@ -72,6 +84,20 @@ def _size_rows(rows: list, measured: list, series: dict, n: int, tag: str, res: 
                      "rss_baseline_mb": res["rss_baseline_mb"], "setup_s": setup_s, "load_setup": load0,
                      "load_before": res["load_before"], "load_after": res["load_after"],
                      "alpha": res["summary"]["alpha"]})
+
+
+def _section_rows(rows: list, measured: list, series: dict, n: int, tag: str, res: dict) -> None:
+    """The sections other apps add ("Judges vs humans", "Trusting the judges"), computed together
+    as the worker computes them after the report: one judge answer per output and criterion."""
+    name = f"report's judge sections ({tag}), {n:,} ratings and {n // 4:,} judge answers"
+    rows.append(_row(f"{name} ({', '.join(res['summary']['titles'])})", res["seconds"], "s"))
+    rows.append(_row(f"{name}: peak memory", res["rss_peak_mb"], "MB"))
+    if tag == "after":
+        series["seconds"].append((n, res["seconds"]))
+        series["peak memory MB"].append((n, res["rss_peak_mb"]))
+    measured.append({"ratings": n, "code": tag, "phase": "sections", "seconds": res["seconds"],
+                     "rss_peak_mb": res["rss_peak_mb"], "load_before": res["load_before"],
+                     "load_after": res["load_after"]})
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ as bench_exports does for the exports, so the generator's memory never counts.
     measure_in_child(db_name, "report", slug)         -> {"seconds", "rss_baseline_mb", "rss_peak_mb",
                                                           "tree_pss_peak_mb", "memory_peak_mb", ...}
     measure_in_child(db_name, "comparisons", slug)
+    measure_in_child(db_name, "sections", slug)        # the sections other apps add (judges, answers' facets)
 
 BENCH_CODE=/path/to/another/checkout[,/path/to/this/one] runs the child on each code in turn, on the
 same database: the figures before a change come from the commit before it, on the same data and machine
@@ -35,7 +36,9 @@ from annotation.reports.comparisons import comparisons_section
 phase, slug, profile_to = sys.argv[1], sys.argv[2], sys.argv[3]
 study = Study.objects.get(slug=slug)
 rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-run = {"report": lambda: study_report(study, n_boot=1000), "comparisons": lambda: comparisons_section(study)}[phase]
+from annotation.reports.sections import extra_sections
+run = {"report": lambda: study_report(study, n_boot=1000), "comparisons": lambda: comparisons_section(study),
+       "sections": lambda: extra_sections(study, {})}[phase]
 load0 = os.getloadavg()
 profiler = cProfile.Profile() if profile_to else None
 t0 = time.perf_counter()
@@ -53,6 +56,8 @@ summary = {}
 if phase == "report":
     summary = {"ratings_analysed": out["counts"]["ratings_analysed"],
                "alpha": {k: a["alpha"]["value"] for k, a in out["agreement"].items()}}
+elif phase == "sections":
+    summary = {"titles": [section["title"] for section in out]}
 else:
     summary = {k: {"n_answers": e["n_answers"], "top": max(e.get("systems", {"-": {"bt": 0}}).items(),
                                                              key=lambda kv: kv[1]["bt"] or 0)[0]}

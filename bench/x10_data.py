@@ -189,3 +189,37 @@ def arena_battles_add(study, n_judgements: int, seed: float = 0.5) -> None:
             f" WHERE a.study_id = %s AND a.item_id IN (SELECT i.id FROM {new_items} WHERE i.n >= %s) ORDER BY a.id",
             [ARENA_TIES, strengths, strengths, study.pk, study.pk, first])
         cursor.execute(f"ANALYZE {items}; ANALYZE {outputs}; ANALYZE {assignments}; ANALYZE {ratings}")
+
+
+def judge_run_done(study, seed: float = 0.75):
+    """A finished judge run over every output of a `report_study` on each of its criteria, written by
+    PostgreSQL: the judge's score follows the item effect the raters share (plus its own noise), and
+    each answer carries a G-Eval-style distribution over the five points, so every part of the
+    report's judge sections (calibration, PPI++, verbosity, win rates) has numbers to work on."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from judges.models import JudgeRun, JudgeScore
+
+    keys = [c["key"] for c in study.rubric["criteria"]]
+    n_outputs = study.items.count()
+    run = JudgeRun.objects.create(
+        study=study, config={"name": "bench judge", "method": "geval", "model": "bench-judge-7b"},
+        criteria=keys, status=JudgeRun.Status.DONE, n_outputs=n_outputs, n_expected=n_outputs * len(keys),
+        n_scored=n_outputs * len(keys), started_at=timezone.now(), finished_at=timezone.now())
+    items, outputs, _, _ = _tables()
+    with connection.cursor() as cursor, _no_row_checks(cursor):
+        cursor.execute("SELECT setseed(%s)", [seed])
+        cursor.execute(
+            f"INSERT INTO {JudgeScore._meta.db_table} (run_id, item_id, output_id, criterion, value, score, status,"
+            " raw_text, reasoning, tokens_in, tokens_out, cost_usd, doubt, detail, created_at)"
+            " SELECT %s, s.item_id, s.oid, s.key, to_jsonb(s.v), s.v, 'scored', 'Score: ' || s.v, '', 420, 6,"
+            " 0.000432, '{}', jsonb_build_object('distribution', jsonb_build_object(s.v::text, 0.7,"
+            " (CASE WHEN s.v < 5 THEN s.v + 1 ELSE s.v - 1 END)::text, 0.3)), now()"
+            " FROM (SELECT o.item_id, o.id AS oid, k.key, greatest(1, least(5, round(3 + ((o.item_id"
+            " * 2654435761 + k.c * 97) %% 1000) / 1000.0 * 3 - 1.5 + (random() - 0.5) * 1.6)))::int AS v"
+            f" FROM {outputs} o JOIN {items} i ON i.id = o.item_id, unnest(%s::text[]) WITH ORDINALITY AS k(key, c)"
+            " WHERE i.study_id = %s) s",
+            [run.pk, keys, study.pk])
+        cursor.execute(f"ANALYZE {JudgeScore._meta.db_table}")
+    return run
