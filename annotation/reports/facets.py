@@ -18,7 +18,7 @@ from django.db import connection
 from annotation.models import PhaseRecord, Study
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value
-from annotation.reports.study import _agreement, _systems, analysed_criteria
+from annotation.reports.study import _agreement, _systems, analysed_criteria, with_raters_named
 
 TITLE = "By participants' answers"
 FACET_KINDS = ("single", "likert")
@@ -47,7 +47,7 @@ def answer_facets(study: Study, report: dict[str, Any]) -> dict[str, Any] | None
         return None
     criteria = analysed_criteria(study.rubric)
     by_key = {c["key"]: c for c in criteria}
-    df = add_analysis_value(stats_frame(study, list(by_key)), criteria)
+    df = with_raters_named(study, add_analysis_value(stats_frame(study, list(by_key)), criteria))
     df = df[~df["is_attention_check"]]
     names = {c["key"]: c.get("name", c["key"]) for c in criteria}
     facets = []

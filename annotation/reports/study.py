@@ -78,7 +78,6 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     criteria = analysed_criteria(rubric)
     by_key = {c["key"]: c for c in criteria}
     df = stats_frame(study, list(by_key))
-    names = rater_names(study)
     report: dict[str, Any] = {
         "study": {"slug": study.slug, "name": study.name, "status": study.status,
                   "rubric": rubric.get("slug"), "rubric_version": study.rubric_version.version,
@@ -95,9 +94,7 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
                       "widget": c.get("widget", "buttons") if c["kind"] in SCALE_KINDS else None} for c in criteria],
         "counts": _counts(study, df),
     }
-    df = add_analysis_value(df, criteria)
-    codes, ids = pd.factorize(df["rater_id"])  # usernames are unique: one category per rater
-    df["rater"] = pd.Categorical.from_codes(codes, [str(names.get(i, i)) for i in ids])
+    df = with_raters_named(study, add_analysis_value(df, criteria))
     gold_rows = df[df["gold"].notna()]
     if df["is_attention_check"].any():  # (a selection copies every column, items' names included)
         df = df[~df["is_attention_check"]]
@@ -118,6 +115,15 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     if beside:
         report["agreement"] = beside.result()
     return _clean(report)
+
+
+def with_raters_named(study: Study, df: pd.DataFrame) -> pd.DataFrame:
+    """`df` (stats_frame's rows) with column `rater`: each rater's username, as a categorical (one
+    category per rater: usernames are unique), as the sections of the report read it."""
+    names = rater_names(study)
+    codes, ids = pd.factorize(df["rater_id"])
+    df["rater"] = pd.Categorical.from_codes(codes, [str(names.get(i, i)) for i in ids])
+    return df
 
 
 def _counts(study: Study, df: pd.DataFrame) -> dict[str, int]:

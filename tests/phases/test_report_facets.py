@@ -66,3 +66,29 @@ def test_agreement_and_system_means_split_by_an_answer(make_study, client_for, a
     page = client_for(admin_user).get(f"/studies/{study.slug}/report/").content.decode()
     assert "By participants&#x27; answers" in page or "By participants' answers" in page
     assert 'data-facet="pre.native"' in page
+
+
+def test_a_rubric_of_several_scales_is_split_too(make_study, client_for, admin_user):
+    """rrgen-001 rates each output on several scales: the systems' scores then include their combined
+    score, computed from each output's raters, and the section must still be computed."""
+    from tests.reports.factories import items_jsonl, rate_study
+
+    raters = [make_user(name) for name in ("nat1", "nat2", "oth1", "oth2")]
+    study = make_study("rrgen-001", items_text=items_jsonl(6), annotators=raters, phases=PHASES)
+    for rater in raters:
+        PhaseRecord.objects.create(study=study, rater=rater, phase="pre", outcome="answered",
+                                   answers={"native": "yes" if rater.username.startswith("nat") else "no", "age": 30})
+    rate_study(study, raters, lambda i, p, r, key, rng: 1 + (i + p * 2 + r * (key == "fluency")) % 7)
+    section = answer_facets(study, {})
+    facet = section["data"]["pre.native"]
+    for answer, names in (("yes", ["nat1", "nat2"]), ("no", ["oth1", "oth2"])):
+        ratings = list(Rating.objects.filter(assignment__rater__username__in=names, criterion="fluency",
+                                             assignment__ignored=False)
+                       .values_list("score", "output__system", "output__item_id"))
+        means = facet[answer]["criteria"]["fluency"]["system_means"]
+        for system in {r[1] for r in ratings}:
+            per_item = pd.Series([r[0] for r in ratings if r[1] == system],
+                                 index=[r[2] for r in ratings if r[1] == system]).groupby(level=0).mean()
+            assert means[system] == pytest.approx(per_item.mean())
+    response = client_for(admin_user).get(f"/studies/{study.slug}/report/")
+    assert response.status_code == 200 and 'data-facet="pre.native"' in response.content.decode()
