@@ -87,6 +87,25 @@ CROWD_PHASES = {
 }
 
 
+def _simulated_answers(study: Study, raters) -> None:
+    """The simulated raters took part as the crowd's participants do: consent, the questionnaires and
+    the instructions' check, so the report splits agreement and system scores by their answers."""
+    from annotation.models import PhaseRecord
+    from annotation.questionnaires import answers_clean
+
+    for k, rater in enumerate(raters):
+        given = {"pre": {"native_english": "no" if k % 2 else "yes", "ai_use": 2 + 2 * (k % 2), "age": 24 + 9 * k},
+                 "instructions": {"length": "not necessarily"}, "post": {"difficulty": 2 + k % 3}}
+        questions = {"pre": CROWD_PHASES["pre_questionnaire"]["questions"],
+                     "instructions": CROWD_PHASES["instructions"]["check"],
+                     "post": CROWD_PHASES["post_questionnaire"]["questions"]}
+        PhaseRecord.objects.create(study=study, rater=rater, phase=PhaseRecord.Phase.CONSENT,
+                                   outcome=PhaseRecord.Outcome.AGREED, answers={})
+        for phase, answers in given.items():
+            PhaseRecord.objects.create(study=study, rater=rater, phase=phase, outcome=PhaseRecord.Outcome.ANSWERED,
+                                       answers=answers_clean(questions[phase], answers))
+
+
 def _training_and_crowd(study: Study, admin) -> None:
     import json
 
@@ -138,6 +157,7 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
         study_members_add(study=sim.study, usernames=["researcher"], role=StudyMember.Role.RESEARCHER)
         if preset == CROWD_PRESET:
             _training_and_crowd(sim.study, users["admin"])
+            _simulated_answers(sim.study, sim.raters)
         if judges_hook is not None:
             judges_hook(sim.study, preset, seed)
     demo_languages_install(rubric_version=Study.objects.get(slug="demo-rrgen-001").rubric_version,

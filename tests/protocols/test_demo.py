@@ -81,3 +81,19 @@ def test_the_demo_report_shows_every_trust_section(client):
     assert trust["pairwise"] and trust["pairwise"][0]["position"]["n"] > 0
     judges = data["sections"]["Judges vs humans"]["criteria"]["fluency"]["judges"]
     assert any(name.startswith("rrgen-001-jury") for name in judges)
+
+
+def test_the_demo_crowd_study_splits_its_report_by_the_participants_answers(client):
+    """The crowd study's simulated participants answered its questionnaires: the report's facets show
+    agreement and system means per answer, and the answers download as a table."""
+    from django.urls import reverse
+
+    call_command("load_demo", stdout=io.StringIO())
+    client.force_login(get_user_model().objects.get(username="researcher"))
+    data = client.get(reverse("report", args=["demo-compare-pairwise"]), {"download": "json"}).json()
+    native = data["sections"]["By participants' answers"]["pre.native_english"]
+    assert set(native) == {"yes", "no"} and native["yes"]["n_raters"] == 2 and native["no"]["n_raters"] == 1
+    assert native["yes"]["criteria"]["helpfulness"]["alpha"]["value"] is not None
+    assert native["yes"]["criteria"]["helpfulness"]["system_means"]
+    page = client.get(reverse("report", args=["demo-compare-pairwise"])).content.decode()
+    assert 'data-facet="pre.native_english"' in page
