@@ -339,6 +339,8 @@ THOUSAND = 1000
 POOLED_WEB_PROCESSES = 2
 POOLED_THREADS = int(os.environ.get("BENCH_1K_THREADS", "16"))  # per web process (each a PgBouncer client)
 POOL_SIZE = 10  # PostgreSQL connections PgBouncer keeps for the two web processes
+# How the web processes reach PgBouncer: "unix" (its socket, as a PgBouncer beside them) or "tcp" (127.0.0.1).
+POOLED_SOCKET = os.environ.get("BENCH_1K_SOCKET", "unix")
 POOLED_APP_NAME = "concord-bench-pooled"
 
 
@@ -416,6 +418,15 @@ def _inside_ms(access_log: Path) -> dict[str, list[float]]:
     return out
 
 
+def _reached_by(database_url: str) -> str:
+    """How a URL reaches its server: by a Unix socket where it names a directory (?host=/path, as the
+    embedded server's URL does), else by TCP."""
+    from urllib.parse import parse_qs, urlsplit
+
+    host = parse_qs(urlsplit(database_url).query).get("host", [""])[0]
+    return "unix" if host.startswith("/") else "tcp"
+
+
 def run_thousand(full: bool = False) -> dict:
     """1,000 raters at a human pace (5-15 s per item) through PgBouncer in transaction mode and two
     gunicorn processes: next-item and submit p95 < 50 ms, nothing lost, duplicated or over-assigned."""
@@ -444,8 +455,8 @@ def run_thousand(full: bool = False) -> dict:
                 "--worker-connections", str(THOUSAND), "--log-level", "warning", "--keep-alive", "75",
                 "--backlog", "2048", "--access-logfile", str(access_log), "--access-logformat", ACCESS_FORMAT]
         counter = _BackendCounter(db_name)
-        with running_pgbouncer(direct, pool_size=POOL_SIZE, max_clients=4 * POOLED_WEB_PROCESSES * POOLED_THREADS
-                               ) as (pooled, bouncer):
+        with running_pgbouncer(direct, pool_size=POOL_SIZE, max_clients=4 * POOLED_WEB_PROCESSES * POOLED_THREADS,
+                               unix_socket=POOLED_SOCKET == "unix") as (pooled, bouncer):
             port = free_port()
             server = start_server(port, secret_key, database_url=pooled, gunicorn_args=args,
                                   extra_env={**pooled_env(), "PGAPPNAME": POOLED_APP_NAME})
@@ -510,7 +521,8 @@ def run_thousand(full: bool = False) -> dict:
         "name": "annotator_loop_1000", "rows": rows, "audit": audit,
         "config": {"raters": THOUSAND, "raters_per_item": RATERS_PER_ITEM, "items": n_items, "think_s": think,
                    "phase_s": seconds, "pgbouncer": f"{pgbouncer_version()}, pool_mode=transaction, "
-                                                    f"default_pool_size={POOL_SIZE}",
+                                                    f"default_pool_size={POOL_SIZE}, web to PgBouncer by {POOLED_SOCKET}, "
+                                                    f"PgBouncer to PostgreSQL by {_reached_by(direct)}",
                    "server": f"gunicorn {POOLED_WEB_PROCESSES} workers x {POOLED_THREADS} threads (gthread), DEBUG=0, "
                              f"DATABASE_PREPARED_STATEMENTS={pooled_env()['DATABASE_PREPARED_STATEMENTS']}",
                    "client": "asyncio streams (bench/leanhttp.py), one client per rater",

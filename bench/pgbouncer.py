@@ -53,10 +53,11 @@ def pooled_env() -> dict[str, str]:
 
 @contextlib.contextmanager
 def running_pgbouncer(database_url: str, *, pool_size: int = 10, max_clients: int = 1000,
-                      port: int | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+                      port: int | None = None, unix_socket: bool = False) -> Iterator[tuple[str, subprocess.Popen]]:
     """PgBouncer on 127.0.0.1:port (a free one by default) pooling `database_url`'s server in transaction
     mode with at most `pool_size` server connections per database and user; yields the URL that reaches
-    the same database through it, and the process."""
+    the same database through it, and the process. With `unix_socket`, that URL reaches PgBouncer by its
+    Unix socket instead (as a PgBouncer beside the web processes is reached): no TCP stack on the way."""
     if not Path(PGBOUNCER).exists():
         raise RuntimeError(f"PgBouncer not found at {PGBOUNCER}: run scripts/ensure-pgbouncer.sh")
     parts = urlsplit(database_url)
@@ -73,7 +74,7 @@ def running_pgbouncer(database_url: str, *, pool_size: int = 10, max_clients: in
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = {port}
-unix_socket_dir =
+unix_socket_dir = {work if unix_socket else ''}
 auth_type = trust
 auth_file = {work / 'users.txt'}
 pool_mode = transaction
@@ -107,7 +108,9 @@ log_disconnections = 0
                 log = (work / "pgbouncer.log")
                 raise RuntimeError("PgBouncer did not start: " + (log.read_text()[-2000:] if log.exists() else ""))
             time.sleep(0.1)
-        netloc = f"{user}@127.0.0.1:{port}"
+        netloc = f"{user}@{'' if unix_socket else '127.0.0.1'}:{port}"
+        if unix_socket:
+            query["host"] = [str(work)]
         yield urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, doseq=True))), proc
     finally:
         if proc.poll() is None:

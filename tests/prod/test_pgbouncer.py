@@ -3,7 +3,7 @@ scripts/ensure-pgbouncer.sh, else Debian 12's 1.18; bench/pgbouncer.py starts it
 processes, prepared statements kept where PgBouncer keeps them and server-side cursors off
 (bench.pgbouncer.pooled_env). Ten raters at full speed finish a study;
 every submit is stored once, nothing over-assigned, and PostgreSQL never sees more connections than
-the pool holds."""
+the pool holds; whether the web processes reach PgBouncer by TCP or by its Unix socket."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def unblocked(django_db_blocker):
         yield
 
 
-def test_a_study_rated_through_pgbouncer_in_transaction_mode(unblocked):
+@pytest.mark.parametrize("unix_socket", [False, True], ids=["tcp", "unix-socket"])
+def test_a_study_rated_through_pgbouncer_in_transaction_mode(unblocked, unix_socket):
     with _bench_db() as db_name:
         key = secrets.token_urlsafe(40)
         slug, sessions = setup_study(ITEMS, key, raters=RATERS, raters_per_item=RATERS_PER_ITEM,
@@ -36,7 +37,8 @@ def test_a_study_rated_through_pgbouncer_in_transaction_mode(unblocked):
         direct = urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path="/" + db_name))
         counter = _BackendCounter(db_name)
         phase = Phase("through PgBouncer", 60.0, None)
-        with running_pgbouncer(direct, pool_size=POOL, max_clients=50) as (pooled, _):
+        with running_pgbouncer(direct, pool_size=POOL, max_clients=50, unix_socket=unix_socket) as (pooled, _):
+            assert ("host=%2F" in pooled) == unix_socket  # the web processes reach PgBouncer by its socket
             port = free_port()
             server = start_server(port, key, database_url=pooled, extra_env=pooled_env(),
                                   gunicorn_args=["--workers", "2", "--worker-class", "gthread", "--threads", "4"])
