@@ -108,6 +108,9 @@ else:
                              "USER": "", "PASSWORD": "", "PORT": ""}}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The same backend, whose health check needs no round trip while the connection's socket is quiet.
+    DATABASES["default"]["ENGINE"] = "config.postgres"
 # The rating loop's statements are prepared on the server (annotation.db); off for a pooler that
 # cannot keep prepared statements (PgBouncer before 1.21 in transaction mode).
 DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)

@@ -70,7 +70,8 @@ def test_the_loop_reads_the_same_rows_as_the_orm(make_study, raters):
 def test_a_connection_that_died_is_replaced_before_the_first_prepared_statement_of_a_request():
     """PostgreSQL restarted while a worker thread's connection sat idle: the next request's first
     statement (the session user, read through prepared_cursor) gets a fresh connection, as Django's
-    own cursor() would give it (CONN_HEALTH_CHECKS), instead of failing on the dead one."""
+    own cursor() would give it (CONN_HEALTH_CHECKS), instead of failing on the dead one. The health check
+    reads the ended connection's socket (config.postgres) instead of asking PostgreSQL."""
     from django.core.signals import request_started
     from django.db import connections
 
@@ -81,7 +82,8 @@ def test_a_connection_that_died_is_replaced_before_the_first_prepared_statement_
     killer = connections.create_connection("default")  # the restart, for this one connection
     try:
         with killer.cursor() as cursor:
-            cursor.execute("SELECT pg_terminate_backend(%s)", [dead_pid])
+            # with a timeout, it returns once the backend has gone, as after a restart
+            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [dead_pid])
             assert cursor.fetchone()[0]
     finally:
         killer.close()
