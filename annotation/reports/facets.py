@@ -34,15 +34,24 @@ def facet_questions(phases: dict) -> list[tuple[str, dict]]:
     return out
 
 
+def is_group(value: Any) -> bool:
+    """Whether a stored answer names a group: one text or number. Answers to the other kinds (a
+    multiple choice's list) and answers stored before the admin changed a question's kind are left
+    out of the split, so that no participant's answer breaks the report."""
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
 def answer_facets(study: Study, report: dict[str, Any]) -> dict[str, Any] | None:
     questions = facet_questions(study.phases)
     if not questions:
         return None
+    columns = {column for column, _ in questions}
     answers: dict[str, dict[Any, list[int]]] = defaultdict(lambda: defaultdict(list))
     for rater_id, phase, given in PhaseRecord.objects.filter(study=study, phase__in=("pre", "post")).values_list(
             "rater_id", "phase", "answers"):
         for key, value in given.items():
-            answers[f"{phase}.{key}"][value].append(rater_id)
+            if f"{phase}.{key}" in columns and is_group(value):
+                answers[f"{phase}.{key}"][value].append(rater_id)
     if not any(answers[column] for column, _ in questions):
         return None
     criteria = analysed_criteria(study.rubric)
