@@ -1,58 +1,142 @@
-"""Who may do what. Every view and API endpoint goes through these helpers.
+"""Who may do what with a study: the one access model. Every view, API endpoint, download, htmx
+fragment and list goes through it (config/routes.py names each route's rule; docs/security.md).
 
-Roles: site admins (is_staff) manage every study; annotators and researchers reach only
-the studies they are members of, annotators to rate, researchers to read reports.
+What a user may do with a study follows from, in this order:
+- the account: signed out or deactivated (is_active false), nothing;
+- site admins (is_staff) read, manage and see participants' data of every study; they rate only
+  where they are annotators;
+- the study's owner (its creator) reads, manages and sees participants' data of that study;
+- membership, with its lifecycle: invited (a link, no membership row yet: nothing), active, paused
+  (still reaches the study; a paused rater gets no new work: annotation.services.assignments),
+  removed (`removed_at`: nothing; the row stays so that their ratings stay attributable) and
+  re-added (members_add clears `removed_at`: active again). A researcher reads the study; an
+  annotator rates in it.
+
+Refusals are 404 (a study's slug stays unknown to those who may not read it), except the manage
+pages, which tell a signed-in user 403.
 """
 
 from __future__ import annotations
 
+import enum
 import uuid
+from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import F, Value
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from annotation.db import instance_from_row, prepared_cursor, select_columns
-from annotation.models import (Assignment, CrowdLink, Item, Study, StudyMember, assignment_from_row,
-                               assignment_item_columns)
+from annotation.models import (Assignment, CrowdLink, CrowdParticipant, Item, Study, StudyMember,
+                               assignment_from_row, assignment_item_columns)
 from rubrics.models import RubricVersion
 
 ANNOTATOR = StudyMember.Role.ANNOTATOR
 RESEARCHER = StudyMember.Role.RESEARCHER
 
 
+class Can(enum.StrEnum):
+    READ = "read"  # reports, progress, datasets, exports, releases, judge runs
+    RATE = "rate"  # the workspace and its API (phases, training)
+    MANAGE = "manage"  # settings, members, items, links, phases
+    PARTICIPANTS = "participants"  # participants' personal data: payments, answers, one person's data, erasure
+
+
+EVERYTHING_BUT_RATING = frozenset({Can.READ, Can.MANAGE, Can.PARTICIPANTS})
+
+
+@dataclass(frozen=True)
+class StudyAccess:
+    """What one user may do with one study, and why (`role`)."""
+
+    role: str | None  # 'admin', 'owner', 'researcher', 'annotator' or None
+    member_status: str | None  # 'active', 'paused', 'removed', or None (not a member)
+    capabilities: frozenset[Can]
+
+    def __contains__(self, capability: Can) -> bool:
+        return capability in self.capabilities
+
+
+NO_ACCESS = StudyAccess(None, None, frozenset())
+
+
+def is_signed_in(user) -> bool:
+    """Signed in with an account that is still active (Django's backends already refuse a
+    deactivated one; checked again here so that the rule does not depend on it)."""
+    return bool(user is not None and user.is_authenticated and user.is_active)
+
+
 def is_admin(user) -> bool:
-    return bool(user.is_authenticated and user.is_active and user.is_staff)
+    return is_signed_in(user) and bool(user.is_staff)
 
 
-def study_role(user, study: Study) -> str | None:
-    """'admin', 'annotator', 'researcher' or None."""
-    if not user.is_authenticated:
-        return None
+def _capabilities_of_member(role: str | None, status: str | None) -> frozenset[Can]:
+    if role is None or status in (None, "removed"):
+        return frozenset()
+    return frozenset({Can.READ}) if role == RESEARCHER else frozenset({Can.RATE})
+
+
+def study_access(user, study: Study) -> StudyAccess:
+    """The one rule: what `user` may do with `study` (see the module's docstring)."""
+    if not is_signed_in(user):
+        return NO_ACCESS
+    member = StudyMember.objects.filter(study=study, user=user).only("role", "paused", "removed_at").first()
+    role, status = (member.role, member.status) if member else (None, None)
+    capabilities = _capabilities_of_member(role, status)
     if is_admin(user):
-        return "admin"
-    return StudyMember.objects.filter(study=study, user=user).values_list("role", flat=True).first()
+        return StudyAccess("admin", status, capabilities | EVERYTHING_BUT_RATING)
+    if study.created_by_id is not None and study.created_by_id == user.pk:
+        return StudyAccess("owner", status, capabilities | EVERYTHING_BUT_RATING)
+    return StudyAccess(role if capabilities else None, status, capabilities)
 
 
-def can_manage(user, study: Study) -> bool:
-    """Site admins manage every study; a study's owner (its creator) manages it too."""
-    return is_admin(user) or (user.is_authenticated and user.is_active and study.created_by_id == user.pk)
+def can(user, study: Study, capability: Can) -> bool:
+    return capability in study_access(user, study)
 
 
-def get_study_for_manager(user, slug: str) -> Study:
-    """A study the user may manage; 403 for anyone else who is signed in (the manage pages say so)."""
+def studies_where(user, capability: Can) -> QuerySet[Study]:
+    """The studies on which `user` has `capability`: the same rule as study_access, as a filter
+    (for lists: the API's studies, judge runs, rubrics). One row per study, no DISTINCT."""
+    studies = Study.objects.all()
+    if not is_signed_in(user):
+        return studies.none()
+    if capability != Can.RATE and is_admin(user):
+        return studies
+    if capability in (Can.MANAGE, Can.PARTICIPANTS):
+        return studies.filter(created_by=user)
+    member = Exists(StudyMember.objects.filter(study=OuterRef("pk"), user=user, removed_at__isnull=True,
+                                               role=RESEARCHER if capability == Can.READ else ANNOTATOR))
+    return studies.filter(member | Q(created_by=user)) if capability == Can.READ else studies.filter(member)
+
+
+def get_study_for(user, slug: str, capability: Can) -> Study:
+    """The study named by `slug` if `user` has `capability` on it; else 404, or 403 for a
+    signed-in user on the manage pages (which say why)."""
     study = get_object_or_404(Study.objects.select_related("rubric_version__rubric"), slug=slug)
-    if not can_manage(user, study):
-        raise PermissionDenied("Only site admins and the study's owner manage it.")
+    if capability not in study_access(user, study):
+        if capability == Can.MANAGE and is_signed_in(user):
+            raise PermissionDenied("Only site admins and the study's owner manage it.")
+        raise Http404("No such study")
     return study
 
 
-def get_study_for_admin(user, slug: str) -> Study:
-    if not is_admin(user):
-        raise Http404("No such study")
-    return get_object_or_404(Study.objects.select_related("rubric_version__rubric"), slug=slug)
+def is_crowd_participant(user) -> bool:
+    """An account made by a crowd link (a panel id): it rates, and reaches nothing else."""
+    return is_signed_in(user) and CrowdParticipant.objects.filter(user=user).exists()
 
+
+def may_read_api_docs(user) -> bool:
+    """The API's schema and docs: signed-in staff and study members (or owners), not crowd participants."""
+    if is_admin(user):
+        return True
+    if not is_signed_in(user) or is_crowd_participant(user):
+        return False
+    return (StudyMember.objects.filter(user=user, removed_at__isnull=True).exists()
+            or Study.objects.filter(created_by=user).exists())
+
+
+# ---------------------------------------------------------------- the rating loop's fast path
 
 _ANNOTATOR_STUDY_SQL = f"""
     SELECT {select_columns(Study, "s")}, {select_columns(RubricVersion, "v")},
@@ -66,10 +150,10 @@ _ANNOTATOR_STUDY_SQL = f"""
 
 
 def get_study_for_annotator(user, slug: str) -> Study:
-    """A study the user rates in, with its rubric version; 404 (not 403) so that slugs of other
-    studies stay unknown. Every request of the rating loop starts here: one plain statement costs
+    """A study the user rates in (Can.RATE: an annotator, active or paused, not removed), with its
+    rubric version; 404 (not 403) so that slugs of other studies stay unknown. Every request of the rating loop starts here: one plain statement costs
     less CPU than the ORM compiling its join."""
-    if not user.is_authenticated:
+    if not is_signed_in(user):
         raise Http404("No such study")
     with prepared_cursor() as cursor:
         cursor.execute(_ANNOTATOR_STUDY_SQL, [user.pk, ANNOTATOR, slug])
@@ -107,7 +191,7 @@ def get_study_and_own_assignment(user, slug: str, token) -> tuple[Study, Assignm
     except ValueError:
         get_study_for_annotator(user, slug)  # an unknown study is still named first
         raise Http404("No such assignment") from None
-    if not user.is_authenticated:
+    if not is_signed_in(user):
         raise Http404("No such study")
     with prepared_cursor() as cursor:
         cursor.execute(_ANNOTATOR_ASSIGNMENT_SQL, [user.pk, ANNOTATOR, token, slug])
@@ -123,12 +207,38 @@ def get_study_and_own_assignment(user, slug: str, token) -> tuple[Study, Assignm
     return study, assignment
 
 
+# ---------------------------------------------------------------- the names the views use
+
+
+def study_role(user, study: Study) -> str | None:
+    """'admin', 'owner', 'annotator', 'researcher' or None (a removed member is None)."""
+    return study_access(user, study).role
+
+
+def can_manage(user, study: Study) -> bool:
+    return can(user, study, Can.MANAGE)
+
+
+def get_study_for_manager(user, slug: str) -> Study:
+    """A study the user may manage; 403 for anyone else who is signed in (the manage pages say so)."""
+    return get_study_for(user, slug, Can.MANAGE)
+
+
 def get_study_for_reader(user, slug: str) -> Study:
-    """A study whose reports and datasets the user may read: admins and its researchers."""
-    study = get_object_or_404(Study.objects.select_related("rubric_version__rubric"), slug=slug)
-    if study_role(user, study) not in {"admin", RESEARCHER}:
+    """A study whose reports and datasets the user may read: admins, its owner, its researchers."""
+    return get_study_for(user, slug, Can.READ)
+
+
+def get_study_for_participants(user, slug: str) -> Study:
+    """A study whose participants' personal data the user may see: admins and its owner; else 404."""
+    return get_study_for(user, slug, Can.PARTICIPANTS)
+
+
+def get_study_for_admin(user, slug: str) -> Study:
+    """Site admins only (what spends money or acts site-wide, such as judge runs); else 404."""
+    if not is_admin(user):
         raise Http404("No such study")
-    return study
+    return get_object_or_404(Study.objects.select_related("rubric_version__rubric"), slug=slug)
 
 
 def studies_for(user):
@@ -136,5 +246,7 @@ def studies_for(user):
     studies = Study.objects.select_related("rubric_version__rubric")
     if is_admin(user):
         return studies.annotate(role=Value("admin"))
+    if not is_signed_in(user):
+        return studies.none()
     # One row per membership (unique per study and user), so no DISTINCT is needed.
     return studies.filter(members__user=user, members__removed_at__isnull=True).annotate(role=F("members__role"))
