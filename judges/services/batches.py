@@ -20,8 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
+from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from judges.backends.base import Backend, JudgeRequest, Result
@@ -30,6 +32,9 @@ from judges.batch_apis import batch_api, batch_api_name, request_from_dict, requ
 from judges.cache import cache_key, response_from_dict, response_to_dict
 from judges.models import JudgeBatch, JudgeBatchRequest, JudgeRun
 from judges.services import engine
+from judges.services.budget import cost_release, cost_reserve, judge_run_pause
+from judges.services.run_items import enqueue_items, missing_item_ids
+from judges.services.run_scores import ChunkOutcome, write_judged
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -38,6 +43,7 @@ DEFAULT_POLL_S = 30.0
 DEFAULT_MAX_ATTEMPTS = 3
 UNSENT_GRACE_S = 120.0  # a batch row without a provider id this old was never sent (its worker died)
 Status = JudgeBatchRequest.Status
+POLL_TASK = "judges.tasks.batch_poll"  # sent by name: the services never import the tasks module
 
 
 def batch_run(config: Mapping[str, Any]) -> bool:
@@ -100,16 +106,14 @@ class BatchCollector(Backend):
         self._thread.shutdown(wait=True)
 
 
-def batch_chunk_process(*, run: JudgeRun, payloads: list, pending: dict, where: dict) -> Any:
-    from judges.services.runs import ChunkOutcome, _write_judged
-
+def batch_chunk_process(*, run: JudgeRun, payloads: list, pending: dict, where: dict) -> ChunkOutcome:
     collector = BatchCollector(run)
     try:
         judged = asyncio.run(engine.judge_items(run.config, run.study.rubric, payloads, pending, None,
                                                 backend_for=lambda c: collector))
     finally:
         collector.close()
-    outcome = _write_judged(run, judged, pending, where, False, ChunkOutcome())
+    outcome = write_judged(run, judged, pending, where, False, ChunkOutcome())
     if outcome.retry:  # some slots wait for their batch: the poll submits them and enqueues them again
         outcome.retry = False
         outcome.skipped = "waiting for batch"
@@ -128,22 +132,12 @@ def _redis() -> Any:
 def batch_poll_schedule(*, run_id: int, countdown: float) -> bool:
     """Schedule one poll of the run, unless one is scheduled already (a Redis key, cleared when the
     poll starts and expiring on its own, so a lost message does not stop the run for long)."""
-    from judges.tasks import batch_poll
-
     if not _redis().set(f"concord:batch-poll:{run_id}", 1, nx=True, ex=int(countdown) + 30):
         return False
     queue = (JudgeRun.objects.filter(pk=run_id).values_list("config", flat=True).first() or {}).get("queue")
-    transaction.on_commit(lambda: batch_poll.apply_async(args=[run_id], countdown=countdown, queue=queue or "judges"))
+    transaction.on_commit(lambda: current_app.send_task(POLL_TASK, args=[run_id], countdown=countdown,
+                                                        queue=queue or "judges"))
     return True
-
-
-def batch_cost_spent(run_id: int) -> float:
-    """What the run's answered batch requests cost, at its batch prices."""
-    run = JudgeRun.objects.only("config").get(pk=run_id)
-    price = engine.pricing(run.config)
-    tokens = JudgeBatchRequest.objects.filter(run_id=run_id, status=Status.SUCCEEDED).values_list(
-        "response__input_tokens", "response__output_tokens")
-    return sum(price.cost(int(i or 0), int(o or 0)) for i, o in tokens)
 
 
 def _call_max_cost(run: JudgeRun) -> float:
@@ -167,9 +161,6 @@ def batch_run_advance(*, run_id: int) -> dict[str, Any]:
 
 
 def _advance(run_id: int) -> dict[str, Any]:
-    from judges.services.budget import cost_reserve, judge_run_pause
-    from judges.services.runs import _enqueue, config_chunk_size, make_chunks, missing_item_ids
-
     run = JudgeRun.objects.select_related("study").filter(pk=run_id).first()
     if run is None or run.status not in JudgeRun.ACTIVE:
         return {"skipped": run.status if run else "no such run"}
@@ -211,7 +202,7 @@ def _advance(run_id: int) -> dict[str, Any]:
     if report["ended"] or not outstanding:  # answers (or failures for good) came in: judge those slots now
         missing = missing_item_ids(run)
         if missing:
-            _enqueue(run, make_chunks(missing, config_chunk_size(run.config)))
+            enqueue_items(run, missing)
     if outstanding:
         batch_poll_schedule(run_id=run.pk, countdown=poll_interval(run.config))
     report["outstanding"] = outstanding
@@ -245,8 +236,6 @@ def _end_batch(batch: JudgeBatch, *, api: Any, error: str = "", give_up: bool = 
                max_attempts: int | None = None) -> int:
     """Read the batch's results into its requests (once), put the rest back to wait (or fail them
     after their attempts), release its reservation; returns the requests answered."""
-    from judges.services.budget import cost_release
-
     run = batch.run
     if max_attempts is None:
         max_attempts = int((run.config.get("method_options") or {}).get("batch_max_attempts")
@@ -278,8 +267,6 @@ def _end_batch(batch: JudgeBatch, *, api: Any, error: str = "", give_up: bool = 
 
 
 def _retry(rows: Any, error: str, max_attempts: int) -> None:
-    from django.db.models import F
-
     rows.filter(attempts__gte=max_attempts - 1).update(status=Status.FAILED, attempts=F("attempts") + 1,
                                                        error=f"after {max_attempts} batches: {error}"[:2000])
     rows.update(status=Status.PENDING, batch=None, attempts=F("attempts") + 1,

@@ -18,7 +18,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from judges.models import JudgeRun
+from judges.models import JudgeBatchRequest, JudgeRun
+from judges.services import engine
+from judges.services.run_items import enqueue_items, missing_item_ids
 
 
 class BudgetError(ValueError):
@@ -35,10 +37,17 @@ def cost_spent(run: JudgeRun, *, batch: bool) -> float:
     """What the run has paid for; `run` read under its row lock (its live counters then include
     every chunk that finished before)."""
     if batch:
-        from judges.services.batches import batch_cost_spent
-
         return batch_cost_spent(run.pk)
     return float(run.cost_usd)
+
+
+def batch_cost_spent(run_id: int) -> float:
+    """What the run's answered batch requests cost, at its batch prices."""
+    run = JudgeRun.objects.only("config").get(pk=run_id)
+    price = engine.pricing(run.config)
+    tokens = JudgeBatchRequest.objects.filter(run_id=run_id, status=JudgeBatchRequest.Status.SUCCEEDED).values_list(
+        "response__input_tokens", "response__output_tokens")
+    return sum(price.cost(int(i or 0), int(o or 0)) for i, o in tokens)
 
 
 def cost_reserve(*, run_id: int, amount: float, batch: bool = False) -> tuple[bool, str]:
@@ -72,8 +81,6 @@ def judge_run_pause(*, run_id: int, reason: str) -> bool:
 def judge_run_set_cap(*, run: JudgeRun, max_cost_usd: float | None) -> JudgeRun:
     """Set (raise, lower or remove) the run's cap; a paused run resumes, and pauses again at once if
     there is still no room."""
-    from judges.services.runs import _enqueue, config_chunk_size, make_chunks, missing_item_ids
-
     if max_cost_usd is not None and max_cost_usd <= 0:
         raise BudgetError("the cap must be a positive amount of USD (or none)")
     with transaction.atomic():
@@ -90,7 +97,7 @@ def judge_run_set_cap(*, run: JudgeRun, max_cost_usd: float | None) -> JudgeRun:
         if "status" in fields:
             missing = missing_item_ids(run)
             if missing:
-                _enqueue(run, make_chunks(missing, config_chunk_size(run.config)))
+                enqueue_items(run, missing)
     return run
 
 

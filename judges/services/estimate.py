@@ -19,6 +19,7 @@ from judges.backends.base import Backend, JudgeRequest, Result
 from judges.backends.errors import PermanentBackendError
 from judges.config import COMMON_METHOD_OPTIONS, METHOD_OPTIONS
 from judges.services import engine
+from judges.services.run_items import item_payload
 from judges.tokens import token_counter
 
 SAMPLE_ITEMS = 300
@@ -46,8 +47,6 @@ def _sample(ids: list[int], n: int) -> list[int]:
 
 def _pending(config: Mapping[str, Any], rubric: Mapping[str, Any], criteria: Sequence[str],
              items: Sequence[Item]) -> tuple[list[dict], dict]:
-    from judges.services.runs import item_payload
-
     payloads, pending = [], {}
     for item in items:
         outputs = sorted(item.outputs.all(), key=lambda o: o.position)

@@ -172,7 +172,7 @@ def jury_create(*, study: Study, runs: Sequence[JudgeRun], combine: str = "mean"
                                        created_by=user, started_at=now, finished_at=now)
         JudgeScore.objects.bulk_create([JudgeScore(run=jury, **s) for s in scores], batch_size=2000)
     from judges.services.files import write_run_files
-    from judges.services.runs import judge_run_refresh_totals
+    from judges.services.run_scores import judge_run_refresh_totals
 
     jury = judge_run_refresh_totals(run=jury)
     try:

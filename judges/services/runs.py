@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import operator
 import time
-from collections import Counter
 from dataclasses import dataclass
-from functools import reduce
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from django.db import connection, transaction
-from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
-from annotation.models import Item, Output, Study
+from annotation.models import Item, Study
 from judges.config import FIELDS, chunk_size as config_chunk_size
 from judges.models import JudgeConfig, JudgeRun, JudgeScore
 from judges.services import engine
@@ -31,7 +27,13 @@ from judges.services.budget import (
     cost_release, cost_reserve, count_rate_limited, judge_run_pause, rate_limiter, slot_max_cost,
 )
 from judges.services.estimate import run_estimate
+from judges.services.run_items import (
+    enqueue_chunks, enqueue_items, item_output_counts, item_payload, make_chunks, missing_item_ids, slots_per_item,
+)
 from judges.services.run_keys import run_key, run_key_parts
+from judges.services.run_scores import (
+    ChunkOutcome, judge_run_finish_if_complete, judge_run_refresh_totals, write_judged,
+)
 from judges.store import DBCache
 
 log = logging.getLogger(__name__)
@@ -87,57 +89,6 @@ def judge_config_snapshot(judge: JudgeConfig, study: Study | None = None) -> dic
 
 # ------------------------------------------------------------------------------------- start
 
-def _item_output_counts(study: Study) -> list[tuple[int, int]]:
-    return list(Item.objects.filter(study=study, is_attention_check=False)
-                .annotate(n=Count("outputs")).filter(n__gt=0).order_by("id").values_list("id", "n"))
-
-
-def slots_per_item(config: dict[str, Any], criteria: Sequence[str], n_outputs: int,
-                   rubric: Mapping[str, Any] | None = None) -> int:
-    return n_outputs * len(criteria) + len(engine.item_slots(config, n_outputs, rubric))
-
-
-def make_chunks(counts: Iterable[tuple[int, int]], size: int) -> list[list[int]]:
-    """Whole items, grouped until a chunk holds at least `size` outputs."""
-    chunks: list[list[int]] = []
-    current: list[int] = []
-    outputs = 0
-    for item_id, n in counts:
-        current.append(item_id)
-        outputs += n
-        if outputs >= size:
-            chunks.append(current)
-            current, outputs = [], 0
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-def _enqueue(run: JudgeRun, chunks: list[list[int]]) -> None:
-    from judges.tasks import judge_chunk
-
-    queue = run.config.get("queue") or "judges"
-
-    def send() -> None:
-        try:
-            for ids in chunks:
-                judge_chunk.apply_async(args=[run.pk, ids], queue=queue)
-        except Exception as exc:
-            # The broker stayed unreachable longer than the publish retries wait (e.g. Redis
-            # restarting for longer than CELERY_TASK_PUBLISH_RETRY_POLICY allows). The run row
-            # is already committed: left active, it would wait forever for chunks that were never
-            # queued and block the next start. Fail it, saying why; judge_run_resume re-enqueues
-            # exactly the missing items once the broker is back (a chunk that did get out finds
-            # the run failed and does nothing).
-            log.exception("could not queue the chunks of judge run %s", run.pk)
-            error = f"its chunks could not be queued (is Redis up?): {type(exc).__name__}: {exc}"[:2000]
-            JudgeRun.objects.filter(pk=run.pk, status__in=JudgeRun.ACTIVE).update(
-                status=JudgeRun.Status.FAILED, error=error, finished_at=timezone.now())
-            run.refresh_from_db()
-
-    transaction.on_commit(send)  # workers must see the run row and must not run for a rolled-back start
-
-
 def judge_run_start(*, study: Study, judge: JudgeConfig, user=None, max_cost_usd: float | None = None) -> JudgeRun:
     """Create a run of `judge` on every (non-attention-check) item of `study` and enqueue its chunks.
 
@@ -151,7 +102,7 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None, max_cost_usd
         criteria = engine.output_criteria(config, study.rubric)
     except (ValueError, KeyError) as exc:
         raise JudgeRunError(str(exc)) from exc
-    counts = _item_output_counts(study)
+    counts = item_output_counts(study)
     n_outputs = sum(n for _, n in counts)
     try:
         n_expected = sum(slots_per_item(config, criteria, n, study.rubric) for _, n in counts)
@@ -180,13 +131,13 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None, max_cost_usd
                                       key=key, key_parts=parts, reused_from=previous, estimate=estimate,
                                       cost_cap_usd=max_cost_usd)
         if previous is None:
-            _enqueue(run, make_chunks(counts, config_chunk_size(config)))
+            enqueue_chunks(run, make_chunks(counts, config_chunk_size(config)))
             return run
         _copy_scores(previous, run)
         judge_run_refresh_totals(run=run)
         missing = missing_item_ids(run)  # items added since the previous run, and its failed slots
         if missing:
-            _enqueue(run, make_chunks(missing, config_chunk_size(config)))
+            enqueue_items(run, missing)
         else:
             run.started_at = timezone.now()
             run.save(update_fields=["started_at"])
@@ -223,14 +174,6 @@ def judge_run_cancel(*, run: JudgeRun) -> JudgeRun:
     return run
 
 
-def missing_item_ids(run: JudgeRun) -> list[tuple[int, int]]:
-    """(item id, n outputs) of the items that still have unscored slots."""
-    done = dict(JudgeScore.objects.filter(run=run).values("item_id").annotate(n=Count("id"))
-                .values_list("item_id", "n"))
-    return [(item_id, n) for item_id, n in _item_output_counts(run.study)
-            if done.get(item_id, 0) < slots_per_item(run.config, run.criteria, n, run.study.rubric)]
-
-
 def judge_run_resume(*, run: JudgeRun) -> JudgeRun:
     """Re-enqueue only the items with unscored slots of a cancelled or failed run, or of a done
     run some of whose slots ended in error.
@@ -260,7 +203,7 @@ def judge_run_resume(*, run: JudgeRun) -> JudgeRun:
         run.finished_at = None
         run.save(update_fields=["status", "error", "finished_at"])
         if missing:
-            _enqueue(run, make_chunks(missing, config_chunk_size(run.config)))
+            enqueue_items(run, missing)
     if not missing:
         judge_run_finish_if_complete(run_id=run.pk)
         run.refresh_from_db()
@@ -308,19 +251,12 @@ def judge_runs_requeue_lost(*, held: Callable[[Iterable[str]], Mapping[int, set[
                 continue
             log.warning("judge run %s: the chunks of %d items were lost by the broker; enqueued again",
                         run_id, len(lost))
-            _enqueue(run, make_chunks(lost, config_chunk_size(run.config)))
+            enqueue_items(run, lost)
         requeued[run_id] = len(lost)
     return requeued
 
 
 # ------------------------------------------------------------------------------------- one chunk
-
-@dataclass
-class ChunkOutcome:
-    written: int = 0
-    retry: bool = False  # some slots failed on retryable errors and were left for the next attempt
-    skipped: str | None = None  # why nothing was done (run cancelled, done, ...)
-
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -335,13 +271,6 @@ def retry_policy(run_id: int) -> RetryPolicy:
     return RetryPolicy(queue=config.get("queue") or "judges",
                        max_retries=int(mo.get("task_max_retries", DEFAULT_TASK_RETRIES)),
                        backoff_s=float(mo.get("task_retry_backoff_s", DEFAULT_TASK_BACKOFF_S)))
-
-
-def item_payload(item: Item, outputs: Sequence[Output]) -> dict[str, Any]:
-    """The plain item dict the prompts read. System names stay out: judges are blinded too."""
-    return {"id": item.external_id, "context": item.context, "context_kind": item.context_kind,
-            "metadata": item.metadata or {},
-            "outputs": [{"content": o.content, "kind": o.kind, "metadata": o.metadata or {}} for o in outputs]}
 
 
 def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: bool = False) -> ChunkOutcome:
@@ -401,7 +330,7 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         if limiter is not None:
             count_rate_limited(run_id=run.pk, n=limiter.rate_limited)
     try:
-        return _write_judged(run, judged, pending, where, final_attempt, outcome, reserved=reserved)
+        return write_judged(run, judged, pending, where, final_attempt, outcome, reserved=reserved)
     except BaseException:
         cost_release(run_id=run.pk, amount=reserved)
         raise
@@ -418,138 +347,3 @@ async def _judge(config: dict, rubric: dict, payloads: list, pending: dict, cach
 
     return await engine.judge_items(config, rubric, payloads, pending, cache,
                                     backend_for=backend_for if limiter is not None else None)
-
-
-def _write_judged(run: JudgeRun, judged: Sequence[engine.Judged], pending: Mapping, where: Mapping,
-                  final_attempt: bool, outcome: ChunkOutcome, reserved: float = 0.0) -> ChunkOutcome:
-    """One row per pending slot (retryable failures left for the next attempt), at most once each."""
-    crit_defs = {c["key"]: c for c in run.study.rubric.get("criteria", [])}
-    rows, seen = [], set()
-    for j in judged:
-        key = (j.item_id, j.output)
-        if key not in pending or j.criterion not in pending[key]:
-            continue  # the method answered more than was asked (e.g. already-scored criteria)
-        seen.add((key, j.criterion))
-        if j.retryable and not final_attempt:
-            outcome.retry = True
-            continue
-        item, out = where[key]
-        rows.append(_score_row(run, item, out, j, crit_defs.get(j.criterion)))
-    for key, slots in pending.items():  # a slot the method gave no answer for still gets its one row
-        for slot in slots:
-            if (key, slot) not in seen:
-                item, out = where[key]
-                rows.append(JudgeScore(run=run, item=item, output=out, criterion=slot, status="error",
-                                       detail={"error": "the method returned no result for this slot"}))
-    with transaction.atomic():
-        JudgeRun.objects.select_for_update().filter(pk=run.pk).values_list("pk").first()  # see judges.services.budget
-        cost_release(run_id=run.pk, amount=reserved)
-        add_to_totals(run_id=run.pk, inserted=insert_new_scores(rows))
-    outcome.written = len(rows)
-    judge_run_finish_if_complete(run_id=run.pk)
-    return outcome
-
-
-def _score_row(run: JudgeRun, item: Item, out: Output | None, j: engine.Judged,
-               criterion: dict | None) -> JudgeScore:
-    return JudgeScore(
-        run=run, item=item, output=out, criterion=j.criterion, value=j.value, status=j.status,
-        score=engine.numeric_score(criterion, j.value) if j.status == "scored" else None,
-        raw_text=j.raw_text, reasoning=j.reasoning or "", tokens_in=j.tokens_in, tokens_out=j.tokens_out,
-        cost_usd=j.cost_usd, doubt=j.doubt, detail=j.detail,
-    )
-
-
-# ------------------------------------------------------------------------------------- finishing
-
-def run_totals(run: JudgeRun) -> dict[str, Any]:
-    """The run's totals counted from its scores: exact, and as slow as the run is large."""
-    agg = JudgeScore.objects.filter(run=run).aggregate(
-        done=Count("id"),
-        scored=Count("id", filter=Q(status="scored")), unparsed=Count("id", filter=Q(status="unparsed")),
-        refusal=Count("id", filter=Q(status="refusal")), error=Count("id", filter=Q(status="error")),
-        truncated=Count("id", filter=Q(status="truncated")),
-        tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost=Sum("cost_usd"),
-    )
-    return {k: (v or 0) for k, v in agg.items()}
-
-
-def judge_run_refresh_totals(*, run: JudgeRun) -> JudgeRun:
-    """Recount the run's counters from its scores: after writes that do not count as they go
-    (copied scores, deleted errors, a jury) and once when the run ends."""
-    t = run_totals(run)
-    for status in JudgeScore.Status.values:
-        setattr(run, f"n_{status}", t[status])
-    run.tokens_in, run.tokens_out, run.cost_usd = t["tokens_in"], t["tokens_out"], float(t["cost"])
-    run.save(update_fields=[*COUNTERS, "tokens_in", "tokens_out", "cost_usd"])
-    return run
-
-
-COUNTERS = [f"n_{status}" for status in JudgeScore.Status.values]
-RETURNED = ("status", "tokens_in", "tokens_out", "cost_usd")
-
-
-def insert_new_scores(rows: Sequence[JudgeScore], batch_size: int = 1000) -> list[tuple]:
-    """Insert the rows no other attempt wrote first (the unique slot constraint), returning
-    (status, tokens_in, tokens_out, cost_usd) of those that went in, so the run's counters add
-    exactly them: a chunk delivered twice counts once. (bulk_create cannot return what
-    ON CONFLICT DO NOTHING skipped.)"""
-    fields = [f for f in JudgeScore._meta.concrete_fields if not f.primary_key]
-    table = connection.ops.quote_name(JudgeScore._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    inserted: list[tuple] = []
-    with connection.cursor() as cursor:
-        for start in range(0, len(rows), batch_size):
-            batch = rows[start:start + batch_size]
-            params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in batch for f in fields]
-            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES {', '.join([one] * len(batch))}"
-                           f" ON CONFLICT DO NOTHING RETURNING {', '.join(RETURNED)}", params)
-            inserted += cursor.fetchall()
-    return inserted
-
-
-def add_to_totals(*, run_id: int, inserted: Sequence[tuple]) -> None:
-    """Add the rows just inserted to the run's live counters, in the transaction that inserted them:
-    the progress page and the end-of-run check read the row, not a million scores."""
-    if not inserted:
-        return
-    statuses = Counter(row[0] for row in inserted)
-    JudgeRun.objects.filter(pk=run_id).update(
-        **{f"n_{s}": F(f"n_{s}") + n for s, n in statuses.items()},
-        tokens_in=F("tokens_in") + sum(row[1] for row in inserted),
-        tokens_out=F("tokens_out") + sum(row[2] for row in inserted),
-        cost_usd=F("cost_usd") + sum(row[3] for row in inserted))
-
-
-def judge_run_finish_if_complete(*, run_id: int, recount: bool = False) -> bool:
-    """Mark the run done once every slot has its score; exactly one caller wins and writes the files.
-
-    The live counters say when to look; the run ends only on a recount of its scores (once a run,
-    in the transaction that ends it), so counters that drifted (scores deleted under a running
-    run) are corrected, never trusted. `recount`: look even when the counters say it is not time
-    (a chunk that found all its slots scored). The status and the totals change in one transaction,
-    so no reader sees a done run without them.
-    """
-    active = JudgeRun.objects.filter(pk=run_id, status__in=JudgeRun.ACTIVE)
-    done = reduce(operator.add, (F(c) for c in COUNTERS))
-    if not recount and not active.alias(done=done).filter(done__gte=F("n_expected")).exists():
-        return False
-    with transaction.atomic():
-        run = active.select_for_update().select_related("study__rubric_version").first()
-        if run is None:
-            return False
-        judge_run_refresh_totals(run=run)
-        if run.n_done < run.n_expected:
-            return False
-        run.status, run.finished_at = JudgeRun.Status.DONE, timezone.now()
-        run.save(update_fields=["status", "finished_at"])
-    from judges.services.files import write_run_files
-    from annotation.services.routing_flag import routing_refresh_request
-
-    routing_refresh_request(run.study_id, delay_s=0.5)  # a routing study re-ranks its items on the new judgements
-    try:
-        write_run_files(run)
-    except OSError:
-        log.exception("could not write the files of judge run %s (they are rebuilt on download)", run_id)
-    return True

@@ -8,9 +8,8 @@ import pytest
 
 from judges.models import JudgeRun, JudgeScore
 from judges.selectors import run_progress
-from judges.services.runs import (
-    add_to_totals, insert_new_scores, judge_chunk_process, judge_run_finish_if_complete, judge_run_start, run_totals,
-)
+from judges.services.run_scores import add_to_totals, insert_new_scores, judge_run_finish_if_complete, run_totals
+from judges.services.runs import judge_chunk_process, judge_run_start
 
 pytestmark = pytest.mark.django_db
 
