@@ -35,6 +35,10 @@ from annotation.stats.power import (
 )
 from annotation.stats.ppi import estimate_system, estimate_systems, human_only, ppi_lambda, ppi_mean
 from annotation.stats.ranking import compare_systems, holm
+from annotation.stats.raters import (
+    LabelError, LabelModel, ModelChoice, PairwiseModel, RaterEffects, best_label_model, dawid_skene, glad,
+    label_data, mace, majority_vote, noisy_bradley_terry, one_coin, rater_effects,
+)
 from annotation.stats.report import agreement_report
 from annotation.stats.result import Stat
 from annotation.stats.tables import read_labels, read_ratings
@@ -49,6 +53,10 @@ __all__ = [
     # comparative judgements
     "bradley_terry", "win_rates", "best_worst_counts", "kendall_w", "position_effect", "wilson_interval",
     "pairs_from_pairwise", "pairs_from_ranking", "pairs_from_best_worst",
+    # consensus that models the raters: labels (posteriors, rater accuracy), comparisons, scales
+    "label_data", "majority_vote", "dawid_skene", "one_coin", "glad", "mace", "best_label_model",
+    "noisy_bradley_terry", "rater_effects", "LabelModel", "ModelChoice", "PairwiseModel", "RaterEffects",
+    "LabelError",
     # consensus, systems, multiple testing
     "weighted_consensus", "preference_pairs", "compare_systems", "holm", "benjamini_yekutieli", "bootstrap_ci",
     # judges: PPI, calibration, bias, gold labels
