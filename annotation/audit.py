@@ -8,7 +8,11 @@ admins' page (annotation.views.audit) reads it.
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+import re
+from typing import Any
+
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from annotation.models import AuditEntry, Study
 
@@ -25,10 +29,44 @@ def audit_record(*, actor, action: str, study: Study | None = None, target: str 
                                      study=study, target=target[:200], detail=detail or {})
 
 
-def audit_rename_target(*, study: Study, old: str, new: str) -> int:
-    """Entries of `study` that name `old` as their target name `new` instead (an erased or purged
-    participant's username carries their panel id)."""
-    return AuditEntry.objects.filter(study=study, target=old).update(target=new)
+def replace_name(text: str, old: str, new: str) -> str:
+    """`text` with the username `old` replaced by `new` where it stands as a whole name: in
+    "added ann, anna" renaming "ann" leaves "anna" alone. A name is bounded by characters a
+    username cannot hold (letters, digits and @ . + - _ can); a full stop right after it ends a
+    sentence, not the name."""
+    if not old or old not in text:
+        return text
+    pattern = re.compile(rf"(?<![\w.@+-]){re.escape(old)}(?![\w@+-]|\.[\w@+-])")
+    return pattern.sub(lambda _: new, text)
+
+
+def _renamed(value: Any, old: str, new: str) -> Any:
+    if isinstance(value, str):
+        return replace_name(value, old, new)
+    if isinstance(value, list):
+        return [_renamed(v, old, new) for v in value]
+    if isinstance(value, dict):
+        return {k: _renamed(v, old, new) for k, v in value.items()}
+    return value
+
+
+def audit_rename_person(*, study: Study, old: str, new: str) -> int:
+    """Entries of `study` that name the username `old` (as their actor, in their target, or
+    anywhere in their detail, e.g. a list of members added at once) name `new` instead, word
+    for word; other people's names are left as they are. An erased or purged participant's
+    username carries their panel id. Returns the entries changed."""
+    changed = []
+    entries = (AuditEntry.objects.filter(study=study).annotate(detail_text=Cast("detail", TextField()))
+               .filter(Q(actor_name=old) | Q(target__contains=old) | Q(detail_text__contains=old)))
+    for entry in entries.select_for_update(of=("self",)):
+        before = (entry.actor_name, entry.target, entry.detail)
+        entry.actor_name = new if entry.actor_name == old else entry.actor_name
+        entry.target = replace_name(entry.target, old, new)[:200]
+        entry.detail = _renamed(entry.detail, old, new)
+        if (entry.actor_name, entry.target, entry.detail) != before:
+            changed.append(entry)
+    AuditEntry.objects.bulk_update(changed, ["actor_name", "target", "detail"])
+    return len(changed)
 
 
 def audit_entries(*, study: Study | None = None, action: str = "", limit: int = 200) -> QuerySet[AuditEntry]:
@@ -50,3 +88,12 @@ def audit_detail_text(detail: dict) -> str:
             value = ", ".join(map(str, value)) or "–"
         parts.append(f"{key.replace('_', ' ')}: {value}")
     return "; ".join(parts)
+
+
+def audit_download(*, actor, study: Study, target: str, query=None, action: str = Action.DATA_DOWNLOAD,
+                   **detail) -> AuditEntry:
+    """The one entry of a response that serves participants' personal data (config/routes.py marks
+    those routes): who, which study, which file, and the parameters asked with (the query string)."""
+    parameters = dict(query.items()) if query else {}
+    return audit_record(actor=actor, action=action, study=study, target=target,
+                        detail={**detail, **({"parameters": parameters} if parameters else {})})

@@ -25,13 +25,12 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Value
-from django.db.models.functions import Replace
+from django.db.models import Q
 from django.utils import timezone
 
-from annotation.audit import Action, audit_record, audit_rename_target
-from annotation.models import (Assignment, CrowdParticipant, DatasetRelease, ParticipantErasure, PhaseRecord, Rating,
-                               Study, StudyChange, StudyMember, TrainingAttempt)
+from annotation.audit import Action, audit_record, audit_rename_person, replace_name
+from annotation.models import (Assignment, AuditEntry, CrowdParticipant, DatasetRelease, ParticipantErasure,
+                               PhaseRecord, Rating, Study, StudyChange, StudyMember, TrainingAttempt)
 from annotation.services.assignments import _recount_items, assignments_release
 
 CSV_COLUMNS = ("item", "assignment_status", "created_at", "submitted_at", "time_on_task_ms", "is_attention_check",
@@ -118,9 +117,18 @@ def participant_csv_rows(export: dict) -> list[dict]:
 
 
 def _rename_in_logs(study: Study, old: str, new: str) -> None:
-    audit_rename_target(study=study, old=old, new=new)
-    StudyChange.objects.filter(study=study, field=f"member {old}").update(field=f"member {new}")
-    StudyChange.objects.filter(study=study, new__contains=old).update(new=Replace("new", Value(old), Value(new)))
+    """The study's audit entries and change log name `new` wherever they named the user `old`, as a
+    whole name only: erasing "ann" leaves "anna" in "added ann, anna" as it was."""
+    audit_rename_person(study=study, old=old, new=new)
+    changed = []
+    for change in StudyChange.objects.filter(study=study).filter(
+            Q(field__contains=old) | Q(old__contains=old) | Q(new__contains=old)):
+        before = (change.field, change.old, change.new)
+        change.field, change.old, change.new = (replace_name(t, old, new) for t in before)
+        change.field = change.field[:80]
+        if (change.field, change.old, change.new) != before:
+            changed.append(change)
+    StudyChange.objects.bulk_update(changed, ["field", "old", "new"])
 
 
 @transaction.atomic
@@ -163,6 +171,10 @@ def participant_erase(*, study: Study, user_id, mode: str, by) -> ParticipantEra
         StudyMember.objects.filter(pk=member.pk).update(user=stand_in, paused=True,
                                                         removed_at=member.removed_at or timezone.now())
     _rename_in_logs(study, username, pseudonym)
+    # what they did in the study is shown under the random id (pseudonymise) or no one (delete)
+    successor = stand_in if mode == ParticipantErasure.Mode.PSEUDONYMISE else None
+    StudyChange.objects.filter(study=study, user=user).update(user=successor)
+    AuditEntry.objects.filter(study=study, actor=user).update(actor=successor)
     if crowd_account and not StudyMember.objects.filter(user=user).exists():
         user.delete()  # a crowd account was named after the panel id, and now belongs to no study
     erasure = ParticipantErasure.objects.create(
