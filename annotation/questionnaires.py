@@ -22,6 +22,8 @@ import yaml
 from django.utils.translation import gettext as _
 from jsonschema import Draft202012Validator
 
+from rubrics.yaml_bounded import YamlTooLarge, yaml_load
+
 KINDS = ("single", "multiple", "number", "text", "likert")
 QUESTIONNAIRES = ("pre_questionnaire", "post_questionnaire")
 TEXT_MAX = 2000
@@ -140,7 +142,10 @@ def phases_parse(text: str) -> dict:
     if not text.strip():
         return {}
     try:
-        data = yaml.safe_load(text)
+        data = yaml_load(text)
+    except YamlTooLarge as exc:
+        mark = exc.problem_mark
+        raise PhasesError([(f"line {mark.line + 1}" if mark else "", exc.problem)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise PhasesError([(f"line {mark.line + 1}" if mark else "", "not valid YAML or JSON")]) from None

@@ -38,6 +38,7 @@ import yaml
 from judges.prompts.base import known_overrides
 from judges.providers import GENERIC, NAMES as PROVIDERS, canonical, check_judge, get_provider
 from judges.providers.openai import EFFORTS as REASONING_EFFORTS
+from rubrics.yaml_bounded import yaml_load
 
 BACKENDS = ("openai", "transformers")
 MODES = ("generate", "logprobs")
@@ -321,7 +322,7 @@ def _check_budget(out: dict[str, Any], mo: dict[str, Any], p: Any, errors: list[
 def parse_judges_text(text: str, *, filename: str = "") -> list[dict[str, Any]]:
     """Validated judges from YAML or JSON text (JSON is YAML)."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else filename or "file"

@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from rubrics.schema import COMPARATIVE_KINDS, DEFAULT_TUPLE_SIZE, RUBRIC_SCHEMA, SCALE_KINDS, semantic_errors
+from rubrics.yaml_bounded import yaml_load
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 
@@ -47,7 +48,7 @@ def parse_rubric_text(text: str, *, filename: str = "") -> dict:
     as_json = suffix == ".json" or (suffix not in (".yaml", ".yml") and text.lstrip().startswith("{"))
     kind = "JSON" if as_json else "YAML"
     try:
-        data = json.loads(text) if as_json else yaml.safe_load(text)
+        data = json.loads(text) if as_json else yaml_load(text)
     except json.JSONDecodeError as exc:
         raise RubricError([("", f"invalid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}")])
     except yaml.YAMLError as exc:

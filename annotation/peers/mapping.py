@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from rubrics.yaml_bounded import yaml_load
+
 
 class MappingError(ValueError):
     """The mapping file is wrong; the message names the key."""
@@ -32,7 +34,7 @@ class Mapping:
 def mapping_parse(text: str, *, rubric: dict) -> Mapping:
     """Parse and check a mapping against `rubric` (a rubric definition); MappingError names the key."""
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml_load(text)
     except yaml.YAMLError as exc:
         raise MappingError(f"mapping: not YAML or JSON: {exc}") from None
     if not isinstance(raw, dict):

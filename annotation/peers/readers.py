@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from annotation.peers.mapping import Mapping
+from rubrics.yaml_bounded import yaml_load
 
 MAX_ERRORS = 50
 SOURCES = ("label-studio", "potato")
@@ -200,7 +201,7 @@ def read_potato(path: Path, mapping: Mapping) -> PeerData:
     project = Path(path)
     config_path = project / "config.yaml"
     try:
-        config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        config = yaml_load(config_path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise PeerFileError([(str(config_path), "", f"a Potato project folder holds its config.yaml: {exc}")]) from None
     errors: list[tuple[str, str, str]] = []
