@@ -137,6 +137,10 @@ class CrowdLinkForm(forms.Form):
     time_limit_minutes = forms.IntegerField(label="Time limit (minutes)", required=False, min_value=1)
     items_per_participant = forms.IntegerField(label="Items per participant", required=False, min_value=1)
     days = forms.IntegerField(label="Valid for (days)", min_value=1, max_value=90, initial=30)
+    shared_identity = forms.BooleanField(
+        label="Same panel id, same rater across studies", required=False,
+        help_text="Site administrators only. Off, a panel id is a rater of this study alone; on, it is one rater "
+                  "in every study whose crowd link has this on (a longitudinal panel, say).")
 
 
 class CrowdLinkRevokeForm(forms.Form):

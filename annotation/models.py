@@ -482,6 +482,11 @@ class CrowdLink(StudyLink):
     completion_url = models.URLField(max_length=500, blank=True, help_text="Where a participant goes when done.")
     time_limit_minutes = models.PositiveIntegerField(null=True, blank=True)
     items_per_participant = models.PositiveIntegerField(null=True, blank=True)
+    # Off (the rule): a panel id is a rater of this study only, a new account per study. On (a site
+    # admin's deliberate choice): the same panel id is one rater across every study whose link has
+    # it on, e.g. a longitudinal panel; docs/security.md says what that links.
+    shared_identity = models.BooleanField(
+        default=False, help_text="The same panel id is one rater in every study whose crowd link has this on.")
 
 
 class CrowdParticipant(models.Model):

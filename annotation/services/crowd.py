@@ -9,7 +9,9 @@
 Prolific appends PROLIFIC_PID, STUDY_ID and SESSION_ID; MTurk workerId, assignmentId and hitId;
 any other panel `participant` and `session`. The rater account is `<provider>-<participant id>`,
 with no password: the link and the participant id are the credentials, and the link is
-unguessable, expires and can be revoked. A participant who returns the task, or runs past the
+unguessable, expires and can be revoked. A panel id is a rater of one study: the same id through
+another study's link is a new account (`<provider>-<participant id>.<study id>` when the plain name
+is taken), unless both links were made with `shared_identity` by a site admin. A participant who returns the task, or runs past the
 time limit, gives their open assignments back to the pool at once, not after the lease expiry.
 """
 
@@ -27,6 +29,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from annotation.access import is_admin
 from annotation.db import instance_from_row, prepared_cursor, select_columns
 from annotation.models import Assignment, CrowdLink, CrowdParticipant, Item, Study, StudyChange, StudyMember
 from annotation.services.assignments import assignments_release
@@ -51,7 +54,7 @@ class CrowdError(ValueError):
 
 def crowd_link_create(*, study: Study, user, provider: str, completion_code: str = "", completion_url: str = "",
                       time_limit_minutes: int | None = None, items_per_participant: int | None = None,
-                      days: int = 30) -> CrowdLink:
+                      days: int = 30, shared_identity: bool = False) -> CrowdLink:
     if provider not in PARAMS:
         raise CrowdError("provider", f"one of {', '.join(PARAMS)}")
     if not 1 <= days <= MAX_DAYS:
@@ -62,6 +65,8 @@ def crowd_link_create(*, study: Study, user, provider: str, completion_code: str
         raise CrowdError("completion_code", "Prolific needs the study's completion code")
     if completion_url and not completion_url.startswith("https://"):
         raise CrowdError("completion_url", "an https:// address")
+    if shared_identity and not is_admin(user):
+        raise CrowdError("shared_identity", "only a site administrator may link a panel id across studies")
     for name, value in (("time_limit_minutes", time_limit_minutes), ("items_per_participant", items_per_participant)):
         if value is not None and value < 1:
             raise CrowdError(name, "at least 1, or empty for no limit")
@@ -69,9 +74,10 @@ def crowd_link_create(*, study: Study, user, provider: str, completion_code: str
         study=study, token=secrets.token_urlsafe(32), provider=provider, completion_code=completion_code,
         completion_url=completion_url, time_limit_minutes=time_limit_minutes,
         items_per_participant=items_per_participant, expires_at=timezone.now() + timedelta(days=days),
-        created_by=user)
+        created_by=user, shared_identity=shared_identity)
     StudyChange.objects.create(study=study, user=user, field="crowd link", old="",
-                               new=f"{link.get_provider_display()} link created, expires {link.expires_at:%Y-%m-%d}")
+                               new=f"{link.get_provider_display()} link created, expires {link.expires_at:%Y-%m-%d}"
+                                   + (", panel ids shared with other studies' shared links" if shared_identity else ""))
     return link
 
 
@@ -96,14 +102,19 @@ def _active_link(token: str) -> CrowdLink:
     return link
 
 
-def crowd_enter(*, token: str, params) -> CrowdParticipant:
-    """The participant of these URL parameters, created on the first visit, resumed on the next."""
-    link = _active_link(token)
-    pid_param, session_param = PARAMS[link.provider]
+def _panel_id(link: CrowdLink, params) -> str:
+    pid_param = PARAMS[link.provider][0]
     pid = (params.get(pid_param) or "").strip()
     if not ID_RE.match(pid):
         raise CrowdError(pid_param, _("missing or not a participant id (letters, digits, - and _)"))
-    session_id = (params.get(session_param) or "").strip()[:64]
+    return pid
+
+
+def crowd_enter(*, token: str, params) -> CrowdParticipant:
+    """The participant of these URL parameters, created on the first visit, resumed on the next."""
+    link = _active_link(token)
+    pid = _panel_id(link, params)
+    session_id = (params.get(PARAMS[link.provider][1]) or "").strip()[:64]
     existing = CrowdParticipant.objects.select_related("user").filter(link=link, participant_id=pid).first()
     if existing is not None:
         if existing.returned_at is not None:
@@ -111,23 +122,58 @@ def crowd_enter(*, token: str, params) -> CrowdParticipant:
         if existing.deadline is not None and existing.deadline <= timezone.now():
             raise CrowdError("", _("Your time for this task is up."))
         return existing
-    username = f"{link.provider}-{pid}"[:150]
     deadline = timezone.now() + timedelta(minutes=link.time_limit_minutes) if link.time_limit_minutes else None
     try:
         with transaction.atomic():
-            user = get_user_model().objects.filter(username=username).first()
-            if user is None:
-                user = get_user_model()(username=username)
-                user.set_unusable_password()  # the link and the participant id are the credentials
-                user.save()
-            elif user.has_usable_password():
-                raise CrowdError("", _("An account of that name exists already; ask the researchers."))
+            user = _rater_account(link, pid)
             StudyMember.objects.get_or_create(study=link.study, user=user,
                                               defaults={"role": StudyMember.Role.ANNOTATOR})
             return CrowdParticipant.objects.create(link=link, user=user, participant_id=pid, session_id=session_id,
                                                    deadline=deadline)
     except IntegrityError:  # the same participant's second tab, at the same moment
         return CrowdParticipant.objects.select_related("user").get(link=link, participant_id=pid)
+
+
+def crowd_entry_check(*, token: str, params, user) -> bool:
+    """What crowd_enter would refuse (CrowdError), and whether `user` already is the participant
+    these URL parameters name (their own reload needs no confirmation). Reads only."""
+    link = _active_link(token)
+    pid = _panel_id(link, params)
+    return CrowdParticipant.objects.filter(link=link, participant_id=pid, user_id=user.pk).exists()
+
+
+def _rater_account(link: CrowdLink, pid: str):
+    """The rater this panel id already is in the link's study (through any of its links), or, where
+    the link shares identities, in any study whose link shares them; else a new account without a
+    password. Never an account found by its name: a panel id met in another study is someone this
+    study has not seen (the panel's ids say nothing about who a person is elsewhere)."""
+    scope = Q(link__study_id=link.study_id)
+    if link.shared_identity:
+        scope |= Q(link__shared_identity=True)
+    known = (CrowdParticipant.objects.filter(scope, link__provider=link.provider, participant_id=pid)
+             .select_related("user").order_by("started_at").first())
+    if known is not None:
+        return known.user
+    User = get_user_model()
+    base = f"{link.provider}-{pid}"[:120]
+    username = base
+    if User.objects.filter(username=base).exists():  # the panel id's account of another study
+        username = f"{base}.{link.study_id}"
+        while User.objects.filter(username=username).exists():
+            username = f"{base}.{link.study_id}-{secrets.token_hex(3)}"
+    user = User(username=username)
+    user.set_unusable_password()  # the link and the participant id are the credentials
+    user.save()
+    return user
+
+
+def crowd_username_after_purge(username: str, *, provider: str, old_id: str, new_id: str) -> str | None:
+    """The account's new name once its panel id is replaced (`prolific-5f1a.12` -> `prolific-purged-ab.12`),
+    or None when the name does not carry that panel id (an account that was not made by a link)."""
+    old = f"{provider}-{old_id}"[:120]
+    if username == old or username.startswith(old + "."):
+        return f"{provider}-{new_id}" + username[len(old):]
+    return None
 
 
 def crowd_return(*, participant: CrowdParticipant) -> int:

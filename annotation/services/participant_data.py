@@ -32,6 +32,7 @@ from annotation.audit import Action, audit_record, audit_rename_person, replace_
 from annotation.models import (Assignment, AuditEntry, CrowdParticipant, DatasetRelease, ParticipantErasure,
                                PhaseRecord, Rating, Study, StudyChange, StudyMember, TrainingAttempt)
 from annotation.services.assignments import _recount_items, assignments_release
+from annotation.services.crowd import crowd_username_after_purge
 
 CSV_COLUMNS = ("item", "assignment_status", "created_at", "submitted_at", "time_on_task_ms", "is_attention_check",
                "attention_passed", "ignored", "ignore_reason", "comment", "response", "criterion", "value", "score",
@@ -199,11 +200,13 @@ def participant_ids_purge(*, now=None) -> int:
         for p in due.iterator():
             with transaction.atomic():
                 new_id = f"purged-{secrets.token_hex(8)}"
-                old_name = f"{p.link.provider}-{p.participant_id}"[:150]
-                if p.user.get_username() == old_name:
-                    p.user.username = f"{p.link.provider}-{new_id}"
+                old_name = p.user.get_username()
+                new_name = crowd_username_after_purge(old_name, provider=p.link.provider,
+                                                      old_id=p.participant_id, new_id=new_id)
+                if new_name is not None:
+                    p.user.username = new_name
                     p.user.save(update_fields=["username"])
-                    _rename_in_logs(study, old_name, p.user.username)
+                    _rename_in_logs(study, old_name, new_name)
                 p.participant_id, p.session_id, p.ids_purged_at = new_id, "", now
                 p.save(update_fields=["participant_id", "session_id", "ids_purged_at"])
                 n += 1

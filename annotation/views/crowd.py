@@ -6,20 +6,28 @@ from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 from django.utils.translation import gettext as _
 
 from annotation.auth_backend import PATH as AUTH_BACKEND
-from annotation.services.crowd import CrowdError, crowd_enter, crowd_return, crowd_state
+from annotation.services.crowd import CrowdError, crowd_enter, crowd_entry_check, crowd_return, crowd_state
 from annotation.views.language import rater_study
 
 SESSION_KEY = "crowd_studies"  # study ids this browser session came to through a crowd link
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 def crowd_entry(request: HttpRequest, token: str) -> HttpResponse:
-    """Create or resume the participant of the URL's ids, sign them in, and open the workspace."""
+    """Create or resume the participant of the URL's ids, sign them in, and open the workspace.
+
+    Someone already signed in as another account (a researcher trying the link, an admin) is
+    asked first: GET shows what continuing does, and only the POST of that page (same address,
+    CSRF-checked) signs them out and enters; nothing is created before they confirm."""
     try:
+        if request.user.is_authenticated and request.method == "GET" and not crowd_entry_check(
+                token=token, params=request.GET, user=request.user):
+            return render(request, "annotation/crowd_confirm.html", {"account": request.user.get_username(),
+                                                                     "query": request.GET.urlencode()})
         participant = crowd_enter(token=token, params=request.GET)
     except CrowdError as exc:
         return render(request, "annotation/crowd_message.html", {"title": _("This link cannot be used"),
@@ -27,7 +35,7 @@ def crowd_entry(request: HttpRequest, token: str) -> HttpResponse:
                       status=404 if not exc.field else 400)
     study = participant.link.study
     if request.user.is_authenticated and request.user.pk != participant.user_id:
-        logout(request)
+        logout(request)  # confirmed by the POST above
     login(request, participant.user, backend=AUTH_BACKEND)
     request.session[SESSION_KEY] = sorted(set(request.session.get(SESSION_KEY, [])) | {study.pk})
     if participant.deadline is not None:

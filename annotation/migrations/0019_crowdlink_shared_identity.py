@@ -1,0 +1,19 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    """A panel id is a rater of one study unless a link says otherwise. Existing links get the rule
+    (off): their participants keep the accounts they have, and a panel id met again in another
+    study gets that study's own account from now on."""
+
+    dependencies = [("annotation", "0018_rating_changes")]
+
+    operations = [
+        migrations.AddField(
+            model_name="crowdlink",
+            name="shared_identity",
+            field=models.BooleanField(
+                default=False,
+                help_text="The same panel id is one rater in every study whose crowd link has this on."),
+        ),
+    ]
