@@ -25,7 +25,7 @@ class ExportFormat:
     extension: str
     content_type: str
     formatter: Callable[..., Iterator[bytes]]
-    unit: str  # what progress counts: "rows" or "chunks" (of items)
+    unit: str  # what progress counts: "rows", "items" or "chunks" (of items)
 
 
 FORMATS: dict[str, ExportFormat] = {f.key: f for f in (
@@ -50,6 +50,22 @@ FORMATS: dict[str, ExportFormat] = {f.key: f for f in (
                  "ratings as Parquet and a dataset card (README.md) whose YAML names the license chosen at release, "
                  "the task and the size, with the rubric and the raters' agreement.",
                  ".hf.zip", "application/zip", formatters.huggingface_zip, "rows"),
+    ExportFormat("hf-full", "Hugging Face dataset with what was rated (zip)", "The Hugging Face folder with four "
+                 "configs: the ratings, the items and outputs (context, output text, system, kind), the consensus "
+                 "with its method (a rater model's labels and posteriors beside the majority) and each rater's "
+                 "estimates; the card adds the methods paragraph. `load_dataset(folder, \"items\")` opens one.",
+                 ".hf-full.zip", "application/zip", formatters.huggingface_full_zip, "rows"),
+    ExportFormat("items-parquet", "Items and outputs (Parquet)", "What was rated, one row per output: item, "
+                 "context, output, system, kind, text, attention-check flag; joins the ratings on (item, output).",
+                 ".items.parquet", "application/vnd.apache.parquet", formatters.items_parquet, "items"),
+    ExportFormat("items-jsonl", "Items and outputs (JSONL)", "The same, one JSON object per line.",
+                 ".items.jsonl", "application/x-ndjson", formatters.items_jsonl, "items"),
+    ExportFormat("consensus-parquet", "Consensus with its method (Parquet)", "The consensus table with a `method` "
+                 "column (mean, majority, rubric weights, or the rater model chosen for a label criterion, whose "
+                 "label and posterior stand beside the majority).",
+                 ".consensus.parquet", "application/vnd.apache.parquet", formatters.consensus_parquet, "chunks"),
+    ExportFormat("consensus-jsonl", "Consensus with its method (JSONL)", "The same, one JSON object per line.",
+                 ".consensus.jsonl", "application/x-ndjson", formatters.consensus_jsonl, "chunks"),
 )}
 
 

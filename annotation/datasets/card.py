@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from annotation.models import Study
@@ -50,9 +51,17 @@ def _fmt(value: Any) -> str:
 
 
 def card_text(*, study: Study, version: str, license: str, n_rows: int, agreement: dict[str, Any],
-              changelog: str = "") -> str:
-    """The dataset card: YAML front matter the Hub and `datasets` read, then what a reader needs."""
+              changelog: str = "", tables: list[Table] | None = None, methods: str = "") -> str:
+    """The dataset card: YAML front matter the Hub and `datasets` read, then what a reader needs.
+    With `tables` (a release with what was rated) each table is a config of its own, the first the
+    default, and the card describes them and ends with the study's methods paragraph."""
     rubric = study.rubric
+    if tables:
+        configs = [line for i, t in enumerate(tables) for line in (
+            f"- config_name: {t.config}", *(["  default: true"] if i == 0 else []),
+            "  data_files:", "  - split: train", f"    path: {t.path}")]
+    else:
+        configs = ["- config_name: default", "  data_files:", "  - split: train", f"    path: {DATA_FILE}"]
     lines = [
         "---",
         f"license: {license or 'other'}",
@@ -60,11 +69,12 @@ def card_text(*, study: Study, version: str, license: str, n_rows: int, agreemen
         "task_categories:", *[f"- {t}" for t in task_categories(rubric)],
         "tags:", "- human-evaluation", "- llm-as-a-judge", "- concord",
         "size_categories:", f"- {size_category(n_rows)}",
-        "configs:", "- config_name: default", "  data_files:", "  - split: train", f"    path: {DATA_FILE}",
+        "configs:", *configs,
         "---", "",
         f"# {study.name}", "",
         f"Version {version} of the ratings of the Concord study `{study.slug}`: {n_rows} ratings in the long format "
-        "(one row per rating: item, output, system, rater, criterion, value, score, reasoning, spans, …).", "",
+        "(one row per rating: item, output, system, rater, criterion, value, score, reasoning, spans, …)"
+        + (", with what was rated and the consensus in tables of their own." if tables else "."), "",
         f"- **License**: {LICENSES.get(license, license or 'not chosen (a live export, not a release)')}",
         f"- **Rubric**: {rubric.get('name', '')} (`{rubric.get('slug', '')}`, version {study.rubric_version.version})",
         f"- **Raters per item**: {study.raters_per_item}; {_design(study)}; system names hidden from the raters.",
@@ -84,9 +94,35 @@ def card_text(*, study: Study, version: str, license: str, n_rows: int, agreemen
                      f"{_ci(alpha)} | {_fmt(icc1.get('value'))} | {_ci(icc1)} |")
     if not agreement:
         lines.append("| (no ratings yet) | | | | | | |")
+    if tables:
+        lines += ["", "## Tables", "", "| config | file | rows | what a row is |", "|---|---|---|---|"]
+        lines += [f"| `{t.config}` | `{t.path}` | {t.rows()} | {t.description} |" for t in tables]
+        lines += ["", "## Methods", "", methods or "(no ratings yet)"]
+        lines += ["", "## Loading", "", "```python", "from datasets import load_dataset", ""]
+        lines += [f"{t.config} = load_dataset(\"path/to/this/folder\", \"{t.config}\")[\"train\"]" for t in tables]
+        lines += ["```", ""]
+        return "\n".join(lines)
     lines += ["", "## Loading", "", "```python", "from datasets import load_dataset", "",
               "ratings = load_dataset(\"path/to/this/folder\")[\"train\"]", "```", ""]
     return "\n".join(lines)
+
+
+@dataclass
+class Table:
+    """One table of a release with what was rated: its config name, its file in the folder, what a
+    row is, and its row count (known once the file is written)."""
+    config: str
+    path: str
+    description: str
+    count: list[int] = field(default_factory=lambda: [0])
+
+    def rows(self) -> int:
+        return self.count[0]
+
+    def counted(self, batches: Iterable[Any]) -> Iterator[Any]:
+        for batch in batches:
+            self.count[0] += batch.num_rows
+            yield batch
 
 
 def _design(study: Study) -> str:
@@ -131,16 +167,18 @@ class _Sink(io.RawIOBase):
         return data
 
 
-def hf_zip(parquet_chunks: Iterable[bytes], card: Callable[[int], str], count: Callable[[], int]) -> Iterator[bytes]:
-    """The zip's bytes as they are made: the Parquet file streamed in (stored: it is compressed
-    already), then the card, written once `count()` knows the number of rows."""
+def hf_zip(files: Iterable[tuple[str, Iterable[bytes]]], card: Callable[[int], str],
+           count: Callable[[], int]) -> Iterator[bytes]:
+    """The zip's bytes as they are made: each (path, Parquet chunks) streamed in, in order (stored:
+    they are compressed already), then the card, written once `count()` knows the number of ratings."""
     sink = _Sink()
     with zipfile.ZipFile(sink, "w", allowZip64=True) as zf:
-        with zf.open(zipfile.ZipInfo(DATA_FILE, FIXED_TIME), "w", force_zip64=True) as entry:
-            for chunk in parquet_chunks:
-                entry.write(chunk)
-                if data := sink.drain():
-                    yield data
+        for path, chunks in files:
+            with zf.open(zipfile.ZipInfo(path, FIXED_TIME), "w", force_zip64=True) as entry:
+                for chunk in chunks:
+                    entry.write(chunk)
+                    if data := sink.drain():
+                        yield data
         info = zipfile.ZipInfo("README.md", FIXED_TIME)
         info.compress_type = zipfile.ZIP_DEFLATED
         zf.writestr(info, card(count()))

@@ -16,8 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotation.datasets.tables import (
-    CONSENSUS_COLUMNS, consensus_rows, item_chunks, output_score_rows, score_fields,
+    CONSENSUS_COLUMNS, CONSENSUS_SCHEMA, consensus_batches, consensus_rows, item_chunks, output_score_rows,
+    score_fields,
 )
+from annotation.datasets.texts import ITEMS_SCHEMA, item_batches, json_lines
 from annotation.datasets.spreadsheet import spreadsheet_safe_column
 from annotation.models import Assignment, Output, Study
 from annotation.reports.comparisons import as_comparisons, comparative_answers, comparative_criteria
@@ -80,11 +82,20 @@ class _DrainSink:
 def ratings_parquet(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
     """The long format as Parquet (zstd) in row groups of PARQUET_ROW_GROUP rows: fixed, so the
     file's bytes depend on the ratings only, not on how the read was split (release checksums)."""
-    schema = LONG_SCHEMA.with_metadata({"concord.study": study.slug,
-                                        "concord.rubric": str(study.rubric_version)})
+    yield from parquet_stream(rating_batches(study), _with_study(LONG_SCHEMA, study), progress=progress)
+
+
+def _with_study(schema: pa.Schema, study: Study) -> pa.Schema:
+    return schema.with_metadata({"concord.study": study.slug, "concord.rubric": str(study.rubric_version)})
+
+
+def parquet_stream(batches: Iterable[pa.RecordBatch], schema: pa.Schema, *,
+                   progress: Progress | None = None) -> Iterator[bytes]:
+    """A Parquet file's bytes (zstd, row groups of PARQUET_ROW_GROUP rows) as its row groups are written;
+    `progress(n)` is told each group's rows."""
     sink = _DrainSink()
     with pq.ParquetWriter(sink, schema, compression="zstd", compression_level=1) as writer:
-        for group in _row_groups(rating_batches(study), PARQUET_ROW_GROUP):
+        for group in _row_groups(batches, PARQUET_ROW_GROUP):
             writer.write_table(group, row_group_size=PARQUET_ROW_GROUP)
             if progress:
                 progress(group.num_rows)
@@ -198,7 +209,7 @@ def huggingface_zip(study: Study, *, progress: Progress | None = None, dataset_v
                     license: str = "", changelog: str = "", **_: Any) -> Iterator[bytes]:
     """A Hugging Face dataset folder, zipped: the ratings' Parquet file and a dataset card (YAML
     metadata with the license chosen at release, the task, the size, the rubric and agreement)."""
-    from annotation.datasets.card import card_text, hf_zip
+    from annotation.datasets.card import DATA_FILE, card_text, hf_zip
     from annotation.reports.study import cached_study_report  # the report reads exports' tables
 
     rows = [0]
@@ -213,4 +224,67 @@ def huggingface_zip(study: Study, *, progress: Progress | None = None, dataset_v
         return card_text(study=study, version=dataset_version, license=license, n_rows=n_rows,
                          agreement=agreement, changelog=changelog)
 
-    return hf_zip(ratings_parquet(study, progress=counted), card, lambda: rows[0])
+    return hf_zip([(DATA_FILE, ratings_parquet(study, progress=counted))], card, lambda: rows[0])
+
+
+def items_parquet(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
+    """What was rated, one row per output: the item's context, the output's system, kind and text."""
+    return parquet_stream(item_batches(study, progress=progress), _with_study(ITEMS_SCHEMA, study))
+
+
+def items_jsonl(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
+    return json_lines(item_batches(study, progress=progress))
+
+
+def _consensus_batches(study: Study, progress: Progress | None) -> Iterator[pa.RecordBatch]:
+    from annotation.reports.rater_models import modelled_labels  # (reads the whole study: only when asked)
+
+    return consensus_batches(study, modelled=modelled_labels(study), progress=progress)
+
+
+def consensus_parquet(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
+    """The consensus table with the method of each row: means, majorities and the rater model's
+    labels with their posteriors."""
+    return parquet_stream(_consensus_batches(study, progress), _with_study(CONSENSUS_SCHEMA, study))
+
+
+def consensus_jsonl(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
+    return json_lines(_consensus_batches(study, progress))
+
+
+def huggingface_full_zip(study: Study, *, progress: Progress | None = None, dataset_version: str = UNRELEASED,
+                         license: str = "", changelog: str = "", **_: Any) -> Iterator[bytes]:
+    """A Hugging Face dataset folder, zipped, with what was rated: the ratings, the items and outputs
+    (context, output text, system, kind), the consensus with its method and the rater models'
+    estimates of each rater, each a config of the card (`load_dataset(folder, "items")`); the card
+    holds the rubric, the agreement and the study's methods paragraph."""
+    from annotation.datasets.card import Table, card_text, hf_zip
+    from annotation.reports.methods import methods_paragraph
+    from annotation.reports.rater_models import RATERS_SCHEMA, rater_batches, study_rater_models
+    from annotation.reports.study import cached_study_report, with_threshold
+
+    models = study_rater_models(study)
+    ratings = Table("ratings", "data/ratings.parquet", "one rating: item, output, system, rater, criterion, value, "
+                    "score, reasoning, spans, time on task, shown position")
+    items = Table("items", "data/items.parquet", "one output of an item: the item's context, the output's system, "
+                  "kind and text (an item without outputs: one row, no output); joins `ratings` on (item, output)")
+    consensus = Table("consensus", "data/consensus.parquet", "one output and criterion (or group, or overall): "
+                      "its consensus and the `method` that made it; for a modelled label its posterior beside "
+                      "the majority")
+    raters = Table("raters", "data/raters.parquet", "one rater and criterion: each rater model's estimate of "
+                   "the rater (accuracy, spammer score, bias, noise)")
+
+    def card(n_rows: int) -> str:
+        report = with_threshold(cached_study_report(study))
+        return card_text(study=study, version=dataset_version, license=license, n_rows=n_rows,
+                         agreement=report.get("agreement", {}), changelog=changelog,
+                         tables=[ratings, items, consensus, raters], methods=methods_paragraph(study, report))
+
+    return hf_zip([
+        (ratings.path, parquet_stream(ratings.counted(rating_batches(study)), _with_study(LONG_SCHEMA, study),
+                                      progress=progress)),
+        (items.path, parquet_stream(items.counted(item_batches(study)), _with_study(ITEMS_SCHEMA, study))),
+        (consensus.path, parquet_stream(consensus.counted(consensus_batches(study, modelled=models["labels"])),
+                                        _with_study(CONSENSUS_SCHEMA, study))),
+        (raters.path, parquet_stream(raters.counted(rater_batches(models)), _with_study(RATERS_SCHEMA, study))),
+    ], card, ratings.rows)

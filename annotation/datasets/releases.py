@@ -86,7 +86,7 @@ def releases_create(*, study: Study, version: str, formats: Iterable[str], chang
         raise ReleaseError("delta: must be positive (ties are never pairs)")
     if license and license not in LICENSES:
         raise ReleaseError(f"license: unknown {license!r}; choose from {', '.join(LICENSES)}")
-    if "hf" in formats and not license:
+    if {"hf", "hf-full"} & set(formats) and not license:
         raise ReleaseError("license: a Hugging Face release states its license; choose one")
     taken = set(study.releases.filter(version=version, format__in=formats).values_list("format", flat=True))
     if taken:
@@ -198,6 +198,8 @@ def release_build(*, release_id: int) -> DatasetRelease:
         fmt = FORMATS[release.format]
         if fmt.unit == "rows":
             total = max(count_rating_rows(release.study), 1)
+        elif fmt.unit == "items":
+            total = max(release.study.items.count(), 1)
         else:
             total = max(-(-release.study.items.count() // ITEMS_PER_CHUNK), 1)
         reporter = _ProgressReporter(release.pk, total)

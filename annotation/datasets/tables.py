@@ -7,9 +7,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from annotation.models import Output, Study
 from annotation.reports.stats import (
@@ -144,3 +146,49 @@ def consensus_rows(study: Study, df: pd.DataFrame, outputs: dict) -> pd.DataFram
 
 CONSENSUS_COLUMNS = ["item", "output", "system", "level", "criterion", "consensus", "ci_low", "ci_high", "sd",
                      "n", "majority", "share"]
+
+
+# How each level's consensus is made (the release's `method` column); a rater model's name
+# (e.g. dawid-skene) replaces "majority" where a categorical criterion was modelled.
+LEVEL_METHODS = {"criterion:numeric": "mean", "criterion:categorical": "majority", "group": "rubric weights",
+                 "overall": "rubric weights", "left_out": ""}
+CONSENSUS_SCHEMA = pa.schema([
+    ("item", pa.string()), ("output", pa.int16()), ("system", pa.string()), ("level", pa.string()),
+    ("criterion", pa.string()), ("method", pa.string()), ("consensus", pa.float64()), ("ci_low", pa.float64()),
+    ("ci_high", pa.float64()), ("sd", pa.float64()), ("n", pa.int64()), ("majority", pa.string()),
+    ("share", pa.float64()), ("label", pa.string()), ("posterior", pa.float64()),
+])
+
+
+def consensus_batches(study: Study, *, modelled: Mapping[str, Any] | None = None,
+                      progress: Progress | None = None) -> Iterator[pa.RecordBatch]:
+    """The consensus table of a release (CONSENSUS_SCHEMA), a batch per chunk of items: the
+    consensus CSV's rows with the `method` of each, and for a categorical criterion in `modelled`
+    ({criterion: labels_by_output(...)}: the rater model's label and posterior per output) that
+    model's `label` and `posterior` beside the majority."""
+    _, _, categorical = analysed(study)
+    modelled = modelled or {}
+    for df, outputs in item_chunks(study, progress=progress):
+        table = consensus_rows(study, df, outputs)
+        if not len(table):
+            continue
+        level = table["level"].to_numpy(object)
+        is_cat = (level == "criterion") & table["criterion"].isin(categorical).to_numpy()
+        method = np.where(level == "criterion", np.where(is_cat, LEVEL_METHODS["criterion:categorical"],
+                                                          LEVEL_METHODS["criterion:numeric"]),
+                          pd.Series(level).map(LEVEL_METHODS).fillna("").to_numpy(object))
+        table["method"], table["label"], table["posterior"] = method, None, np.nan
+        first = df.drop_duplicates("item_id")
+        ids = dict(zip(first["item"].astype(str), first["item_id"].astype(int)))  # (the model's keys are ids)
+        for key, fit in modelled.items():
+            rows = np.flatnonzero(is_cat & (table["criterion"] == key).to_numpy())
+            if not rows.size:
+                continue
+            found = [fit["labels"].get((ids[item], int(output)))
+                     for item, output in zip(table["item"].iloc[rows], table["output"].iloc[rows])]
+            table.iloc[rows, table.columns.get_loc("method")] = fit["method"]
+            table.iloc[rows, table.columns.get_loc("label")] = [f[0] if f else None for f in found]
+            table.iloc[rows, table.columns.get_loc("posterior")] = [f[1] if f else np.nan for f in found]
+        table["majority"] = table["majority"].map(lambda v: None if v is None or v != v else str(v))
+        yield pa.RecordBatch.from_pandas(table.reindex(columns=CONSENSUS_SCHEMA.names), schema=CONSENSUS_SCHEMA,
+                                         preserve_index=False)

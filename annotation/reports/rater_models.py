@@ -1,0 +1,226 @@
+"""Consensus that models the raters, for the study report and the releases.
+
+Per categorical criterion every label model of annotation.stats.raters is fitted to all the study's
+labels at once (a model pools every item) and the best-fitting one (lowest BIC) is the consensus,
+with the reason; per numeric criterion the rater-effects model gives each rater's bias and noise.
+The report gets a section of plain data (`rater_models_section`); a release gets each output's
+modelled label and posterior and each rater's estimates (`study_rater_models`).
+
+A rater is named "to check" when the estimates say so (accuracy near chance, spamming, a bias of a
+scale point or more, noise twice the pooled): a prompt for a look, never a rejection — payment
+decisions stay with the study's written attention policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from annotation.models import Study
+from annotation.reports.ratings import rater_names, stats_frame
+from annotation.reports.stats import add_analysis_value, criterion_measure
+from annotation.stats.raters import best_label_model, label_data, rater_effects
+
+# Flags need this many of the rater's answers: with fewer every estimate is mostly its prior.
+MIN_ANSWERS_TO_FLAG = 10
+NEAR_CHANCE = 0.10        # accuracy within this of 1/K: the labels carry almost nothing
+SPAMMING = 0.30           # MACE competence below this: most answers are the rater's own strategy
+BIAS_POINTS = 1.0         # a rater's mean shift on a scale, in scale points
+NOISE_TIMES = 2.0         # a rater's noise SD this many times the pooled one
+RATERS_SHOWN = 200        # rows per criterion kept in the report (the flagged ones first)
+METHOD_NAMES = {"majority": "majority vote", "dawid_skene": "Dawid–Skene", "one_coin": "one-coin Dawid–Skene",
+                "glad": "GLAD", "mace": "MACE", "rater_effects": "rater effects"}
+
+RATERS_SCHEMA = pa.schema([
+    ("rater", pa.string()), ("criterion", pa.string()), ("method", pa.string()), ("n", pa.int64()),
+    ("agreement", pa.float64()), ("distance", pa.float64()), ("accuracy", pa.float64()), ("competence", pa.float64()),
+    ("bias", pa.float64()), ("noise_sd", pa.float64()), ("to_check", pa.string()),
+])
+
+
+def _codes(df: pd.DataFrame, key: str) -> dict[str, Any] | None:
+    """The criterion's rated rows as codes: unit (an (item_id, output)), rater (the `rater`
+    categorical's code) and x (class index or score)."""
+    rows = (df["criterion"] == key).to_numpy() & df["x"].notna().to_numpy()
+    if not rows.any():
+        return None
+    key_ = df["item_id"].to_numpy(np.int64)[rows] * 4096 + (df["output"].to_numpy(np.int64)[rows] + 1)
+    unit, unit_keys = pd.factorize(key_)
+    rater, rater_codes = pd.factorize(df["rater"].cat.codes.to_numpy()[rows])
+    names = df["rater"].cat.categories
+    return {"unit": unit.astype(np.int64), "rater": rater.astype(np.int64), "x": df["x"].to_numpy(float)[rows],
+            "units": [(int(k // 4096), int(k % 4096) - 1) for k in unit_keys],
+            "raters": [str(names[c]) for c in rater_codes]}
+
+
+def _categorical(codes: Mapping[str, Any], choices: list[str]) -> tuple[dict[str, Any], Any]:
+    k = len(choices)
+    data = label_data(codes["unit"], codes["rater"], codes["x"].astype(np.int64), n_classes=k,
+                      n_items=len(codes["units"]), n_raters=len(codes["raters"]))
+    choice = best_label_model(data)
+    best, majority = choice.best, choice.fits["majority"]
+    differ = best.labels != majority.labels
+    n = best.rater_n
+    # agreement beside the estimate: the share of the rater's labels equal to the unit's majority
+    agree = np.bincount(data.rater, weights=(data.label == majority.labels[data.item]).astype(float),
+                        minlength=data.n_raters) / np.maximum(n, 1)
+    competence = choice.fits["mace"].rater.get("competence") if "mace" in choice.fits else None
+    raters = []
+    for r, name in enumerate(codes["raters"]):
+        accuracy = float(best.rater_accuracy[r])
+        comp = None if competence is None else float(competence[r])
+        why = []
+        if n[r] >= MIN_ANSWERS_TO_FLAG:
+            if accuracy <= 1 / k + NEAR_CHANCE:
+                why.append(f"accuracy {accuracy:.2f}, near chance ({1 / k:.2f})")
+            if comp is not None and comp < SPAMMING:
+                why.append(f"MACE: spamming {1 - comp:.0%} of answers")
+        raters.append({"rater": name, "n": int(n[r]), "agreement": float(agree[r]), "distance": None,
+                       "accuracy": accuracy,
+                       "competence": comp, "bias": None, "noise_sd": None, "to_check": "; ".join(why)})
+    entry = {
+        "measure": "categorical", "method": best.method, "reason": choice.reason, "fits": choice.table(),
+        "n_units": data.n_items, "n_answers": data.n,
+        "differs_from_majority": int(differ.sum()), "differs_share": float(differ.mean()),
+        "raters": raters,
+    }
+    post = best.posteriors
+    chosen = best.labels
+    labels = {"method": best.method, "labels": {
+        u: (choices[chosen[i]], float(post[i, chosen[i]])) for i, u in enumerate(codes["units"])}}
+    return entry, labels
+
+
+def _numeric(codes: Mapping[str, Any], criterion: Mapping[str, Any]) -> dict[str, Any]:
+    fit = rater_effects(codes["unit"], codes["rater"], codes["x"], n_outputs=len(codes["units"]),
+                        n_raters=len(codes["raters"]))
+    n_units = len(codes["units"])
+    plain = np.bincount(codes["unit"], weights=codes["x"], minlength=n_units) / np.maximum(fit.output_n, 1)
+    shift = fit.output_mean - plain
+    # beside the estimate: the rater's mean absolute distance from the outputs' plain means
+    n = fit.rater_n
+    dist = np.bincount(codes["rater"], weights=np.abs(codes["x"] - plain[codes["unit"]]),
+                       minlength=len(codes["raters"])) / np.maximum(n, 1)
+    points = BIAS_POINTS if criterion.get("min") is None else BIAS_POINTS * max(
+        1.0, (float(criterion["max"]) - float(criterion["min"])) / 6)  # a point of a 1-7 scale, more of a 0-100
+    raters = []
+    for r, name in enumerate(codes["raters"]):
+        bias, sd = float(fit.rater_bias[r]), float(fit.rater_sd[r])
+        why = []
+        if n[r] >= MIN_ANSWERS_TO_FLAG:
+            if abs(bias) >= points:
+                why.append(f"{'lenient' if bias > 0 else 'strict'} by {abs(bias):.1f} points")
+            if sd >= NOISE_TIMES * fit.noise_sd:
+                why.append(f"noise SD {sd:.2f}, {sd / fit.noise_sd:.1f}× the pooled")
+        raters.append({"rater": name, "n": int(n[r]), "agreement": None, "distance": float(dist[r]), "accuracy": None,
+                       "competence": None, "bias": bias, "noise_sd": sd, "to_check": "; ".join(why)})
+    moved = np.abs(shift) >= 0.5
+    return {
+        "measure": "numeric", "method": "rater_effects",
+        "reason": "score = output level + rater bias + the rater's own noise (REML); the adjusted mean is what "
+                  "an average rater would give",
+        "n_units": n_units, "n_answers": int(codes["x"].size), "bias_sd": fit.bias_sd, "noise_sd": fit.noise_sd,
+        "differs_from_majority": int(moved.sum()), "differs_share": float(moved.mean()),
+        "max_shift": float(np.nanmax(np.abs(shift))) if n_units else None,
+        "raters": raters,
+    }
+
+
+def _fits(df: pd.DataFrame, criteria: list[Mapping[str, Any]]) -> Iterator[tuple[Mapping, dict, Any]]:
+    for c in criteria:
+        codes = _codes(df, c["key"])
+        if codes is None or len(codes["raters"]) < 2:
+            continue
+        if criterion_measure(c) == "categorical":
+            choices = [str(ch["value"]) for ch in c.get("choices", [])]
+            if len(choices) < 2:
+                continue
+            entry, labels = _categorical(codes, choices)
+            yield c, entry, labels
+        else:
+            yield c, _numeric(codes, c), None
+
+
+def rater_models_section(df: pd.DataFrame, criteria: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The report's section: per criterion the model used and why, how often it departs from the
+    plain consensus, and the raters (flagged first), with the raters to check over all criteria.
+    `df`: the report's rated rows with `x` and the `rater` categorical, attention checks left out."""
+    out: dict[str, Any] = {"criteria": {}, "to_check": [],
+                           "settings": {"min_answers": MIN_ANSWERS_TO_FLAG, "near_chance": NEAR_CHANCE,
+                                        "spamming": SPAMMING, "bias_points": BIAS_POINTS, "noise_times": NOISE_TIMES}}
+    flagged: dict[str, list[str]] = {}
+    for c, entry, _ in _fits(df, criteria):
+        raters = sorted(entry["raters"], key=lambda r: (not r["to_check"], r["rater"]))
+        entry["n_raters"] = len(raters)
+        entry["raters"], entry["truncated"] = raters[:RATERS_SHOWN], len(raters) > RATERS_SHOWN
+        entry["name"] = c.get("name", c["key"])
+        out["criteria"][c["key"]] = entry
+        for r in raters:
+            if r["to_check"]:
+                flagged.setdefault(r["rater"], []).append(f"{c['key']}: {r['to_check']}")
+    out["to_check"] = [{"rater": k, "reasons": v} for k, v in sorted(flagged.items())]
+    return out
+
+
+def study_rater_models(study: Study) -> dict[str, Any]:
+    """{"labels": {key: {"method", "labels": {(item_id, output): (label, posterior)}}}, "raters": rows of
+    RATERS_SCHEMA} from the study's stored ratings (a release's tables)."""
+    criteria = [c for c in study.rubric["criteria"] if criterion_measure(c) is not None]
+    out: dict[str, Any] = {"labels": {}, "raters": []}
+    if not criteria:
+        return out
+    df = stats_frame(study, [c["key"] for c in criteria])
+    df = add_analysis_value(df[~df["is_attention_check"].to_numpy()], criteria)
+    names = rater_names(study)
+    codes, ids = pd.factorize(df["rater_id"])
+    df["rater"] = pd.Categorical.from_codes(codes, [str(names.get(i, i)) for i in ids])
+    for c, entry, labels in _fits(df, criteria):
+        if labels is not None:
+            out["labels"][c["key"]] = labels
+        out["raters"] += [{"criterion": c["key"], "method": entry["method"], **r} for r in entry["raters"]]
+    return out
+
+
+def modelled_labels(study: Study) -> dict[str, Any]:
+    return study_rater_models(study)["labels"]
+
+
+def rater_batches(models: Mapping[str, Any]) -> Iterator[pa.RecordBatch]:
+    if models["raters"]:
+        yield pa.RecordBatch.from_pylist(models["raters"], schema=RATERS_SCHEMA)
+
+
+def rater_models_csv_rows(section: Mapping[str, Any]) -> Iterator[list[Any]]:
+    """The section as the report CSV's rows (section `rater_models`)."""
+    for key, c in (section.get("criteria") or {}).items():
+        yield ["rater_models", key, "", f"method={c['method']}", None, None, None, c["reason"]]
+        yield ["rater_models", key, "", "differs_from_plain_consensus", c["differs_from_majority"], None, None,
+               "labels unlike the majority's" if c["measure"] == "categorical"
+               else "outputs whose adjusted mean moved by 0.5 points or more"]
+        for r in c["raters"]:
+            for name in ("n", "agreement", "distance", "accuracy", "competence", "bias", "noise_sd"):
+                if r.get(name) is not None:
+                    yield ["rater_models", key, r["rater"], name, r[name], None, None, ""]
+            if r["to_check"]:
+                yield ["rater_models", key, r["rater"], "to_check", None, None, None, r["to_check"]]
+
+
+def rater_models_view(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The section for the page: per criterion its raters with a bar each (accuracy from 0 to 1,
+    or bias either side of zero over the largest bias shown)."""
+    out = []
+    for key, c in ((report.get("rater_models") or {}).get("criteria") or {}).items():
+        widest = max([abs(r["bias"]) for r in c["raters"] if r.get("bias") is not None] + [1e-9])
+        rows = []
+        for r in c["raters"]:
+            bar = {}
+            if r.get("accuracy") is not None:
+                bar = {"width": round(100 * max(0.0, min(1.0, r["accuracy"])))}
+            elif r.get("bias") is not None:
+                bar = {"width": round(50 * abs(r["bias"]) / widest), "negative": r["bias"] < 0}
+            rows.append({**r, "bar": bar})
+        out.append({"key": key, **c, "rows": rows, "method_name": METHOD_NAMES.get(c["method"], c["method"])})
+    return out
