@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from annotation.reports.rater_models import rater_models_view
+
 
 def report_view(report: dict[str, Any], plots: dict[str, Any] | None = None) -> dict[str, Any]:
     """Tables for report_body.html (`plots`: report_plots' figures, to sit beside their tables)."""
@@ -38,7 +40,7 @@ def report_view(report: dict[str, Any], plots: dict[str, Any] | None = None) -> 
             "systems": systems, "accept": accept, "raters": raters,
             "groups": consensus.get("groups", []),
             "comparisons": _comparisons(report, (plots or {}).get("comparisons") or {}),
-            "plot_tables": plot_tables(report)}
+            "plot_tables": plot_tables(report), "rater_models": rater_models_view(report)}
 
 
 def _comparisons(report: dict[str, Any], plots: dict[str, Any]) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ from annotation.reports.stats import (
     output_scores_frame, rows_equal_to, slot_matrix,
 )
 from annotation.reports.large_arrays import large_arrays
+from annotation.reports.rater_models import rater_models_csv_rows, rater_models_section
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
 from annotation.stats.consensus import acceptance
 from annotation.stats.grouping import group_codes, unique_ints
@@ -107,6 +108,7 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     report["consensus"] = _consensus(df, rubric, by_key, scores, level=level,
                                      min_raters=study.consensus_min_raters)
     report["raters"] = _raters(df, gold_rows, numeric)
+    report["rater_models"] = rater_models_section(df, criteria)
     report["position_effects"] = _positions(df, numeric, level)
     report["systems"] = _systems(df, rubric, by_key, level, scores)
     report["distributions"] = _distributions(df, by_key)
@@ -522,9 +524,9 @@ def with_threshold(report: dict[str, Any], threshold: float = DEFAULT_ICC_THRESH
 
 def report_cache_key(study: Study, **kwargs: Any) -> str:
     """The cache key of the study's report as its ratings stand now."""
-    # The setting shapes the consensus section: a change to it is a new report.
+    # The setting shapes the consensus section: a change to it is a new report (v4: the rater models).
     raw = f"{ratings_fingerprint(study)}:{study.consensus_min_raters}:{sorted(kwargs.items())}"
-    return "concord:report:v3:" + hashlib.sha256(raw.encode()).hexdigest()
+    return "concord:report:v4:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
 def cached_study_report(study: Study, **kwargs: Any) -> dict[str, Any]:
@@ -579,6 +581,7 @@ def report_csv_rows(report: dict[str, Any]) -> Iterator[list[Any]]:
             if name in info:
                 yield ["raters", "", rater, name, info[name], None, None, info["reasons"].get(name, "")]
         yield ["raters", "", rater, "flags", " ".join(info.get("flags", [])), None, None, ""]
+    yield from rater_models_csv_rows(report.get("rater_models") or {})
     for key, positions in report.get("position_effects", {}).items():
         for pos, e in positions.items():
             ci = e.get("ci") or [None, None]

@@ -92,12 +92,17 @@ def _to_rerate(report: Mapping[str, Any], reliability: list[dict[str, Any]]) -> 
 
 
 def _raters_to_check(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Raters whose flags, gold accuracy or rater-model estimates say to look at their work (never
+    a rejection: payment decisions follow the study's attention policy)."""
+    modelled = {r["rater"]: r["reasons"] for r in (report.get("rater_models") or {}).get("to_check", [])}
     out = []
-    for name, info in report.get("raters", {}).items():
+    for name in list(report.get("raters", {})) + sorted(set(modelled) - set(report.get("raters", {}))):
+        info = report.get("raters", {}).get(name, {})
         reasons = list(info.get("flags") or [])
         gold = info.get("gold_accuracy")
         if gold is not None and gold < GOLD_TO_CHECK:
             reasons.append(f"gold accuracy {gold:.2f}")
+        reasons += modelled.get(name, [])
         if reasons:
             out.append({"rater": name, "reasons": reasons})
     return out
