@@ -34,8 +34,14 @@ def _manage(*args: str) -> None:
     subprocess.run([PY, "manage.py", *args], cwd=ROOT, check=True)
 
 
+# `make run`: a development server on loopback over plain http (config/settings.py LOCAL_SERVING), showing
+# the product's error pages; DEBUG=1 in the environment asks for Django's debug page as well.
+LOCAL_ENV = {"CONCORD_LOCAL_SERVING": "1"}
+
+
 def _run(args: list[str]) -> int:
-    os.environ.setdefault("DEBUG", "1")
+    for name, value in LOCAL_ENV.items():
+        os.environ.setdefault(name, value)
     _manage("migrate", "--noinput", "-v", "0")
     _manage("load_demo")
     port = os.environ.get("PORT", "8000")

@@ -18,11 +18,15 @@ env = environ.Env()
 
 DEBUG = env.bool("DEBUG", default=False)
 TESTING = env.bool("CONCORD_TESTING", default=False)
+# A developer's server on loopback over plain http (`make run` sets it; DEBUG=1 implies it): loopback
+# hosts, cookies without Secure, static files from the source folders, a throwaway key. Errors still
+# show the product's pages: Django's debug page (settings, local variables) only where DEBUG=1 is asked for.
+LOCAL_SERVING = env.bool("CONCORD_LOCAL_SERVING", default=False) or DEBUG
 
 SECRET_KEY = env.str("SECRET_KEY", default="")
 SECRET_KEY_MISSING = not SECRET_KEY
 if SECRET_KEY_MISSING:
-    if DEBUG or TESTING:
+    if LOCAL_SERVING or TESTING:
         # Only for a developer's machine and the test suite; production must set it.
         SECRET_KEY = "insecure-dev-only-key-do-not-use-in-production"
     else:
@@ -32,7 +36,8 @@ if SECRET_KEY_MISSING:
 
         SECRET_KEY = secrets.token_urlsafe(50)
 
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if DEBUG or TESTING else [])
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if LOCAL_SERVING or TESTING
+                         else [])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
@@ -190,15 +195,15 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    # The test suite and DEBUG serve the source files through the finders, so nothing needs collecting
-    # first; tests/prod runs gunicorn on the hashed, compressed files as production does.
+    # The test suite and a local server serve the source files through the finders, so nothing needs
+    # collecting first; tests/prod runs gunicorn on the hashed, compressed files as production does.
     "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if TESTING
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if TESTING or LOCAL_SERVING
         else "whitenoise.storage.CompressedManifestStaticFilesStorage",
     },
 }
-WHITENOISE_USE_FINDERS = DEBUG or TESTING
-WHITENOISE_AUTOREFRESH = DEBUG or TESTING
+WHITENOISE_USE_FINDERS = LOCAL_SERVING or TESTING
+WHITENOISE_AUTOREFRESH = LOCAL_SERVING or TESTING
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / ".data" / "media")
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
@@ -285,13 +290,13 @@ REPORT_SECTIONS = ["annotation.reports.facets.answer_facets", "judges.report_sec
 # names what it reads with an `inputs` attribute, so that it is kept until that changes: annotation/reports/sections.py)
 REPORT_SUMMARIES = ["judges.report_summary.judges_summary"]  # parts other apps add to the report's summary
 
-# Security by default; relaxed only where DEBUG serves plain http on loopback.
+# Security by default; relaxed only where a local server serves plain http on loopback.
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
-if not DEBUG and not TESTING:
+if not LOCAL_SERVING and not TESTING:
     SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
