@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from annotation.models import Item, Output, Study
-from annotation.reports.ratings import arrow_batches
+from annotation.reports.rating_sql import arrow_batches
 from judges.models import JudgeRun, JudgeScore
 
 UNIT_BASE = 4096

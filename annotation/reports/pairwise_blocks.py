@@ -68,7 +68,9 @@ from annotation.reports.pairwise_sums import (
     ANSWER_COLUMNS, ANSWER_SCHEMA, Answers, PairwiseSums, answers_by_system, answers_from, pairwise_sums,
     summable, sums_with_ids)
 from annotation.reports.rating_changes import CHANGE_BLOCK_IDS, block_changes
-from annotation.reports.ratings import _A, _I, _O, _arrow_table, arrow_batches, copy_statement
+from annotation.reports.rating_sql import (
+    ASSIGNMENTS as _A, ITEMS as _I, OUTPUTS as _O, arrow_batches, arrow_table, copy_statement,
+)
 
 BLOCK_IDS = CHANGE_BLOCK_IDS  # the triggers' blocks: each block's change count is its own
 CACHE_SECONDS = 7 * 24 * 3600  # rounds of a study may be days apart; a lost block is one more read
@@ -151,7 +153,7 @@ def _block_tables(study: Study, keys: Sequence[str], blocks: Sequence[int]) -> I
             statements.append((f"SELECT {ANSWER_COLUMNS}{body}", params))
     if parallel and len(statements) > 1:
         copies = [(copy_statement(sql), params) for sql, params in statements]
-        tables = parallel_copy.copy_in_parallel(copies, parse=lambda data: _arrow_table(data, ANSWER_SCHEMA))
+        tables = parallel_copy.copy_in_parallel(copies, parse=lambda data: arrow_table(data, ANSWER_SCHEMA))
     else:
         tables = (pa.Table.from_batches(list(arrow_batches(sql, params, ANSWER_SCHEMA)), schema=ANSWER_SCHEMA)
                   for sql, params in statements)

@@ -26,7 +26,9 @@ import pandas as pd
 import pyarrow as pa
 
 from annotation.models import Assignment, Study
-from annotation.reports.ratings import _A, _I, _O, _R, _long_parts, _range_where, arrow_batches, arrow_parts
+from annotation.reports.rating_sql import (
+    ASSIGNMENTS as _A, ITEMS as _I, OUTPUTS as _O, RATINGS as _R, arrow_batches, arrow_parts, range_parts, range_where,
+)
 
 ANSWER_SCHEMA = pa.schema([
     ("criterion", pa.string()), ("item_id", pa.int64()), ("rater_id", pa.int64()),
@@ -59,7 +61,7 @@ class PairwiseSums:
 def answers_from(study: Study, keys: Sequence[str], id_range: tuple[int, int] | None = None) -> tuple[str, list]:
     """FROM and WHERE of the answers read (the rows pairwise_blocks fingerprints, too)."""
     params: list = [study.pk, Assignment.Status.SUBMITTED, list(keys)]
-    where = _range_where(params, id_range=id_range)
+    where = range_where(params, id_range=id_range)
     if id_range is not None:
         # The same range on the ratings' side: the filters on r.value look rare to the planner,
         # which then scanned every rating of the table for each range (20 ranges, 20 scans).
@@ -81,7 +83,7 @@ def _answers_sql(study: Study, keys: Sequence[str], id_range: tuple[int, int] | 
 
 
 def _read(study: Study, keys: Sequence[str]) -> pa.Table:
-    parts = _long_parts(study, lambda r=None: _answers_sql(study, keys, r))
+    parts = range_parts(study, lambda r=None: _answers_sql(study, keys, r))
     if parts is None:
         batches = arrow_batches(*_answers_sql(study, keys), ANSWER_SCHEMA)
     else:

@@ -16,37 +16,29 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import io
-import itertools
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pacsv
 from django.db import connection
 
-from annotation.models import Assignment, Item, Output, Rating, Study
+from annotation.models import Assignment, Study
 from annotation.reports import parallel_copy
-from annotation.reports.parallel_copy import copy_chunks
 from annotation.reports.rating_changes import study_changes
+from annotation.reports.rating_sql import (
+    ASSIGNMENTS as _A, ITEMS as _I, OUTPUTS as _O, RATINGS as _R, USERS as _U, VALUE_TEXT, copy_query, copy_statement,
+    range_parts, range_where,
+)
+from annotation.reports.stats_ids import stats_table
 
 CHUNK_ROWS = 20_000
-# A bulk read's unit of parallel work, in assignments (x ratings each): smaller ranges cost more per
-# row; the largest bounds memory (a reader holds up to workers + 1 ranges, 50k x 5 rows ~ 100 MB of JSON).
-MIN_RANGE_ASSIGNMENTS, MAX_RANGE_ASSIGNMENTS = 5_000, 50_000
-ARROW_BLOCK_BYTES = 4 << 20  # pyarrow parses COPY output in blocks of this size
-
-_A, _R, _I, _O = (m._meta.db_table for m in (Assignment, Rating, Item, Output))
-_U = Assignment._meta.get_field("rater").related_model._meta.db_table
 
 # The output's index in the permutation, 1-based; NULL for item-level ratings. The permutation
 # is unpacked once per assignment (PostgreSQL memoizes it per distinct permutation), not per rating.
 _PERM_JOIN = ("LEFT JOIN LATERAL (SELECT array_agg(v::int ORDER BY ord) AS perm"
               " FROM jsonb_array_elements_text(a.permutation) WITH ORDINALITY AS t(v, ord)) p ON true")
 _SHOWN = "array_position(p.perm, o.position::int)"
-# Scalars as plain text (ACCEPT, not "ACCEPT"); lists and objects as JSON text.
-_VALUE_TEXT = "(r.value #>> '{}')"
 
 
 # CSV only: text that a spreadsheet would run as a formula (=, +, -, @ first) gets a leading
@@ -74,7 +66,7 @@ def _text(name: str, sql: str) -> Column:
     return Column(name, sql, pa.string(), csv_sql=_spreadsheet_safe_sql(sql))
 
 
-_VALUE_SQL = f"CASE WHEN k.kind = 'spans' THEN NULL ELSE {_VALUE_TEXT} END"
+_VALUE_SQL = f"CASE WHEN k.kind = 'spans' THEN NULL ELSE {VALUE_TEXT} END"
 _IS_JSON_STRING = "jsonb_typeof(r.value) = 'string'"
 
 LONG_COLUMNS: tuple[Column, ...] = (
@@ -87,7 +79,7 @@ LONG_COLUMNS: tuple[Column, ...] = (
     # A value is free text when it is a JSON string (text answers, labels); numbers stay numbers.
     Column("value", _VALUE_SQL, pa.string(), "CASE WHEN k.kind = 'spans' THEN NULL ELSE r.value END",
            f"CASE WHEN k.kind = 'spans' THEN NULL ELSE "
-           f"{_spreadsheet_safe_sql(_VALUE_TEXT, guard=_IS_JSON_STRING)} END"),
+           f"{_spreadsheet_safe_sql(VALUE_TEXT, guard=_IS_JSON_STRING)} END"),
     Column("score", "r.score", pa.float64()),
     _text("reasoning", "r.reasoning"),
     Column("spans", "CASE WHEN k.kind = 'spans' THEN r.value::text END", pa.string(),
@@ -118,7 +110,7 @@ def _long_from(study: Study, *, item_range: tuple[int, int] | None = None,
     kinds, params = _kinds_join(study)
     where = "a.study_id = %s AND a.status = %s"
     params += [study.pk, Assignment.Status.SUBMITTED]
-    where += _range_where(params, item_range=item_range, id_range=id_range)
+    where += range_where(params, item_range=item_range, id_range=id_range)
     # Assignment order, then the rating_unique index's order: no full sort of the ratings.
     # The permutation joins the assignment before its ratings: unpacked (or found in the memo) once
     # per assignment rather than once per rating.
@@ -126,19 +118,6 @@ def _long_from(study: Study, *, item_range: tuple[int, int] | None = None,
            f" LEFT JOIN {_R} r ON r.assignment_id = a.id LEFT JOIN {_O} o ON o.id = r.output_id {kinds}"
            f" WHERE {where} ORDER BY a.id, r.output_id, r.criterion")
     return sql, params
-
-
-def _range_where(params: list, *, item_range: tuple[int, int] | None = None,
-                 id_range: tuple[int, int] | None = None) -> str:
-    """SQL conditions for half-open ranges of item ids and assignment ids (params appended)."""
-    where = ""
-    if item_range is not None:
-        where += " AND a.item_id >= %s AND a.item_id < %s"
-        params += list(item_range)
-    if id_range is not None:
-        where += " AND a.id >= %s AND a.id < %s"
-        params += list(id_range)
-    return where
 
 
 def long_sql(study: Study, *, item_range: tuple[int, int] | None = None, id_range: tuple[int, int] | None = None,
@@ -179,78 +158,6 @@ def iter_rating_rows(study: Study, *, chunk_size: int = CHUNK_ROWS) -> Iterator[
         cursor.close()
 
 
-def copy_statement(sql: str, fmt: str = "csv") -> str:
-    """`COPY (sql) TO STDOUT` as CSV, or "lines": a one-column query's text values one per line."""
-    if fmt == "csv":
-        return f"COPY ({sql}) TO STDOUT (FORMAT csv)"
-    if fmt == "lines":
-        return f"COPY ({sql}) TO STDOUT"
-    raise ValueError(f"unknown COPY format {fmt!r}")
-
-
-def copy_query(sql: str, params: Sequence, *, csv_header: Sequence[str] | None = None,
-               fmt: str = "csv") -> Iterator[bytes]:
-    """Stream `COPY (sql) TO STDOUT` as bytes. fmt "csv" (with an optional header line) or
-    "lines": a one-column query whose text values are written one per line, unescaped."""
-    statement = copy_statement(sql, fmt)
-    with connection.cursor() as cursor, _no_jit(cursor):
-        if csv_header is not None:
-            yield (",".join(csv_header) + "\n").encode()
-        yield from copy_chunks(cursor.cursor, statement, params, unescape=fmt == "lines")
-
-
-@contextlib.contextmanager
-def _no_jit(cursor):
-    """JIT compilation costs a quarter second per bulk read and saves nothing on these plans."""
-    cursor.execute("SET jit = off")
-    try:
-        yield
-    finally:
-        cursor.execute("RESET jit")
-
-
-def assignment_id_ranges(study: Study, *, parts: int, smallest: int | None = None,
-                         largest: int | None = None) -> list[tuple[int, int]]:
-    """Half-open ranges of the study's submitted assignment ids covering all of them in id order
-    (the long format's order): about `parts` ranges, each of `smallest` to `largest` assignments
-    (fewer, larger ranges cost less per row; the largest bounds what a reader holds in memory)."""
-    with connection.cursor() as cursor:
-        where = "study_id = %s AND status = %s"
-        cursor.execute(f"SELECT count(*) FROM {_A} WHERE {where}", [study.pk, Assignment.Status.SUBMITTED])
-        total = cursor.fetchone()[0]
-        per_range = min(max(-(-total // max(parts, 1)), smallest or MIN_RANGE_ASSIGNMENTS),
-                        largest or MAX_RANGE_ASSIGNMENTS)
-        if not total:
-            return []
-        # Every per_range-th id, from the 0th: percentile_disc(f) is the value at 1-based place
-        # ceil(f * total), so f = (k + 0.5) / total is place k + 1 whatever the rounding. Half the
-        # CPU of numbering every row with a window function (0.5 instead of 0.9 s at 2M assignments).
-        fractions = [(k + 0.5) / total for k in range(0, total, per_range)]
-        cursor.execute(f"SELECT percentile_disc(%s::float8[]) WITHIN GROUP (ORDER BY id) FILTER (WHERE status = %s),"
-                       f" min(id) FROM {_A} WHERE study_id = %s",
-                       [fractions, Assignment.Status.SUBMITTED, study.pk])
-        found, first = cursor.fetchone()
-        starts = sorted(set(found or []))  # rows may have changed since the count
-    if not starts:
-        return []
-    # The ranges are drawn before the readers' snapshot is taken. An assignment submitted in between
-    # is in that snapshot: a newer one falls in the last range (open above); an older one, given
-    # before the first submitted id, would fall below every range, so the first starts at the
-    # study's first assignment of any status.
-    starts[0] = min(starts[0], first)
-    return [(lo, hi) for lo, hi in zip(starts, starts[1:] + [2**63 - 1])]
-
-
-def _long_parts(study: Study, build) -> list[tuple[str, list]] | None:
-    """One statement per assignment range when the read can run on several connections."""
-    if not parallel_copy.parallel_possible():
-        return None
-    ranges = assignment_id_ranges(study, parts=2 * parallel_copy.workers())
-    if len(ranges) < 2:
-        return None
-    return [build(r) for r in ranges]
-
-
 def copy_ratings(study: Study, *, fmt: str = "csv") -> Iterator[bytes]:
     """The long format as CSV (with header; free text neutralised for spreadsheets) or JSON
     lines (raw), straight from PostgreSQL."""
@@ -264,7 +171,7 @@ def copy_ratings(study: Study, *, fmt: str = "csv") -> Iterator[bytes]:
         header, copy_fmt = None, "lines"
     else:
         raise ValueError(f"unknown format {fmt!r}")
-    parts = _long_parts(study, build)
+    parts = range_parts(study, build)
     if parts is None:
         return copy_query(*build(), csv_header=header, fmt=copy_fmt)
     return _joined_parts(parts, header, copy_fmt)
@@ -278,76 +185,6 @@ def _joined_parts(parts: list[tuple[str, list]], header: Sequence[str] | None, f
         yield from chunks
 
 
-class _ChunkStream(io.RawIOBase):
-    """A read-only file over an iterator of byte chunks, for pyarrow's streaming CSV reader."""
-
-    def __init__(self, chunks: Iterable[bytes]):
-        self._chunks = iter(chunks)
-        self._rest = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        while not self._rest:
-            try:
-                self._rest = next(self._chunks)
-            except StopIteration:
-                return 0
-        n = min(len(b), len(self._rest))
-        b[:n] = self._rest[:n]
-        self._rest = self._rest[n:]
-        return n
-
-
-def _csv_options(schema: pa.Schema) -> dict:
-    """How pyarrow reads COPY's CSV: `schema`'s names and types, t/f booleans, empty = NULL."""
-    return {
-        "read_options": pacsv.ReadOptions(column_names=schema.names, block_size=ARROW_BLOCK_BYTES,
-                                          use_threads=False),
-        "parse_options": pacsv.ParseOptions(newlines_in_values=True),
-        "convert_options": pacsv.ConvertOptions(
-            column_types=schema, true_values=["t"], false_values=["f"], null_values=[""],
-            strings_can_be_null=True, quoted_strings_can_be_null=False),
-    }
-
-
-def arrow_batches(sql: str, params: Sequence, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """Record batches of a query's rows, typed by `schema` (column order = the SELECT's)."""
-    chunks = copy_query(sql, params)
-    # pyarrow reads on its own I/O thread, where Django would hand out another connection
-    # (one that cannot see this transaction): open the COPY here, on the caller's connection.
-    first = next(chunks, b"")
-    if not first:
-        return
-    stream = io.BufferedReader(_ChunkStream(itertools.chain([first], chunks)), buffer_size=1 << 20)
-    yield from pacsv.open_csv(stream, **_csv_options(schema))
-
-
-def _arrow_table(data: bytes, schema: pa.Schema) -> pa.Table:
-    if not data:
-        return schema.empty_table()
-    return pacsv.read_csv(pa.BufferReader(data), **_csv_options(schema))
-
-
-def arrow_parts(parts: list[tuple[str, list]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """arrow_batches of several range queries, read and parsed in parallel, in order."""
-    statements = [(copy_statement(sql), params) for sql, params in parts]
-    for table in parallel_copy.copy_in_parallel(statements, parse=lambda data: _arrow_table(data, schema)):
-        yield from table.to_batches()
-
-
-# Compact numeric view for statistics: ids instead of names, no free text; the items' names and
-# gold answers as codes into the study's few (or per-item) distinct texts.
-_CODED_TEXT = pa.dictionary(pa.int32(), pa.string())
-STATS_SCHEMA = pa.schema([
-    ("item_id", pa.int64()), ("item", _CODED_TEXT), ("output", pa.int16()), ("system", pa.string()),
-    ("rater_id", pa.int64()), ("criterion", pa.string()), ("score", pa.float64()), ("label", pa.string()),
-    ("seconds", pa.float64()), ("shown_position", pa.int16()), ("is_attention_check", pa.bool_()),
-    ("gold", _CODED_TEXT),
-])
-
-
 CATEGORICAL_STATS_COLUMNS = ("system", "criterion", "label")
 
 
@@ -359,8 +196,6 @@ def stats_frame(study: Study, criteria: Sequence[str], *,
     `item` is the item's external id and `gold` its gold answer for the criterion as text (both
     categoricals); `label` is the value as text (for choices); `seconds` the assignment's time on task.
     """
-    from annotation.reports.stats_ids import stats_table  # (it reads with this module's helpers)
-
     kept = _kept_frames.get()
     key = (study.pk, tuple(criteria), item_range)
     if kept is not None and key in kept:

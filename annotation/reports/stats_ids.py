@@ -26,9 +26,20 @@ import pyarrow.compute as pc
 
 from annotation.models import Assignment, Study
 from annotation.reports import parallel_copy
-from annotation.reports.long_arrow import Reader, _Lookup, _read_here, _reader_on, range_job, shown_positions_coded
-from annotation.reports.ratings import (_A, _I, _O, _R, _VALUE_TEXT, STATS_SCHEMA, _long_parts, _range_where,
-                                        arrow_batches)
+from annotation.reports.rating_ids import Lookup, Reader, range_job, read_here, reader_on, shown_positions_coded
+from annotation.reports.rating_sql import (
+    ASSIGNMENTS as _A, ITEMS as _I, OUTPUTS as _O, RATINGS as _R, VALUE_TEXT, arrow_batches, range_parts, range_where,
+)
+
+# Compact numeric view for statistics: ids instead of names, no free text; the items' names and
+# gold answers as codes into the study's few (or per-item) distinct texts.
+_CODED_TEXT = pa.dictionary(pa.int32(), pa.string())
+STATS_SCHEMA = pa.schema([
+    ("item_id", pa.int64()), ("item", _CODED_TEXT), ("output", pa.int16()), ("system", pa.string()),
+    ("rater_id", pa.int64()), ("criterion", pa.string()), ("score", pa.float64()), ("label", pa.string()),
+    ("seconds", pa.float64()), ("shown_position", pa.int16()), ("is_attention_check", pa.bool_()),
+    ("gold", _CODED_TEXT),
+])
 
 _ID_SCHEMA = pa.schema([
     ("item_id", pa.int64()), ("output_id", pa.int64()), ("rater_id", pa.int64()), ("criterion", pa.string()),
@@ -40,13 +51,13 @@ _GOLD_SCHEMA = pa.schema([("item_id", pa.int64()), ("criterion", pa.string()), (
 
 def _ids_sql(study: Study, criteria: Sequence[str], *, item_range=None, id_range=None) -> tuple[str, list]:
     params: list = [study.pk, Assignment.Status.SUBMITTED, list(criteria)]
-    where = _range_where(params, item_range=item_range, id_range=id_range)
-    return (f"SELECT a.item_id, r.output_id, a.rater_id, r.criterion, r.score, {_VALUE_TEXT}, a.time_on_task_ms,"
+    where = range_where(params, item_range=item_range, id_range=id_range)
+    return (f"SELECT a.item_id, r.output_id, a.rater_id, r.criterion, r.score, {VALUE_TEXT}, a.time_on_task_ms,"
             f" a.permutation::text, a.is_attention_check FROM {_A} a JOIN {_R} r ON r.assignment_id = a.id"
             f" WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND r.criterion = ANY(%s){where}"), params
 
 
-def _gold(study: Study, criteria: Sequence[str], item_range, read: Reader = _read_here) -> pa.Table:
+def _gold(study: Study, criteria: Sequence[str], item_range, read: Reader = read_here) -> pa.Table:
     """(item_id, criterion, gold as text) for the items that hold a gold answer of a criterion read:
     `i.gold -> criterion #>> '{}'` of the joined query, for the few items that have one."""
     params: list = [study.pk, list(criteria)]
@@ -63,10 +74,10 @@ class _Names:
     """What stats_table looks up per row: items' external ids, outputs' systems and positions, gold
     answers; `read` reads a query into a table (default: on Django's connection)."""
 
-    def __init__(self, study: Study, criteria: Sequence[str], item_range=None, read: Reader = _read_here):
-        self.items = _Lookup(f"SELECT id, external_id FROM {_I} WHERE study_id = %s ORDER BY id", [study.pk],
+    def __init__(self, study: Study, criteria: Sequence[str], item_range=None, read: Reader = read_here):
+        self.items = Lookup(f"SELECT id, external_id FROM {_I} WHERE study_id = %s ORDER BY id", [study.pk],
                              read=read)
-        self.outputs = _Lookup(f"SELECT o.id, o.system, o.position FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
+        self.outputs = Lookup(f"SELECT o.id, o.system, o.position FROM {_O} o JOIN {_I} i ON i.id = o.item_id"
                                " WHERE i.study_id = %s ORDER BY o.id", [study.pk], extra=pa.int16(), read=read)
         self.gold = _gold(study, criteria, item_range, read)
 
@@ -95,7 +106,7 @@ _RANGE_COLUMNS = (
     ("output_id", "r.output_id", pa.int64()),
     ("criterion", "r.criterion", pa.string()),
     ("score", "r.score", pa.float64()),
-    ("label", _VALUE_TEXT, pa.string()),
+    ("label", VALUE_TEXT, pa.string()),
     ("item_id", "a.item_id", pa.int64()),
     ("rater_id", "a.rater_id", pa.int64()),
     ("time_on_task_ms", "a.time_on_task_ms", pa.int64()),
@@ -136,7 +147,7 @@ def _range_rows(ratings: pa.Table, assignments: pa.Table, criteria: Sequence[str
 def _read_ranges(study: Study, criteria: Sequence[str], parts: list) -> tuple[_Names, pa.Table, np.ndarray, list[str]]:
     """The names, and the rows of every range in order, each row's permutation as a code into one list of
     texts. The names are the first job on the same snapshot: read beside the first range, not after the last."""
-    results = parallel_copy.run_in_parallel([lambda conn: _Names(study, criteria, read=_reader_on(conn))]
+    results = parallel_copy.run_in_parallel([lambda conn: _Names(study, criteria, read=reader_on(conn))]
                                             + [_range_job(study, criteria, r) for r in parts])
     names = next(results)
     tables, codes, texts = [], [], {}
@@ -154,7 +165,7 @@ def stats_table(study: Study, criteria: Sequence[str], *, item_range: tuple[int,
     def build(id_range=None):
         return _ids_sql(study, criteria, item_range=item_range, id_range=id_range)
 
-    parts = None if item_range is not None else _long_parts(study, lambda r=None: r)
+    parts = None if item_range is not None else range_parts(study, lambda r=None: r)
     if parts is None:  # one query on this connection
         ids = pa.Table.from_batches(list(arrow_batches(*build(), _ID_SCHEMA)), schema=_ID_SCHEMA)
         encoded = ids["permutation"].combine_chunks().dictionary_encode()

@@ -87,12 +87,12 @@ def test_jsonl_reads_back_the_database_values(hostile_json_study):
 
 @pytest.mark.django_db(transaction=True)  # committed, so that the range readers' connections see the rows
 def test_jsonl_bytes_equal_when_read_in_ranges_on_two_connections(hostile_json_study, settings, monkeypatch):
-    from annotation.reports import ratings
+    from annotation.reports import rating_sql
 
     settings.BULK_READ_WORKERS = 1
     one_query = b"".join(copy_ratings(hostile_json_study, fmt="jsonl"))
     settings.BULK_READ_WORKERS = 2
-    monkeypatch.setattr(ratings, "MIN_RANGE_ASSIGNMENTS", 1)
-    monkeypatch.setattr(ratings, "MAX_RANGE_ASSIGNMENTS", 2)  # 11 assignments: 6 ranges, each read twice
+    monkeypatch.setattr(rating_sql, "MIN_RANGE_ASSIGNMENTS", 1)
+    monkeypatch.setattr(rating_sql, "MAX_RANGE_ASSIGNMENTS", 2)  # 11 assignments: 6 ranges, each read twice
     assert b"".join(export_chunks(hostile_json_study, "jsonl")) == one_query
     assert one_query.count(b"\n") == 18

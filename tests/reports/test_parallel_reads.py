@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from django.db import connection, transaction
 
-from annotation.reports import parallel_copy, ratings
+from annotation.reports import parallel_copy, rating_sql
 from annotation.reports.long_arrow import rating_batches
 from annotation.reports.long_json import rating_json_lines
 from annotation.reports.ratings import copy_ratings, stats_frame
@@ -39,8 +39,8 @@ def calls(monkeypatch):
 
 def _ranges_of(monkeypatch, assignments: int) -> None:
     """Ranges of this many assignments (a real study's are thousands)."""
-    monkeypatch.setattr(ratings, "MIN_RANGE_ASSIGNMENTS", 1)
-    monkeypatch.setattr(ratings, "MAX_RANGE_ASSIGNMENTS", assignments)
+    monkeypatch.setattr(rating_sql, "MIN_RANGE_ASSIGNMENTS", 1)
+    monkeypatch.setattr(rating_sql, "MAX_RANGE_ASSIGNMENTS", assignments)
 
 
 def _reads(study) -> dict:
@@ -82,14 +82,14 @@ def test_an_older_assignment_submitted_after_the_ranges_are_drawn_is_read(rated_
     single = _one_query(rated_study, settings)
     first = rated_study.assignments.order_by("id").first()
     Assignment.objects.filter(pk=first.pk).update(status=Assignment.Status.ACTIVE)
-    real = ratings.assignment_id_ranges
+    real = rating_sql.assignment_id_ranges
 
     def drawn_then_submitted(*args, **kwargs):
         ranges = real(*args, **kwargs)
         Assignment.objects.filter(pk=first.pk).update(status=Assignment.Status.SUBMITTED)  # committed (no atomic)
         return ranges
 
-    monkeypatch.setattr(ratings, "assignment_id_ranges", drawn_then_submitted)
+    monkeypatch.setattr(rating_sql, "assignment_id_ranges", drawn_then_submitted)
     settings.BULK_READ_WORKERS = 2
     _ranges_of(monkeypatch, 5)
     split = _reads(rated_study)
@@ -227,12 +227,12 @@ def _reference_join(ratings: list[dict], assignments: list[dict]) -> list[dict]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_range_join_equals_a_left_join_on_hostile_rows(seed):
-    """The worker-side join (long_arrow._joined): ratings of other studies' or unsubmitted
+    """The worker-side join (rating_ids._joined): ratings of other studies' or unsubmitted
     assignments between the range's ids are dropped; an assignment without ratings is one row of
     nulls, first, last or between; NULL outputs and values, unicode text."""
     import random
 
-    from annotation.reports.long_arrow import _joined
+    from annotation.reports.rating_ids import _joined
 
     rng = random.Random(seed)
     columns = (("output_id", "r.output_id", pa.int64()), ("reasoning", "r.reasoning", pa.string()),
@@ -263,7 +263,7 @@ def test_interleaved_studies_read_in_ranges_equal_one_query(make_study, raters, 
     ratings, item-level ratings, assignments without ratings, ignored ones with ratings and unicode
     names included."""
     from annotation.models import Assignment
-    from annotation.reports import long_arrow
+    from annotation.reports import rating_ids
     from tests.reports.factories import items_jsonl, submit
 
     studies = [make_study(annotators=raters, researchers=[researcher], items_text=items_jsonl(8, prefix=p),
@@ -281,8 +281,8 @@ def test_interleaved_studies_read_in_ranges_equal_one_query(make_study, raters, 
                 elif (k + r + s) % 5 == 1 and values:  # ignored, its ratings kept: out of the report's rows
                     Assignment.objects.filter(pk=a.pk).update(ignored=True)
     seen_sql: list[str] = []
-    real_sql = long_arrow._ratings_sql
-    monkeypatch.setattr(long_arrow, "_ratings_sql", lambda *a: seen_sql.append(real_sql(*a)[0]) or real_sql(*a))
+    real_sql = rating_ids._ratings_sql
+    monkeypatch.setattr(rating_ids, "_ratings_sql", lambda *a: seen_sql.append(real_sql(*a)[0]) or real_sql(*a))
     for study in studies:
         settings.BULK_READ_WORKERS = 1
         single = _reads(study)
@@ -297,7 +297,7 @@ def test_interleaved_studies_read_in_ranges_equal_one_query(make_study, raters, 
 
 
 def test_assignment_ranges_start_at_every_nth_submitted_id(rated_study, make_study, raters, researcher):
-    """ratings.assignment_id_ranges (percentile_disc) against every n-th id counted in Python; another
+    """rating_sql.assignment_id_ranges (percentile_disc) against every n-th id counted in Python; another
     study's and unsubmitted assignments interleaved, none left out."""
     from annotation.models import Assignment
     from tests.reports.factories import items_jsonl, submit
@@ -312,40 +312,40 @@ def test_assignment_ranges_start_at_every_nth_submitted_id(rated_study, make_stu
                .values_list("id", flat=True))
     assert len(ids) > 12
     for per_range in (1, 2, 3, 5, 7, len(ids) - 1, len(ids), len(ids) + 4):
-        ranges = ratings.assignment_id_ranges(rated_study, parts=1, smallest=per_range, largest=per_range)
+        ranges = rating_sql.assignment_id_ranges(rated_study, parts=1, smallest=per_range, largest=per_range)
         assert [lo for lo, _ in ranges] == ids[::per_range]
         assert [hi for _, hi in ranges] == ids[::per_range][1:] + [2**63 - 1]
     # The study's first assignment still active: the first range starts at it, so that it is read if it
     # is submitted after the ranges are drawn and before the readers' snapshot.
     first = rated_study.assignments.order_by("id").first()
     Assignment.objects.filter(pk=first.pk).update(status=Assignment.Status.ACTIVE)
-    ranges = ratings.assignment_id_ranges(rated_study, parts=1, smallest=3, largest=3)
+    ranges = rating_sql.assignment_id_ranges(rated_study, parts=1, smallest=3, largest=3)
     assert ranges[0][0] == first.pk
     assert [lo for lo, _ in ranges[1:]] == ids[1:][::3][1:]
     empty = make_study(annotators=raters, researchers=[researcher], items_text=items_jsonl(1, prefix="e"),
                        slug="ranges-empty")
-    assert ratings.assignment_id_ranges(empty, parts=4) == []
+    assert rating_sql.assignment_id_ranges(empty, parts=4) == []
 
 
 def test_a_range_without_assignments_reads_nothing(rated_study, settings, monkeypatch, calls):
     """A range holding none of the study's submitted assignments (one whose assignments were
     withdrawn after the ranges were drawn) adds no rows and reads no ratings."""
-    from annotation.reports import long_arrow
+    from annotation.reports import rating_ids
 
     settings.BULK_READ_WORKERS = 1
     single = _reads(rated_study)
     settings.BULK_READ_WORKERS = 2
-    real_ranges = ratings.assignment_id_ranges
+    real_ranges = rating_sql.assignment_id_ranges
 
     def with_an_empty_first_range(study, **kwargs):
         ranges = real_ranges(study, **kwargs)
         return [(0, ranges[0][0])] + ranges
 
-    monkeypatch.setattr(ratings, "assignment_id_ranges", with_an_empty_first_range)
+    monkeypatch.setattr(rating_sql, "assignment_id_ranges", with_an_empty_first_range)
     _ranges_of(monkeypatch, 6)
     rating_reads = []
-    real_sql = long_arrow._ratings_sql
-    monkeypatch.setattr(long_arrow, "_ratings_sql", lambda *a: rating_reads.append(a) or real_sql(*a))
+    real_sql = rating_ids._ratings_sql
+    monkeypatch.setattr(rating_ids, "_ratings_sql", lambda *a: rating_reads.append(a) or real_sql(*a))
     table = pa.Table.from_batches(list(rating_batches(rated_study)))
     assert calls == [1 + 1 + 4]  # the names, the empty range, 4 ranges of 6 of the 23 assignments
     assert len(rating_reads) == 4

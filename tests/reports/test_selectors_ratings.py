@@ -159,7 +159,8 @@ def _joined_stats_rows(study, criteria) -> list[tuple]:
     items, outputs and the unpacked permutation joined in PostgreSQL, every name written per row."""
     from django.db import connection
 
-    from annotation.reports.ratings import _A, _I, _O, _PERM_JOIN, _R, _SHOWN, _VALUE_TEXT
+    from annotation.reports.rating_sql import VALUE_TEXT as _VALUE_TEXT
+    from annotation.reports.ratings import _A, _I, _O, _PERM_JOIN, _R, _SHOWN
 
     with connection.cursor() as cursor:
         cursor.execute(
