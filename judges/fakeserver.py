@@ -58,7 +58,7 @@ class Stats:
     authorization: str | None = None  # the last Authorization header seen
 
 
-def _h(text: str) -> int:
+def text_hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
@@ -89,7 +89,7 @@ def _comparative_answer(prompt: str, h: int, reason: str) -> str | None:
     k = shown_responses(prompt)
     if k < 2:
         return None
-    order = sorted(range(1, k + 1), key=lambda n: _h(f"{h}/{n}"))  # a deterministic permutation, best first
+    order = sorted(range(1, k + 1), key=lambda n: text_hash(f"{h}/{n}"))  # a deterministic permutation, best first
     if "[[2 > 1 > 3]]" in prompt:
         return f"{reason}\n[[{' > '.join(map(str, order))}]]"
     if "[[best: 3, worst: 1]]" in prompt:
@@ -99,7 +99,7 @@ def _comparative_answer(prompt: str, h: int, reason: str) -> str | None:
 
 def answer_for(prompt: str) -> tuple[str, int, int]:
     """(text, lo, hi): a deterministic judgement in the format the prompt asks for."""
-    h = _h(prompt)
+    h = text_hash(prompt)
     lo, hi = score_range(prompt)
     score = lo + h % (hi - lo + 1)
     reason = f"The response is judged on the stated criteria (ref {h % 9973})."
@@ -137,10 +137,10 @@ def answer_for(prompt: str) -> tuple[str, int, int]:
     return f"{score}\n{reason}", lo, hi
 
 
-def _top_logprobs(prompt: str, lo: int, hi: int, k: int, centre: int | None = None) -> dict[str, float]:
+def top_logprobs_for(prompt: str, lo: int, hi: int, k: int, centre: int | None = None) -> dict[str, float]:
     """A peaked, deterministic distribution over the score tokens of the prompt's scale, around
     `centre` when given (a scripted answer), else around a value drawn from the prompt."""
-    h = _h(prompt)
+    h = text_hash(prompt)
     centre = centre if centre is not None and lo <= centre <= hi else lo + h % (hi - lo + 1)
     weights = {str(v): math.exp(-abs(v - centre) * 1.5) for v in range(lo, hi + 1)}
     weights["The"] = 0.05  # some mass off the score tokens, as real models have
@@ -251,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
             t = text if i == 0 or scripted else answer_for(f"{prompt}#{i}")[0]
             first_tok = t.split("\n")[0].split(" ")[0][:4] or t[:1]
             centre = int(first_tok) if scripted and first_tok.isdigit() else None
-            top = _top_logprobs(prompt, lo, hi, k, centre)
+            top = top_logprobs_for(prompt, lo, hi, k, centre)
             if first_tok not in top:
                 top[first_tok] = -0.1
             if chat:

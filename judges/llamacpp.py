@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from config.embedded import _free_port
+from config.embedded import free_port
 
 MODEL_NAME = "tiny-random-llama"
 CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
@@ -167,7 +167,7 @@ def running_llamacpp_server(model_path: Path | None = None, *, n_ctx: int = 3276
     with tempfile.TemporaryDirectory(prefix="concord-llamacpp-") as tmp:
         path = model_path or write_tiny_gguf(Path(tmp) / "tiny.gguf", seed=seed)
         log_path = Path(tmp) / "server.log"
-        port = _free_port()
+        port = free_port()
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", MODEL_NAME,
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads),
                "--n_threads_batch", str(n_threads), "--logits_all", "true", "--seed", str(seed)]

@@ -23,7 +23,7 @@ from annotation.importers import ItemFileError
 from annotation.models import Assignment, Study, StudyMember
 from annotation.peers.mapping import mapping_parse
 from annotation.peers.readers import PeerAnnotation, PeerData, PeerFileError, PeerItem, read_peer
-from annotation.services.assignments import _recount_study
+from annotation.services.assignments import recount_study
 from annotation.services.items import items_import
 from annotation.services.ratings import AnswerError, answers_check, answers_normalise, assignment_submit, field_name
 from annotation.services.studies import study_members_add
@@ -146,7 +146,7 @@ def peer_import(*, study: Study, source: str, path: Path, mapping_text: str, use
         for a in data.annotations:
             result.ratings.update(_store(study, items[a.item_id], raters[a.annotator], a, slots))
             result.annotations += 1
-        _recount_study(study)
+        recount_study(study)
     return result
 
 

@@ -18,7 +18,7 @@ from django.db import connection
 from annotation.models import PhaseRecord, Study
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value
-from annotation.reports.study import _agreement, _systems, analysed_criteria, with_raters_named
+from annotation.reports.study import agreement_section, systems_section, analysed_criteria, with_raters_named
 
 TITLE = "By participants' answers"
 FACET_KINDS = ("single", "likert")
@@ -64,8 +64,8 @@ def answer_facets(study: Study, report: dict[str, Any]) -> dict[str, Any] | None
         groups = []
         for value, raters in sorted(answers[column].items(), key=lambda kv: str(kv[0])):
             sub = df[df["rater_id"].isin(raters)]
-            agreement = _agreement(sub, by_key, n_boot=N_BOOT, seed=0, level=0.95) if not sub.empty else {}
-            systems = _systems(sub, study.rubric, by_key, 0.95)["criteria"] if not sub.empty else {}
+            agreement = agreement_section(sub, by_key, n_boot=N_BOOT, seed=0, level=0.95) if not sub.empty else {}
+            systems = systems_section(sub, study.rubric, by_key, 0.95)["criteria"] if not sub.empty else {}
             groups.append({
                 "answer": value, "label": q.get("labels", {}).get(str(value), str(value)), "n_raters": len(raters),
                 "n_ratings": int(len(sub)),

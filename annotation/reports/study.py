@@ -100,7 +100,7 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     if df["is_attention_check"].any():  # (a selection copies every column, items' names included)
         df = df[~df["is_attention_check"]]
     numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
-    agreement = lambda: _agreement(df, by_key, n_boot=n_boot, seed=seed, level=level)  # noqa: E731
+    agreement = lambda: agreement_section(df, by_key, n_boot=n_boot, seed=seed, level=level)  # noqa: E731
     # At millions of rows the agreement section (its bootstrap above all) runs on the second core beside the others.
     beside = Beside(agreement) if len(df) >= AGREEMENT_BESIDE_ROWS else None
     report["agreement"] = None if beside else agreement()
@@ -110,7 +110,7 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     report["raters"] = _raters(df, gold_rows, numeric)
     report["rater_models"] = rater_models_section(df, criteria)
     report["position_effects"] = _positions(df, numeric, level)
-    report["systems"] = _systems(df, rubric, by_key, level, scores)
+    report["systems"] = systems_section(df, rubric, by_key, level, scores)
     report["distributions"] = _distributions(df, by_key)
     report["heatmap"] = _heatmap(df, numeric, by_key)
     report["comparisons"] = comparisons_section(study)
@@ -149,7 +149,7 @@ def _units(df: pd.DataFrame, items: pd.Index | None = None) -> tuple[np.ndarray,
     return unit.astype(np.int64), item_codes.astype(np.int64)
 
 
-def _agreement(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: int,
+def agreement_section(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: int,
                level: float) -> dict[str, Any]:
     # Columns as arrays and rows picked by mask: a selection of the whole frame copied every
     # column (the items' names as ten million strings) once for the rated rows and once per criterion.
@@ -379,7 +379,7 @@ def _positions(df: pd.DataFrame, numeric: list[str], level: float) -> dict[str, 
     return out
 
 
-def _systems(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict], level: float,
+def systems_section(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict], level: float,
              scores: pd.DataFrame | None = None) -> dict[str, Any]:
     """System comparison; `scores`: _output_scores of `df` when the caller has them already."""
     out_level = df if df["system"].notna().all() else df[df["system"].notna()]

@@ -210,7 +210,7 @@ def assignment_next(*, study: Study, rater) -> Assignment | None:
         elif not swept:
             swept = True  # before saying "no work", return abandoned leases to the pool
             assignments_expire(study=study)
-        elif not healed and _recount_study(study):
+        elif not healed and recount_study(study):
             healed = True  # a hint was too high (rows changed outside the engine): look again
         else:
             return None
@@ -379,7 +379,7 @@ def assignments_expire(*, study: Study, now: datetime | None = None) -> int:
         )
         item_ids = sorted({row[0] for row in cursor.fetchall()})
         if item_ids:
-            _recount_items(cursor, item_ids)
+            recount_items(cursor, item_ids)
     return len(item_ids)
 
 
@@ -397,11 +397,11 @@ def assignments_release(*, study: Study, rater=None) -> int:
         )
         item_ids = [row[0] for row in cursor.fetchall()]
         if item_ids:
-            _recount_items(cursor, sorted(set(item_ids)))
+            recount_items(cursor, sorted(set(item_ids)))
     return len(item_ids)
 
 
-def _recount_items(cursor, item_ids: list[int]) -> None:
+def recount_items(cursor, item_ids: list[int]) -> None:
     # Recount instead of decrementing, so a hint that drifted heals itself. Lock in id order
     # first: two recounts over overlapping items then cannot deadlock.
     cursor.execute(f"SELECT id FROM {Item._meta.db_table} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [item_ids])
@@ -416,7 +416,7 @@ def _recount_items(cursor, item_ids: list[int]) -> None:
     )
 
 
-def _recount_study(study: Study) -> int:
+def recount_study(study: Study) -> int:
     """Fix every slots_taken hint of the study that disagrees with the assignments; returns how many
     were wrong. Runs only when a rater finds no work, so the end of a study pays for it, not each pick."""
     with transaction.atomic(), connection.cursor() as cursor:
@@ -431,7 +431,7 @@ def _recount_study(study: Study) -> int:
         )
         wrong = sorted(row[0] for row in cursor.fetchall())
         if wrong:
-            _recount_items(cursor, wrong)
+            recount_items(cursor, wrong)
     return len(wrong)
 
 

@@ -31,7 +31,7 @@ from django.utils import timezone
 from annotation.audit import Action, audit_record, audit_rename_person, replace_name
 from annotation.models import (Assignment, AuditEntry, CrowdParticipant, DatasetRelease, ParticipantErasure,
                                PhaseRecord, Rating, Study, StudyChange, StudyMember, TrainingAttempt)
-from annotation.services.assignments import _recount_items, assignments_release
+from annotation.services.assignments import recount_items, assignments_release
 from annotation.services.crowd import crowd_username_after_purge
 
 CSV_COLUMNS = ("item", "assignment_status", "created_at", "submitted_at", "time_on_task_ms", "is_attention_check",
@@ -155,7 +155,7 @@ def participant_erase(*, study: Study, user_id, mode: str, by) -> ParticipantEra
         owned.delete()  # cascades to the ratings
         if item_ids:
             with connection.cursor() as cursor:
-                _recount_items(cursor, item_ids)
+                recount_items(cursor, item_ids)
         TrainingAttempt.objects.filter(study=study, rater=user).delete()
         PhaseRecord.objects.filter(study=study, rater=user).delete()
         crowd.delete()

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from annotation.stats import comparisons as cmp
-from annotation.stats.tables import TableError, _read
+from annotation.stats.tables import TableError, read_table
 
 KINDS = {
     "pairwise": ("item", "rater", "system_a", "system_b", "winner"),
@@ -44,9 +44,9 @@ def _kind(columns: list[str]) -> str:
 
 
 def read_comparisons(path: str | Path) -> Comparisons:
-    head = _read(path, ())
+    head = read_table(path, ())
     kind = _kind(list(head.columns))
-    df = _read(path, KINDS[kind])
+    df = read_table(path, KINDS[kind])
     rows = df.apply(lambda c: c.str.strip())
     out = Comparisons(kind)
     if kind == "pairwise":

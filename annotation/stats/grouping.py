@@ -110,7 +110,7 @@ def unique_ints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(values, return_inverse=True) (sorted distinct values, each value's place among
     them), by a table of the values present when they are non-negative integers in a small range,
     or floats that are such integers (scale points: np.unique sorted millions of them per call)."""
-    if values.size and values.dtype.kind == "f" and _small_whole_numbers(values):
+    if values.size and values.dtype.kind == "f" and small_whole_numbers(values):
         inverse, present = _rank_codes(values.astype(np.int64), int(values.max()) + 1)
         return present.astype(values.dtype), inverse
     if values.size and values.dtype.kind in "iu" and int(values.min()) >= 0 \
@@ -120,7 +120,7 @@ def unique_ints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(values, return_inverse=True)
 
 
-def _small_whole_numbers(values: np.ndarray) -> bool:
+def small_whole_numbers(values: np.ndarray) -> bool:
     """Floats all in 0..SMALL_RANGE and whole, none -0.0 (whose place np.unique shares with 0.0 but
     whose sign it may keep) and none NaN (min and max are NaN then, and the test fails)."""
     low, high = values.min(), values.max()

@@ -7,7 +7,7 @@ from itertools import combinations
 import numpy as np
 from scipy.stats import kendalltau, rankdata
 
-from .grouping import _small_whole_numbers
+from .grouping import small_whole_numbers
 from .kappa import common_items, rater_columns
 from .result import Stat
 
@@ -40,7 +40,7 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     when they are scale points (small whole numbers): no sort of millions of them per rater pair.
     The same floats: a tie's rank is half the integer sum of the places around it either way."""
     x = np.asarray(x)
-    if x.ndim != 1 or not x.size or x.dtype.kind not in "fiu" or not _small_whole_numbers(x.astype(float)):
+    if x.ndim != 1 or not x.size or x.dtype.kind not in "fiu" or not small_whole_numbers(x.astype(float)):
         return rankdata(x)
     counts = np.bincount(x.astype(np.int64))
     after = np.cumsum(counts)  # places up to and including each value

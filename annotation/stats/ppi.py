@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from annotation.stats.tables import TableError, _read
+from annotation.stats.tables import TableError, read_table
 
 
 def _interval(mean: float, se: float, level: float) -> list[float]:
@@ -104,7 +104,7 @@ def read_judged_items(path: str | Path) -> pd.DataFrame:
     """CSV `item,system,human,judge` -> one row per (system, item): human = mean of its raters'
     values (NaN when none), judge = the judge's score (NaN when none). Several rows of one item
     and system are several human raters; their judge values must agree."""
-    df = _read(path, ("item", "system"))
+    df = read_table(path, ("item", "system"))
     for col in ("human", "judge"):
         if col not in df.columns:
             raise TableError(f"missing column (found: {', '.join(df.columns)})", row=1, column=col)

@@ -20,7 +20,7 @@ class TableError(ValueError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-def _read(path: str | Path, required: tuple[str, ...], nonempty: tuple[str, ...] | None = None) -> pd.DataFrame:
+def read_table(path: str | Path, required: tuple[str, ...], nonempty: tuple[str, ...] | None = None) -> pd.DataFrame:
     try:
         with warnings.catch_warnings():
             # A row longer than the header would otherwise make its first values the row's index.
@@ -92,7 +92,7 @@ def read_ratings(path: str | Path) -> pd.DataFrame:
     and highlights are not ratings. `attrs["levels"]` holds a default level for criteria whose
     kind fixes it (choices are nominal even when their labels are digits).
     """
-    df = _read(path, ("item", "rater", "score"), nonempty=())
+    df = read_table(path, ("item", "rater", "score"), nonempty=())
     levels: dict[str, str] = {}
     if "criterion_kind" in df.columns:
         df, levels = _from_export(df)
@@ -158,7 +158,7 @@ def read_labels(path: str | Path, *, cost: bool = False,
                 empty_labels: bool = False) -> tuple[dict[str, str], dict[str, float] | None]:
     """id -> label, and id -> cost when `cost` and the file has a cost column. Ids must be unique.
     `empty_labels`: an empty label is kept as "" (a prediction the judge failed to give)."""
-    df = _read(path, ("id",) if empty_labels else ("id", "label"))
+    df = read_table(path, ("id",) if empty_labels else ("id", "label"))
     if "label" not in df.columns:
         raise TableError(f"missing column (found: {', '.join(df.columns)})", row=1, column="label")
     ids = df["id"].str.strip()

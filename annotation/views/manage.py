@@ -40,7 +40,7 @@ PAGE = "annotation/manage/page.html"
 ALWAYS_FRESH = ("header", "setup", "lifecycle", "changes")
 
 
-def _context(request: HttpRequest, study: Study, **forms) -> dict:
+def manage_context(request: HttpRequest, study: Study, **forms) -> dict:
     study_close_if_past_deadline(study=study)  # the page shows the study closed once its deadline passed
     invitation_list = list(study.invitations.select_related("created_by")[:50])
     for inv in invitation_list:
@@ -97,8 +97,8 @@ def _answer(request: HttpRequest, study: Study, section: str, *, ok: str | None 
         if ok is not None:
             messages.success(request, ok)
             return redirect(f"{request.build_absolute_uri(_manage_url(study))}#{section}")
-        return render(request, PAGE, _context(request, study, **forms), status=status)
-    context = _context(request, study, notice=ok, notice_for=section, **forms)
+        return render(request, PAGE, manage_context(request, study, **forms), status=status)
+    context = manage_context(request, study, notice=ok, notice_for=section, **forms)
     html = render_to_string(f"{PAGE}#{section}", context, request=request)
     if ok is not None:
         for extra in ALWAYS_FRESH:
@@ -131,7 +131,7 @@ def manager_view(view):
 @manager_view
 def study_manage(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_manager(request.user, slug)
-    context = _context(request, study)
+    context = manage_context(request, study)
     if request.htmx and request.GET.get("fragment") == "progress":
         return render(request, f"{PAGE}#progress", context)
     return render(request, PAGE, context)

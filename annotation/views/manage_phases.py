@@ -14,7 +14,7 @@ from annotation.access import get_study_for_manager
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.questionnaires import PhasesError
 from annotation.services.phases import phase_answers_table, study_phases_update
-from annotation.views.manage import PAGE, _context, manager_view
+from annotation.views.manage import PAGE, manage_context, manager_view
 
 
 @manager_view
@@ -27,7 +27,7 @@ def study_phases(request: HttpRequest, slug: str) -> HttpResponse:
     try:
         changed = study_phases_update(study=study, user=request.user, text=text)
     except PhasesError as exc:
-        return render(request, PAGE, _context(request, study, phases_text=text, phases_errors=exc.errors), status=400)
+        return render(request, PAGE, manage_context(request, study, phases_text=text, phases_errors=exc.errors), status=400)
     messages.success(request, "Participant phases saved." if changed else "Nothing changed.")
     return redirect(reverse("study-manage", args=[study.slug]) + "#phases")
 

@@ -14,7 +14,7 @@ from annotation.questionnaires import QUESTIONNAIRES, AnswersError, answers_from
 from annotation.services.crowd import crowd_state
 from annotation.services.phases import PhaseOrderError, phase_consent, phase_instructions, phase_questionnaire
 from annotation.views.language import rater_study
-from annotation.views.workspace import NOT_YOUR_STEP, _next_screen
+from annotation.views.workspace import NOT_YOUR_STEP, next_screen
 
 
 def _write(request: HttpRequest, study, write, questions: list[dict]) -> HttpResponse:
@@ -22,7 +22,7 @@ def _write(request: HttpRequest, study, write, questions: list[dict]) -> HttpRes
     try:
         write(answers)
     except AnswersError as exc:
-        return _next_screen(request, study, errors=exc.errors, answers=answers, status=400)
+        return next_screen(request, study, errors=exc.errors, answers=answers, status=400)
     except PhaseOrderError:
         messages.error(request, NOT_YOUR_STEP)  # the reason is for API callers
     return redirect("workspace", slug=study.slug)

@@ -313,7 +313,7 @@ def _render(request: HttpRequest, study: Study, context: dict, *, status: int = 
     return response
 
 
-def _next_screen(request: HttpRequest, study: Study, *, errors: dict | None = None, answers: dict | None = None,
+def next_screen(request: HttpRequest, study: Study, *, errors: dict | None = None, answers: dict | None = None,
                  status: int = 200) -> HttpResponse:
     """The participant's phase (annotation.services.phases) as a screen."""
     crowd = crowd_context(request, study)
@@ -342,7 +342,7 @@ def _next_screen(request: HttpRequest, study: Study, *, errors: dict | None = No
 @require_GET
 def workspace(request: HttpRequest, slug: str) -> HttpResponse:
     study = rater_study(request, slug)
-    return _next_screen(request, study)
+    return next_screen(request, study)
 
 
 @login_required
@@ -416,7 +416,7 @@ def _redirect_to_next(request: HttpRequest, study: Study) -> HttpResponse:
     url = reverse("workspace", kwargs={"slug": study.slug})
     if request.htmx:
         # Swap in the next item directly (one round trip) and put its address in the bar.
-        response = _next_screen(request, study)
+        response = next_screen(request, study)
         response["HX-Push-Url"] = url
         return response
     return redirect(url)  # 302 after POST: a reload cannot submit twice

@@ -12,7 +12,7 @@ import yaml
 
 from judges.config import validate_judge
 from judges.services.engine import item_slots, judge_items, output_criteria
-from judges.strictserver import running_strict_server
+from tests.doubles.strict_provider_server import running_strict_server
 
 REPO = Path(__file__).resolve().parents[2]
 KEYS = {"OPENAI_API_KEY": "sk-test-openai-0000", "ANTHROPIC_API_KEY": "sk-ant-test-0000",

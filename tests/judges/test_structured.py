@@ -9,12 +9,12 @@ import jsonschema
 import pytest
 import yaml
 
-from judges.fakeserver import _h
+from judges.fakeserver import text_hash
 from judges.methods.direct import criterion_schema, label_set, parse_all, parse_for_prompt, parse_label_answer
 from judges.parsing import parse_best_worst, parse_pairwise, parse_ranking
 from judges.prompts import build_all_criteria, build_criterion
 from judges.prompts.base import LABEL_KINDS, judgeable
-from judges.strictserver import check_strict, instance
+from tests.doubles.strict_provider_server import check_strict, instance
 from judges.structured import (
     as_native, best_worst_schema, label_schema, pairwise_schema, ranking_schema, reader, scores_schema,
 )
@@ -44,7 +44,7 @@ def test_all_criteria_schema_reads_back(slug):
     valid(schema)
     prompt = build_all_criteria(r, ITEM, 0)
     for seed in range(5):
-        answer = instance(schema, _h(f"{slug}/{seed}"))
+        answer = instance(schema, text_hash(f"{slug}/{seed}"))
         V(schema).validate(answer)
         parsed = parse_all(r, prompt, crits, json.dumps(answer), structured=True)
         assert {k: p.value for k, p in parsed.items()} == {c["key"]: answer[c["key"]] for c in crits}
@@ -59,7 +59,7 @@ def test_one_criterion_schema_reads_back_in_the_prompts_own_format(slug):
             prompt = build_criterion(r, c["key"], ITEM, 0, None, fmt)
             schema = criterion_schema(prompt, c)
             valid(schema)
-            answer = instance(schema, _h(f"{slug}/{c['key']}/{fmt}"))
+            answer = instance(schema, text_hash(f"{slug}/{c['key']}/{fmt}"))
             V(schema).validate(answer)
             got = reader(schema, lambda t: parse_for_prompt(prompt, c, t))(json.dumps(answer))
             want = answer["label"] if c.get("kind") in LABEL_KINDS else answer["score"]

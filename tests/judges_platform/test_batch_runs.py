@@ -1,12 +1,12 @@
 """Batch runs through loopback servers that follow OpenAI's Batch API and Anthropic's Message Batches
-(judges/batchserver.py), with the real Celery worker (thread) on Redis: expiry, partial failure and
+(tests/doubles/batch_api_server.py), with the real Celery worker (thread) on Redis: expiry, partial failure and
 a batch that fails validation are sent again; each slot is scored once; cost at batch prices."""
 
 from __future__ import annotations
 
 import pytest
 
-from judges.batchserver import running_batch_server
+from tests.doubles.batch_api_server import running_batch_server
 from judges.models import JudgeBatch, JudgeBatchRequest, JudgeScore
 from judges.services.batches import batch_run_advance
 from judges.services.runs import judge_run_start

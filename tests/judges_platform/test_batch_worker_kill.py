@@ -15,7 +15,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from judges.batchserver import running_batch_server
+from tests.doubles.batch_api_server import running_batch_server
 from judges.models import JudgeBatch, JudgeBatchRequest
 from judges.services.runs import judge_run_start
 

@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from judges.strictserver import running_strict_server
+from tests.doubles.strict_provider_server import running_strict_server
 from judges.providers import read_response
 
 pytestmark = pytest.mark.django_db

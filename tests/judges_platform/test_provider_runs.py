@@ -8,7 +8,7 @@ from django.urls import reverse
 from judges.models import JudgeScore
 from judges.services.configs import judge_config_save
 from judges.services.runs import judge_run_start
-from judges.strictserver import running_strict_server
+from tests.doubles.strict_provider_server import running_strict_server
 
 from .conftest import wait_run_ends
 

@@ -246,8 +246,8 @@ def test_unique_ints_of_floats_equal_numpy_s_either_way():
         assert np.array_equal(uniq, ref_uniq, equal_nan=True) and uniq.dtype == ref_uniq.dtype
         assert np.array_equal(np.signbit(uniq), np.signbit(ref_uniq))
         assert np.array_equal(inverse, ref_inverse) and inverse.dtype == ref_inverse.dtype
-    assert all(grouping._small_whole_numbers(v) for v in tabled[:2])
-    assert not any(grouping._small_whole_numbers(v) for v in sorted_)
+    assert all(grouping.small_whole_numbers(v) for v in tabled[:2])
+    assert not any(grouping.small_whole_numbers(v) for v in sorted_)
 
 
 def test_average_ranks_equal_scipy_s_rankdata_either_way():

@@ -13,7 +13,7 @@ an answer longer than the cap is cut with finish_reason "length" (Anthropic: sto
 "max_tokens"), and the OpenAI reasoning models spend `hidden_reasoning` tokens from the cap first,
 so a cap sized for the visible answer comes back empty, as the real ones do.
 
-The rules and their sources are listed in docs/judges.md; CLI: python -m judges.strictserver PROFILE --port N.
+The rules and their sources are listed in docs/judges.md; CLI: python -m tests.doubles.strict_provider_server PROFILE --port N.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
-from judges.fakeserver import _h, _top_logprobs, answer_for, score_range
+from judges.fakeserver import answer_for, score_range, text_hash, top_logprobs_for
 
 PROFILES = ("openai", "anthropic", "google", "vllm", "sglang", "llamacpp", "ollama", "tgi", "openai-compatible")
 REASONING_RE = re.compile(r"^(o\d+|gpt-5)(?!.*-chat)")
@@ -66,10 +66,10 @@ def instance(schema: dict, h: int, depth: int = 0) -> Any:
         items = schema.get("items") or {}
         n = schema.get("minItems", 1)
         lo, hi = items.get("minimum", 1), items.get("maximum", n)
-        pool = sorted(range(lo, hi + 1), key=lambda v: _h(f"{h}/{v}"))
+        pool = sorted(range(lo, hi + 1), key=lambda v: text_hash(f"{h}/{v}"))
         return pool[:n]
     if kind == "object":
-        out = {k: instance(v, _h(f"{h}/{k}"), depth + 1) for k, v in (schema.get("properties") or {}).items()}
+        out = {k: instance(v, text_hash(f"{h}/{k}"), depth + 1) for k, v in (schema.get("properties") or {}).items()}
         if "best" in out and "worst" in out and out["best"] == out["worst"]:
             hi = schema["properties"]["worst"].get("maximum", 2)
             out["worst"] = out["best"] % hi + 1
@@ -260,14 +260,14 @@ class _Handler(BaseHTTPRequestHandler):
         chat = "messages" in body
         prompt = prompt_of(body["messages"]) if chat else body.get("prompt", "")
         schema = schema_of(s.profile, body) if chat else None
-        h = _h(prompt)
+        h = text_hash(prompt)
         text = json.dumps(instance(schema, h)) if schema else answer_for(prompt)[0]
         cap = body.get("max_completion_tokens", body.get("max_tokens", 1 << 30))
         hidden = s.hidden_reasoning if s.profile == "openai" and REASONING_RE.match(body["model"]) else 0
         want_lp = bool(body.get("logprobs"))
         if want_lp and cap == 1:  # G-Eval: one score token with its alternatives
             lo, hi = score_range(prompt)
-            top = _top_logprobs(prompt, lo, hi, int(body.get("top_logprobs") or body.get("logprobs") or 5))
+            top = top_logprobs_for(prompt, lo, hi, int(body.get("top_logprobs") or body.get("logprobs") or 5))
             tok = next(iter(top))
             text, out_toks, cut = tok, 1, False
             lp = {"content": [{"token": tok, "logprob": top[tok],
@@ -293,7 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _anthropic(self, body: dict) -> dict:
         prompt = (body.get("system") or "") + "\n\n" + prompt_of(body["messages"])
-        h = _h(prompt)
+        h = text_hash(prompt)
         thinking = (body.get("thinking") or {}).get("budget_tokens", 0)
         cap = body["max_tokens"] - thinking
         tool = (body.get("tool_choice") or {}).get("name")
