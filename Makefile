@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev run test bench browsers pgbouncer clean
+.PHONY: install install-dev run test bench docs browsers pgbouncer clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +30,20 @@ install-dev: $(DEV_STAMP)
 
 ## Serve Concord at http://127.0.0.1:8000 with demo studies (embedded PostgreSQL/Redis unless DATABASE_URL/REDIS_URL are set).
 run: install
+	@if [ -x $(VENV)/bin/mkdocs ]; then $(MAKE) --no-print-directory docs || echo "The documentation site did not build (see above); /docs/ serves the last build."; \
+	else echo "The documentation at /docs/ is not built: 'make docs' installs MkDocs (the dev extra's pins) and builds it."; fi
 	$(PY) -m config.launcher run
 
 ## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium.
 test: install-dev browsers pgbouncer
 	$(PY) -m config.launcher test $(ARGS)
+
+## The documentation site (mkdocs.yml, docs/) into site/, which Concord serves at /docs/ to signed-in users.
+## MkDocs and its theme at the versions the dev extra pins, without the rest of the dev tools.
+DOCS_DEPS = $(shell grep -o '"mkdocs[a-z-]*==[^"]*"' pyproject.toml | tr -d '"')
+docs: install
+	@test -x $(VENV)/bin/mkdocs || $(PY) -m pip install -q $(DOCS_DEPS)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 ## Benchmarks at a size that ends in minutes; FULL=1 for DESIGN.md's full sizes.
 bench: install-dev pgbouncer
@@ -52,4 +61,4 @@ pgbouncer:
 	@bash scripts/ensure-pgbouncer.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site

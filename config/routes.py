@@ -46,7 +46,7 @@ STUDY_RATE = Rule("study: rate", "the study's annotators, crowd participants inc
                   "a paused one gets no new work)", lambda user, study: can(user, study, Can.RATE), study_scoped=True)
 STUDY_MANAGE = Rule("study: manage", "site admins and the study's owner",
                     lambda user, study: can(user, study, Can.MANAGE), study_scoped=True)
-STUDY_PARTICIPANTS = Rule("study: participants' data", "site admins and the study's owner",
+STUDY_PARTICIPANTS = Rule("study: participants' data", "site admins only (not the owner)",
                           lambda user, study: can(user, study, Can.PARTICIPANTS), study_scoped=True)
 STUDY_ADMIN = Rule("study: site admin", "site admins only (judge runs spend money; judges are site-wide)",
                    lambda user, study: is_admin(user), study_scoped=True)
@@ -155,6 +155,7 @@ ROUTES: dict[str, Route] = {
     "api:api-root": Route(SIGNED_IN, Data.NONE),
     "api:schema": Route(API_DOCS, Data.NONE),
     "api:api-docs": Route(API_DOCS, Data.NONE),
+    "page:docs": Route(SIGNED_IN, Data.NONE),  # the built documentation site (config/docs_site.py)
     "api:rubric-list": Route(SIGNED_IN),
     "api:rubric-detail": Route(STUDY_RUBRIC),
     "api:api-rubric-file": Route(SITE_ADMIN),

@@ -1,10 +1,11 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from annotation.views.language import javascript_catalog
+from config.docs_site import docs_file
 
 urlpatterns = [
     # The rating loop's API first: Django tries patterns in order, and every pattern tried before the
@@ -22,6 +23,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # A page for people: signed out, it sends to the sign-in page and back (the schema stays 403 for clients).
     path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
+    # The documentation site built by `make docs` (config/docs_site.py), for signed-in users.
+    re_path(r"^docs/(?P<name>.*)$", docs_file, name="docs"),
 ]
 
 handler400 = "config.errors.bad_request"

@@ -76,6 +76,8 @@ PAGES: list[Page] = [
 # URL names that are not pages a person opens: each with the reason.
 NOT_PAGES = {
     "logout": "POST only",
+    "docs": "the documentation site's files as MkDocs Material builds them (its theme's HTML, not Concord's "
+            "templates; 404 until `make docs`); its build is checked by tests/docs/",
     "javascript-catalog": "the workspace script's translations (JavaScript)",
     "manage-upload": "POST only (answers with the Manage page's section)",
     "manage-members": "POST only", "manage-member-status": "POST only", "manage-status": "POST only",

@@ -168,6 +168,7 @@ RULES = {
 # What an allowed GET returns when it is not 200: POST-only views answer 405.
 GET_OK = {
     "page:logout": {405},
+    "page:docs": {200, 404},  # a file of the built documentation site: 404 for a name it lacks, or before `make docs`
     "django-admin:logout": {302, 405},  # non-staff are first sent to the admin's login
     "django-admin:login": {200, 302},  # staff already signed in are sent to the admin's index
     # Django's admin: staff without a model permission get 403; object 1 may not exist (302 to the index).

@@ -1,0 +1,45 @@
+"""/docs/: the documentation site that MkDocs builds (`make docs` -> site/), served by Concord itself to
+signed-in users, so that a deployed instance's users read the documentation of the version it runs.
+Only the built files are served (nothing of any study); a site not built yet gets a page that says how."""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import SuspiciousFileOperation
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.utils._os import safe_join
+from django.views.decorators.http import require_safe
+
+
+def site_dir() -> Path:
+    """Where mkdocs.yml's site_dir puts the build; DOCS_SITE_DIR overrides it (tests, other layouts)."""
+    return Path(getattr(settings, "DOCS_SITE_DIR", Path(settings.BASE_DIR) / "site"))
+
+
+@login_required
+@require_safe
+def docs_file(request: HttpRequest, name: str = "") -> HttpResponse:
+    root = site_dir()
+    if not (root / "index.html").is_file():
+        return render(request, "docs_not_built.html", status=404)
+    try:
+        target = Path(safe_join(root, name))
+    except SuspiciousFileOperation:
+        raise Http404("No documentation page at this address.") from None
+    if target.is_dir():
+        if name and not name.endswith("/"):
+            # The site's links are relative to a page's folder: /docs/how-to/deploy must become .../deploy/.
+            return HttpResponseRedirect(request.path + "/")
+        target = target / "index.html"
+    if not target.is_file():
+        raise Http404("No documentation page at this address.")
+    content_type, encoding = mimetypes.guess_type(target.name)
+    response = FileResponse(target.open("rb"), content_type=content_type or "application/octet-stream")
+    if encoding:
+        response.headers["Content-Encoding"] = encoding  # e.g. sitemap.xml.gz, served as the file it is
+    return response
