@@ -53,7 +53,7 @@ class Labels:
         return np.bincount(self.rater, minlength=self.n_raters)
 
 
-def _int_array(name: str, values: Any) -> np.ndarray:
+def int_array(name: str, values: Any) -> np.ndarray:
     a = np.asarray(values)
     if a.ndim != 1:
         raise LabelError(f"{name}: expected a one-dimensional array, got shape {a.shape}")
@@ -61,7 +61,7 @@ def _int_array(name: str, values: Any) -> np.ndarray:
         bad = ~np.isfinite(a) | (a != np.round(a))
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise LabelError(f"{name}[{k}] = {a[k]!r}: expected a whole number")
+            raise LabelError(f"{name}[{k}] = {a[k].item()!r}: expected a whole number")
     elif a.size and a.dtype.kind not in "iub":
         raise LabelError(f"{name}: expected integers, got {a.dtype}")
     a = a.astype(np.int64)
@@ -77,7 +77,7 @@ def label_data(items: Any, raters: Any, labels: Any, *, n_classes: int | None = 
 
     Raises LabelError naming the array and index of the first bad entry (a negative or
     fractional code, a class outside n_classes, arrays of different lengths)."""
-    item, rater, label = (_int_array(n, v) for n, v in (("items", items), ("raters", raters), ("labels", labels)))
+    item, rater, label = (int_array(n, v) for n, v in (("items", items), ("raters", raters), ("labels", labels)))
     if not (item.size == rater.size == label.size):
         raise LabelError(f"items, raters and labels differ in length ({item.size}, {rater.size}, {label.size})")
     if item.size == 0:

@@ -27,7 +27,7 @@ from scipy import sparse
 from scipy.linalg import cho_factor, cho_solve
 from scipy.stats import norm
 
-from .data import LabelError, _int_array
+from .data import LabelError, int_array
 
 PSEUDO_RATINGS = 2.0
 MAX_ITER = 1000
@@ -55,7 +55,7 @@ class RaterEffects:
 
 
 def _check(outputs, raters, scores):
-    o, r = _int_array("outputs", outputs), _int_array("raters", raters)
+    o, r = int_array("outputs", outputs), int_array("raters", raters)
     y = np.asarray(scores, dtype=float)
     if not (o.size == r.size == y.size):
         raise LabelError(f"outputs, raters and scores differ in length ({o.size}, {r.size}, {y.size})")
@@ -64,7 +64,7 @@ def _check(outputs, raters, scores):
     bad = ~np.isfinite(y)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise LabelError(f"scores[{k}] = {y[k]!r}: expected a finite number")
+        raise LabelError(f"scores[{k}] = {y[k].item()!r}: expected a finite number")
     return o, r, y
 
 

@@ -52,10 +52,11 @@ def _objective(x: np.ndarray, data: Labels, p_right: np.ndarray) -> tuple[float,
     return -float(q), -np.concatenate([d_alpha, d_beta])
 
 
-def glad(data: Labels, *, max_iter: int = MAX_ITER, tol: float | None = TOL,
-         prior: np.ndarray | None = None) -> LabelModel:
+def glad(data: Labels, *, max_iter: int = MAX_ITER, tol: float | None = TOL, prior: np.ndarray | None = None,
+         m_step_tol: float = M_STEP_TOL, m_step_max_iter: int = M_STEP_MAX_ITER) -> LabelModel:
     """rater["ability"] (alpha), item["difficulty"] (exp(-beta): higher is harder); rater_accuracy
-    is the mean over the rater's units of sigmoid(alpha exp(beta)). `tol=None` runs max_iter."""
+    is the mean over the rater's units of sigmoid(alpha exp(beta)). `tol=None` runs max_iter.
+    The M-step stops at gradient norm m_step_tol or after m_step_max_iter CG steps."""
     k = data.n_classes
     class_prior = np.full(k, 1.0 / k) if prior is None else np.asarray(prior, dtype=float)
     log_prior = np.log(class_prior)
@@ -65,7 +66,7 @@ def glad(data: Labels, *, max_iter: int = MAX_ITER, tol: float | None = TOL,
         post, _ = _e_step(data, x[:data.n_raters], x[data.n_raters:], log_prior)
         p_right = post[data.item, data.label]
         res = minimize(_objective, x, args=(data, p_right), jac=True, method="CG",
-                       tol=M_STEP_TOL, options={"maxiter": M_STEP_MAX_ITER})
+                       tol=m_step_tol, options={"maxiter": m_step_max_iter})
         x = res.x
         # crowd-kit's rule: Q per (label x class) row of its long table
         q = -res.fun / (data.n * k)

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from .data import LabelError, _int_array
+from .data import LabelError, int_array
 
 RIDGE = 1e-3
 MAX_ITER = 500
@@ -53,7 +53,7 @@ class PairwiseModel:
 
 
 def _check(raters, left, right, left_wins):
-    r, lft, rgt = (_int_array(n, v) for n, v in (("raters", raters), ("left", left), ("right", right)))
+    r, lft, rgt = (int_array(n, v) for n, v in (("raters", raters), ("left", left), ("right", right)))
     y = np.asarray(left_wins, dtype=float)
     if not (r.size == lft.size == rgt.size == y.size):
         raise LabelError(f"raters, left, right and left_wins differ in length ({r.size}, {lft.size}, "
@@ -63,7 +63,7 @@ def _check(raters, left, right, left_wins):
     bad = ~((y >= 0) & (y <= 1))
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise LabelError(f"left_wins[{k}] = {y[k]!r}: expected 1 (left won), 0 (right won) or 0.5 (a tie)")
+        raise LabelError(f"left_wins[{k}] = {y[k].item()!r}: expected 1 (left won), 0 (right won) or 0.5 (a tie)")
     same = lft == rgt
     if same.any():
         k = int(np.flatnonzero(same)[0])
@@ -95,15 +95,17 @@ def noisy_bradley_terry(raters, left, right, left_wins, *, n_outputs: int | None
     """Fit from parallel arrays: rater, left output, right output (codes from 0), and left_wins
     (1 left won, 0 right won, 0.5 a tie: half of each outcome's likelihood).
 
-    Starts from equal strengths, reliability 0.9 and no side bias unless `start` (the vector
-    strengths, logit reliabilities, logit biases) is given."""
+    The likelihood has several maxima (a rater can look like a guesser or like a judge of close
+    pairs): it is fitted from equal strengths, no side bias and reliability 0.9, then 0.5, and the
+    better fit is kept; or from `start` (strengths, logit reliabilities, logit biases) alone."""
     r, lft, rgt, y = _check(raters, left, right, left_wins)
     n_out = max(int(max(lft.max(), rgt.max())) + 1, n_outputs or 0)
     n_r = max(int(r.max()) + 1, n_raters or 0)
-    x0 = (np.concatenate([np.zeros(n_out), np.full(n_r, np.log(9.0)), np.zeros(n_r)])
-          if start is None else np.asarray(start, dtype=float))
-    res = minimize(lambda x: _neg_log_post(x, r, lft, rgt, y, n_out, n_r, ridge)[:2], x0, jac=True,
-                   method="L-BFGS-B", options={"maxiter": max_iter})
+    starts = ([np.concatenate([np.zeros(n_out), np.full(n_r, g), np.zeros(n_r)]) for g in (np.log(9.0), 0.0)]
+              if start is None else [np.asarray(start, dtype=float)])
+    fits = [minimize(lambda x: _neg_log_post(x, r, lft, rgt, y, n_out, n_r, ridge)[:2], x0, jac=True,
+                     method="L-BFGS-B", options={"maxiter": max_iter}) for x0 in starts]
+    res = min(fits, key=lambda f: f.fun)
     s = res.x[:n_out]
     ll = _neg_log_post(res.x, r, lft, rgt, y, n_out, n_r, ridge)[2]
     counts = np.bincount(r, minlength=n_r)

@@ -43,4 +43,4 @@ def best_label_model(data: Labels, methods: tuple[str, ...] = tuple(METHODS)) ->
     best = min(fits.values(), key=lambda f: f.bic)
     runner = sorted(fits.values(), key=lambda f: f.bic)[1:2]
     margin = f", {runner[0].bic - best.bic:.1f} below {runner[0].method}" if runner else ""
-    return ModelChoice(best, fits, f"lowest BIC ({best.bic:.1f}{margin}) among {', '.join(methods)}")
+    return ModelChoice(best, fits, f"{best.method}: lowest BIC ({best.bic:.1f}{margin}) among {', '.join(methods)}")
