@@ -65,5 +65,5 @@ def test_refusals_and_local_models_are_errors(tmp_path):
                 "fulltext-004")
     with pytest.raises(CommandError, match="sends no HTTP request"):
         printed(tmp_path, "name: t\nbackend: transformers\nmodel: tiny\n", "--rubric", "fulltext-004")
-    with pytest.raises(CommandError, match="no stored rubric or preset"):
+    with pytest.raises(CommandError, match="unknown rubric .nope.; known: aqua-003"):
         printed(tmp_path, "name: v\nprovider: vllm\nmodel: m\nendpoint: http://x\n", "--rubric", "nope")

@@ -3,6 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from judges.config import METHOD_NAMES, JudgeConfigError, parse_judges_text, validate_judge
+from rubrics.selectors import UnknownRubric, rubric_definition
 
 
 class Command(BaseCommand):
@@ -30,7 +31,10 @@ class Command(BaseCommand):
         except JudgeConfigError as exc:
             lines = "\n".join(f"  {p or path.name}: {m}" for p, m in exc.errors)
             raise CommandError(f"{file}: refused\n{lines}") from exc
-        definition = self._rubric(rubric)
+        try:
+            definition = rubric_definition(rubric)
+        except UnknownRubric as exc:
+            raise CommandError(f"--rubric: {exc}") from None
         planned = []
         for judge in judges:
             try:
@@ -60,22 +64,3 @@ class Command(BaseCommand):
         data["method_options"] = {k: v for k, v in judge["method_options"].items()
                                   if k in ("chunk_size", "use_cache", "output_format")}
         return validate_judge(data)
-
-    @staticmethod
-    def _rubric(slug: str) -> dict:
-        from rubrics.loader import list_presets, load_preset
-        from rubrics.models import Rubric
-
-        from django.db import DatabaseError
-
-        try:
-            stored = Rubric.objects.filter(slug=slug).first()
-            version = stored.latest_version() if stored else None
-        except DatabaseError:  # no database here: the presets still answer
-            version = None
-        if version is not None:
-            return version.definition
-        if slug in list_presets():
-            return load_preset(slug)
-        raise CommandError(f"--rubric {slug}: no stored rubric or preset by that slug "
-                           f"(presets: {', '.join(list_presets())})")

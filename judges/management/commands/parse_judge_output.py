@@ -2,27 +2,9 @@ import json
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DatabaseError
 
 from judges.methods.answers import KNOWN_METHODS, AnswerError, as_report, parse_answer
-from rubrics.loader import list_presets, load_preset
-from rubrics.models import Rubric
-
-
-def rubric_definition(slug: str) -> dict:
-    """The rubric's latest stored version, else the built-in preset of that slug."""
-    try:
-        rubric = Rubric.objects.filter(slug=slug).first()
-        version = rubric.latest_version if rubric else None
-        if version is not None:
-            return version.definition
-        stored = sorted(Rubric.objects.values_list("slug", flat=True))
-    except DatabaseError:  # no database to hand: the presets still answer
-        stored = []
-    if slug in list_presets():
-        return load_preset(slug)
-    known = sorted(set(stored) | set(list_presets()))
-    raise CommandError(f"unknown rubric {slug!r}; known: {', '.join(known)}")
+from rubrics.selectors import UnknownRubric, rubric_definition
 
 
 class Command(BaseCommand):
@@ -40,7 +22,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, rubric: str, method: str, criterion: str | None, output_format: str | None,
                file: str, **options):
-        definition = rubric_definition(rubric)
+        try:
+            definition = rubric_definition(rubric)
+        except UnknownRubric as exc:
+            raise CommandError(f"--rubric: {exc}") from None
         text = self.read(file)
         try:
             results = parse_answer(definition, method, text, criterion=criterion, output_format=output_format)
