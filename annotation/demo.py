@@ -2,8 +2,9 @@
 accounts to try it, and a study in German with Arabic and Hebrew items (annotation.demo_languages).
 
 Each demo study is a simulated study (annotation.simulation): synthetic items, three simulated
-raters who rate every item through the workspace's services, and room for the demo annotators
-to rate every item too. `judges_hook` (set by the load_demo command, which may import the judges
+raters who rate every item through the workspace's services (in a rated, not comparative, study two
+more: one who answers at random and one strict by far), and room for the demo annotators to rate
+every item too. `judges_hook` (set by the load_demo command, which may import the judges
 app) adds judge runs and a release, so every report page opens full.
 
 Idempotent: a study that exists is left as it is. Demo passwords are for a local machine only;
@@ -22,7 +23,7 @@ from annotation.demo_languages import demo_languages_install
 from annotation.models import Study, StudyMember
 from annotation.services.studies import study_members_add
 from annotation.simulation.items import COMPARE_PRESETS, PRESETS
-from annotation.simulation.latent import Knobs
+from annotation.simulation.latent import SPAMMER, STRICT, Knobs
 from annotation.simulation.study import simulated_study_create
 from rubrics.loader import load_preset
 
@@ -30,6 +31,9 @@ ANNOTATORS = ["annotator", "annotator2", "annotator3"]
 ACCOUNTS = {"admin": "admin", **{name: "annotator" for name in ANNOTATORS}, "researcher": "researcher"}
 N_ITEMS = 12
 N_SIM_RATERS = 3
+# Two more simulated raters in each rated (not comparative) study, as a crowd panel has them: one who
+# answers at random and one who is strict by far; the report's rater models find both.
+STYLED_RATERS = {f"rater-{N_SIM_RATERS + 1}": SPAMMER, f"rater-{N_SIM_RATERS + 2}": STRICT}
 N_UNRATED = 4  # items added after the simulated raters: only the judges score them (PPI)
 # A comparative study shows each rater a pair or a tuple of an item's outputs: more items, so that
 # every pair of systems is compared often enough for Bradley–Terry intervals worth a look.
@@ -147,10 +151,12 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
         slug = f"demo-{preset}"
         if Study.objects.filter(slug=slug).exists():
             continue
+        styles = {} if preset in COMPARE_PRESETS else STYLED_RATERS
         sim = simulated_study_create(
-            preset=preset, slug=slug, n_items=N_COMPARE_ITEMS if preset in COMPARE_PRESETS else N_ITEMS, n_raters=N_SIM_RATERS, seed=seed, knobs=KNOBS,
-            raters_per_item=N_SIM_RATERS + len(ANNOTATORS), admin=users["admin"], rater_prefix="demo-rater",
-            unrated_items=N_UNRATED,
+            preset=preset, slug=slug, n_items=N_COMPARE_ITEMS if preset in COMPARE_PRESETS else N_ITEMS,
+            n_raters=N_SIM_RATERS + len(styles), seed=seed, knobs=KNOBS, styles=styles,
+            raters_per_item=N_SIM_RATERS + len(styles) + len(ANNOTATORS), admin=users["admin"],
+            rater_prefix="demo-rater", unrated_items=N_UNRATED,
             name=f"Demo: {load_preset(preset)['name']}",
         )
         study_members_add(study=sim.study, usernames=ANNOTATORS, role=StudyMember.Role.ANNOTATOR)

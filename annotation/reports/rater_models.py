@@ -6,8 +6,8 @@ with the reason; per numeric criterion the rater-effects model gives each rater'
 The report gets a section of plain data (`rater_models_section`); a release gets each output's
 modelled label and posterior and each rater's estimates (`study_rater_models`).
 
-A rater is named "to check" when the estimates say so (accuracy near chance, spamming, a bias of a
-scale point or more, noise twice the pooled): a prompt for a look, never a rejection — payment
+A rater is named "to check" when the estimates say so (accuracy near chance, spamming, one label given
+far more often than the consensus gives it, a bias of a scale point or more, noise twice the pooled): a prompt for a look, never a rejection — payment
 decisions stay with the study's written attention policy.
 """
 
@@ -28,7 +28,9 @@ from annotation.stats.raters import best_label_model, label_data, rater_effects
 MIN_ANSWERS_TO_FLAG = 10
 NEAR_CHANCE = 0.10        # accuracy within this of 1/K: the labels carry almost nothing
 SPAMMING = 0.30           # MACE competence below this: most answers are the rater's own strategy
-BIAS_POINTS = 1.0         # a rater's mean shift on a scale, in scale points
+OVERUSED = 0.30           # a class given this much more often than the consensus gives it on the same outputs
+BIAS_POINTS = 1.0         # a rater's shift from the median rater, in scale points, and at least
+BIAS_SHARE = 0.25         # this share of the scale's range (1.5 points of a 1-7 scale, 25 of 0-100)
 NOISE_TIMES = 2.0         # a rater's noise SD this many times the pooled one
 RATERS_SHOWN = 200        # rows per criterion kept in the report (the flagged ones first)
 METHOD_NAMES = {"majority": "majority vote", "dawid_skene": "Dawid–Skene", "one_coin": "one-coin Dawid–Skene",
@@ -68,6 +70,12 @@ def _categorical(codes: Mapping[str, Any], choices: list[str]) -> tuple[dict[str
     agree = np.bincount(data.rater, weights=(data.label == majority.labels[data.item]).astype(float),
                         minlength=data.n_raters) / np.maximum(n, 1)
     competence = choice.fits["mace"].rater.get("competence") if "mace" in choice.fits else None
+    # a rater who gives one class far more often than the consensus does on the same outputs
+    said = np.zeros((data.n_raters, k))
+    np.add.at(said, (data.rater, data.label), 1)
+    fitted = np.zeros((data.n_raters, k))
+    np.add.at(fitted, (data.rater, best.labels[data.item]), 1)
+    excess = (said - fitted) / np.maximum(n, 1)[:, None]
     raters = []
     for r, name in enumerate(codes["raters"]):
         accuracy = float(best.rater_accuracy[r])
@@ -78,6 +86,10 @@ def _categorical(codes: Mapping[str, Any], choices: list[str]) -> tuple[dict[str
                 why.append(f"accuracy {accuracy:.2f}, near chance ({1 / k:.2f})")
             if comp is not None and comp < SPAMMING:
                 why.append(f"MACE: spamming {1 - comp:.0%} of answers")
+            over = int(excess[r].argmax())
+            if excess[r, over] >= OVERUSED:
+                why.append(f"says {choices[over]} {said[r, over] / n[r]:.0%} of the time, "
+                           f"the consensus {fitted[r, over] / n[r]:.0%}")
         raters.append({"rater": name, "n": int(n[r]), "agreement": float(agree[r]), "distance": None,
                        "accuracy": accuracy,
                        "competence": comp, "bias": None, "noise_sd": None, "to_check": "; ".join(why)})
@@ -104,15 +116,18 @@ def _numeric(codes: Mapping[str, Any], criterion: Mapping[str, Any]) -> dict[str
     n = fit.rater_n
     dist = np.bincount(codes["rater"], weights=np.abs(codes["x"] - plain[codes["unit"]]),
                        minlength=len(codes["raters"])) / np.maximum(n, 1)
-    points = BIAS_POINTS if criterion.get("min") is None else BIAS_POINTS * max(
-        1.0, (float(criterion["max"]) - float(criterion["min"])) / 6)  # a point of a 1-7 scale, more of a 0-100
+    points = BIAS_POINTS if criterion.get("min") is None else max(
+        BIAS_POINTS, (float(criterion["max"]) - float(criterion["min"])) * BIAS_SHARE)
+    # Against the median rater: one far-off rater moves the mean of the biases, not their median.
+    centre = float(np.median(fit.rater_bias[n > 0])) if (n > 0).any() else 0.0
     raters = []
     for r, name in enumerate(codes["raters"]):
         bias, sd = float(fit.rater_bias[r]), float(fit.rater_sd[r])
+        off = bias - centre
         why = []
         if n[r] >= MIN_ANSWERS_TO_FLAG:
-            if abs(bias) >= points:
-                why.append(f"{'lenient' if bias > 0 else 'strict'} by {abs(bias):.1f} points")
+            if abs(off) >= points:
+                why.append(f"{'lenient' if off > 0 else 'strict'} by {abs(off):.1f} points against the median rater")
             if sd >= NOISE_TIMES * fit.noise_sd:
                 why.append(f"noise SD {sd:.2f}, {sd / fit.noise_sd:.1f}× the pooled")
         raters.append({"rater": name, "n": int(n[r]), "agreement": None, "distance": float(dist[r]), "accuracy": None,
@@ -150,7 +165,8 @@ def rater_models_section(df: pd.DataFrame, criteria: list[Mapping[str, Any]]) ->
     `df`: the report's rated rows with `x` and the `rater` categorical, attention checks left out."""
     out: dict[str, Any] = {"criteria": {}, "to_check": [],
                            "settings": {"min_answers": MIN_ANSWERS_TO_FLAG, "near_chance": NEAR_CHANCE,
-                                        "spamming": SPAMMING, "bias_points": BIAS_POINTS, "noise_times": NOISE_TIMES}}
+                                        "spamming": SPAMMING, "overused": OVERUSED, "bias_points": BIAS_POINTS, "bias_share": BIAS_SHARE,
+                                        "noise_times": NOISE_TIMES}}
     flagged: dict[str, list[str]] = {}
     for c, entry, _ in _fits(df, criteria):
         raters = sorted(entry["raters"], key=lambda r: (not r["to_check"], r["rater"]))

@@ -62,6 +62,23 @@ def perceived(z: float, *, seed: int, who: str, knobs: Knobs, item_id: str, posi
     return z
 
 
+# Raters who are not merely noisy (crowd panels have both): a spammer answers without looking (a draw
+# of its own per answer, whatever the output), a strict rater sees everything STRICT_SHIFT worse.
+SPAMMER, STRICT = "spammer", "strict"
+STRICT_SHIFT = 1.5
+
+
+def styled(z: float, style: str, *, seed: int, who: str, item_id: str, position: int, criterion: str) -> float:
+    """What a rater of `style` ("" for an ordinary one) answers from the perceived `z`."""
+    if style == SPAMMER:
+        return normal(seed, "spam", who, item_id, position, criterion)
+    if style == STRICT:
+        return z - STRICT_SHIFT
+    if style:
+        raise ValueError(f"unknown rater style {style!r}; expected {SPAMMER!r} or {STRICT!r}")
+    return z
+
+
 def to_scale(z: float, lo: float, hi: float, step: float = 1) -> float | int:
     """z -> a value on the scale lo..hi (steps of `step`)."""
     p = _NORMAL.cdf(z)

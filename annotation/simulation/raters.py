@@ -13,7 +13,7 @@ comment (now and then) and ignoring an item whose context is unsuitable (seed 00
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from annotation.models import Item, Output, Study
 from annotation.services.assignments import assignment_next
@@ -21,17 +21,21 @@ from annotation.services.ratings import assignment_submit, span_text
 from rubrics.schema import COMPARATIVE_KINDS
 from annotation.simulation.comparative import comparative_answer
 from annotation.simulation.items import system_effect
-from annotation.simulation.latent import Knobs, normal, output_quality, perceived, to_label, to_scale, unit
+from annotation.simulation.latent import (
+    Knobs, normal, output_quality, perceived, styled, to_label, to_scale, unit,
+)
 
 
 def value_for(criterion: dict, *, seed: int, preset: str, item_id: str, position: int, system: str, who: str,
-              knobs: Knobs, shown_first: bool) -> Any:
-    """One rater's (or judge's) value for one scored or labelled criterion of one output."""
+              knobs: Knobs, shown_first: bool, style: str = "") -> Any:
+    """One rater's (or judge's) value for one scored or labelled criterion of one output; `style`:
+    latent.SPAMMER or latent.STRICT for a rater who is more than noisy."""
     kind = criterion["kind"]
     whole = kind in ("binary", "choice") or criterion.get("overall")
     z = output_quality(seed, system_effect(preset, system), item_id, position, None if whole else criterion["key"])
     z = perceived(z, seed=seed, who=who, knobs=knobs, item_id=item_id, position=position,
                   criterion=criterion["key"], shown_first=shown_first)
+    z = styled(z, style, seed=seed, who=who, item_id=item_id, position=position, criterion=criterion["key"])
     if kind in ("likert", "numeric"):
         return to_scale(z, criterion["min"], criterion["max"], criterion.get("step", 1) if kind == "numeric" else 1)
     values = [c["value"] for c in criterion["choices"]]  # best first (ACCEPT, TP, ...)
@@ -66,7 +70,7 @@ def _highlight(content: str, label: str) -> list[dict]:
 
 
 def rater_answers(*, rubric: dict, preset: str, item: Item, shown: Sequence[Output], who: str, knobs: Knobs,
-                  seed: int) -> dict:
+                  seed: int, style: str = "") -> dict:
     options = rubric.get("item_options") or {}
     ext = item.external_id
     if options.get("allow_ignore") and (item.metadata or {}).get("note"):
@@ -95,7 +99,7 @@ def rater_answers(*, rubric: dict, preset: str, item: Item, shown: Sequence[Outp
                 block[c["key"]] = {"value": f"Notes on response {n}.", "reasoning": ""}
                 continue
             value = value_for(c, seed=seed, preset=preset, item_id=ext, position=out.position, system=out.system,
-                              who=who, knobs=knobs, shown_first=first)
+                              who=who, knobs=knobs, shown_first=first, style=style)
             mode = c.get("reasoning", "none")
             at_end = kind in ("likert", "numeric") and value in (c["min"], c["max"])
             reasoning = _reasoning(c, value) if mode == "required" or (mode == "optional" and at_end) else ""
@@ -110,9 +114,10 @@ def rater_answers(*, rubric: dict, preset: str, item: Item, shown: Sequence[Outp
 
 
 def simulate_ratings(*, study: Study, raters: Sequence, preset: str, knobs: Knobs, seed: int,
-                     who: Sequence[str] | None = None) -> int:
+                     who: Sequence[str] | None = None, styles: Mapping[str, str] | None = None) -> int:
     """Raters take turns, one item each, as people working side by side would, until the engine has
-    nothing left for any of them (so with fewer raters per item than raters, work is shared out)."""
+    nothing left for any of them (so with fewer raters per item than raters, work is shared out).
+    `styles`: {name: latent.SPAMMER or latent.STRICT} for the raters who are more than noisy."""
     rubric = study.rubric_version.definition
     names = list(who) if who else [f"rater-{k + 1}" for k in range(len(raters))]
     busy = dict(zip(names, raters))
@@ -126,7 +131,7 @@ def simulate_ratings(*, study: Study, raters: Sequence, preset: str, knobs: Knob
             by_position = {o.position: o for o in a.item.outputs.all()}
             shown = [by_position[p] for p in a.permutation]
             answers = rater_answers(rubric=rubric, preset=preset, item=a.item, shown=shown, who=name,
-                                    knobs=knobs, seed=seed)
+                                    knobs=knobs, seed=seed, style=(styles or {}).get(name, ""))
             a.study = study
             ms = int(20_000 + 100_000 * unit(seed, "time", name, a.item.external_id))
             assignment_submit(assignment=a, answers=answers, time_on_task_ms=ms)

@@ -41,11 +41,12 @@ def rater_accounts(n: int, prefix: str = "sim-rater") -> list:
 def simulated_study_create(*, preset: str, slug: str, n_items: int = 20, n_raters: int = 3, seed: int = 0,
                            knobs: Knobs = Knobs(), raters_per_item: int | None = None, admin=None,
                            name: str = "", rater_prefix: str = "sim-rater",
-                           unrated_items: int = 0) -> SimulatedStudy:
+                           unrated_items: int = 0, styles: dict[str, str] | None = None) -> SimulatedStudy:
     """Create and open the study, import the synthetic items, and let `n_raters` rate every item they
     are given (raters_per_item defaults to n_raters: every rater rates every item). `unrated_items`
     more are imported after the raters are done: items only judges will score (as when a study grows
-    after its human round; prediction-powered estimates need such items)."""
+    after its human round; prediction-powered estimates need such items). `styles`: {"rater-k": latent.SPAMMER
+    or latent.STRICT} for the k-th rater (from 1) when they are more than noisy."""
     if n_items < 1 or n_raters < 1:
         raise ValueError("a simulated study needs at least one item and one rater")
     versions = {v.rubric.slug: v for v in rubric_presets_install()}
@@ -62,7 +63,7 @@ def simulated_study_create(*, preset: str, slug: str, n_items: int = 20, n_rater
     raters = rater_accounts(n_raters, rater_prefix)
     study_members_add(study=study, usernames=[u.username for u in raters], role=StudyMember.Role.ANNOTATOR)
     study_set_status(study=study, status=Study.Status.OPEN)
-    submits = simulate_ratings(study=study, raters=raters, preset=preset, knobs=knobs, seed=seed)
+    submits = simulate_ratings(study=study, raters=raters, preset=preset, knobs=knobs, seed=seed, styles=styles)
     if unrated_items:
         items_import(study=study, text="\n".join(json.dumps(r) for r in rows[n_items:]), filename="later.jsonl")
     return SimulatedStudy(study, raters, submits)
