@@ -1,6 +1,14 @@
-from django.contrib import admin
+import json
 
+from django.contrib import admin
+from django.utils.html import format_html
+
+from .masking import mask_backend_options, mask_judge, mask_url
 from .models import JudgeCacheEntry, JudgeConfig, JudgeRun, JudgeScore
+
+
+def _json(value) -> str:
+    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 @admin.register(JudgeConfig)
@@ -8,6 +16,18 @@ class JudgeConfigAdmin(admin.ModelAdmin):
     list_display = ["name", "backend", "model", "method", "mode", "queue", "concurrency", "updated_at"]
     list_filter = ["backend", "method", "mode"]
     search_fields = ["name", "model"]
+    # Shown masked and changed by loading the judge's file again: a form would show the secrets
+    # an old judge may hold, and saving the mask back would overwrite them.
+    exclude = ["endpoint", "backend_options"]
+    readonly_fields = ["endpoint_masked", "backend_options_masked"]
+
+    @admin.display(description="endpoint")
+    def endpoint_masked(self, judge: JudgeConfig) -> str:
+        return mask_url(judge.endpoint)
+
+    @admin.display(description="backend options (credentials masked)")
+    def backend_options_masked(self, judge: JudgeConfig) -> str:
+        return _json(mask_backend_options(judge.backend_options))
 
 
 @admin.register(JudgeRun)
@@ -16,7 +36,12 @@ class JudgeRunAdmin(admin.ModelAdmin):
                     "cost_usd", "created_at", "finished_at"]
     list_filter = ["status", "study"]
     raw_id_fields = ["study", "judge", "created_by"]
-    readonly_fields = ["config", "criteria", "created_at", "started_at", "finished_at"]
+    exclude = ["config", "error", "key_parts"]
+    readonly_fields = ["config_masked", "error_shown", "criteria", "created_at", "started_at", "finished_at"]
+
+    @admin.display(description="config (credentials masked)")
+    def config_masked(self, run: JudgeRun) -> str:
+        return _json(mask_judge(run.config))
 
 
 @admin.register(JudgeScore)

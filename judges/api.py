@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from annotation.access import get_study_for_reader, is_admin, study_role
 from annotation.models import Study
 from judges.config import JudgeConfigError, validate_judge
+from judges.masking import mask_judge
 from judges.models import JudgeConfig, JudgeRun, JudgeScore
 from judges.score_table import study_scores_parquet
 from judges.selectors import run_progress
@@ -30,12 +31,17 @@ class JudgeConfigSerializer(serializers.ModelSerializer):
         model = JudgeConfig
         exclude = ["id"]
 
+    def to_representation(self, judge: JudgeConfig) -> dict:
+        return mask_judge(super().to_representation(judge))  # admins too: keys never leave the workers
+
 
 class JudgeRunSerializer(serializers.ModelSerializer):
     study = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     # Null once the judge configuration is deleted; the run keeps its config snapshot.
     judge = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
     progress = serializers.SerializerMethodField()
+    config = serializers.SerializerMethodField(help_text="The judge's settings when the run started, secrets masked.")
+    error = serializers.CharField(source="error_shown", read_only=True)
 
     class Meta:
         model = JudgeRun
@@ -46,6 +52,9 @@ class JudgeRunSerializer(serializers.ModelSerializer):
 
     def get_progress(self, run: JudgeRun) -> dict:
         return run_progress(run).as_dict()
+
+    def get_config(self, run: JudgeRun) -> dict:
+        return mask_judge(run.config)
 
 
 class RunStartSerializer(serializers.Serializer):

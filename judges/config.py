@@ -18,7 +18,8 @@
     price_out_per_m: 0.60
     queue: judges                      # Celery queue (one per GPU node, say)
     prompt_overrides: {}               # named template pieces of judges.prompts
-    backend_options: {timeout_s: 60, max_retries: 5}
+    backend_options: {timeout_s: 60, max_retries: 5}   # headers_env: {X-Gateway-Key: GATEWAY_KEY} sends a
+                                       # credential header by reference; literal headers: public ones only
     method_options: {chunk_size: 16}
     # seed 003: escalation takes router: deterministic|llm (router_two_calls: true forces the
     # two-call fallback); label/legacy/modular take ensemble: weighted, members: [names of the
@@ -35,6 +36,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from judges.masking import PUBLIC_HEADERS, is_secret_header, is_secret_name
 from judges.prompts.base import known_overrides
 from judges.providers import GENERIC, NAMES as PROVIDERS, canonical, check_judge, get_provider
 from judges.providers.openai import EFFORTS as REASONING_EFFORTS
@@ -56,7 +58,8 @@ QUEUE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")
 # Backend settings a judge may pass through (the rest are set from the judge's own fields).
 OPENAI_OPTIONS = {"timeout_s": float, "connect_timeout_s": float, "max_retries": int, "backoff_base_s": float,
                   "backoff_max_s": float, "retry_after_max_s": float, "supports_json_schema": bool,
-                  "supports_seed": bool, "extra_body": dict, "headers": dict, "reasoning_model": bool}
+                  "supports_seed": bool, "extra_body": dict, "headers": dict, "headers_env": dict,
+                  "reasoning_model": bool}
 TRANSFORMERS_OPTIONS = {"batch_size": int, "max_batch_tokens": int, "dtype": str, "device": str,
                         "trust_remote_code": bool, "max_input_tokens": int}
 SAMPLING = {"temperature": (float, 0.0, 2.0), "top_p": (float, 0.0, 1.0), "max_tokens": (int, 1, 32768),
@@ -213,6 +216,8 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
 
     backend_allowed = OPENAI_OPTIONS if out.get("backend") == "openai" else TRANSFORMERS_OPTIONS
     _check_options(out["backend_options"], backend_allowed, p("backend_options"), errors)
+    if isinstance(out["backend_options"], dict):
+        _check_credentials(out["backend_options"], p, errors)
     method_allowed = {**COMMON_METHOD_OPTIONS, **METHOD_OPTIONS.get(out["method"], {}),
                       **(ENSEMBLE_OPTIONS if out["method"] in ENSEMBLE_METHODS else {})}
     _check_options(out["method_options"], method_allowed, p("method_options"), errors)
@@ -265,6 +270,30 @@ def _provider(data: dict[str, Any], out: dict[str, Any], p: Any, errors: list[tu
         out["endpoint"] = profile.default_endpoint
     if not out.get("api_key_env") and profile.default_key_env:
         out["api_key_env"] = profile.default_key_env
+
+
+def _check_credentials(opts: dict[str, Any], p: Any, errors: list[tuple[str, str]]) -> None:
+    """Credentials only by reference: a literal one would be stored, snapshotted into every run and
+    copied wherever the judge goes; a variable's NAME is safe to store and show."""
+    headers = opts.get("headers") if isinstance(opts.get("headers"), dict) else {}
+    for name, value in headers.items():
+        if not isinstance(value, str):
+            errors.append((p(f"backend_options.headers.{name}"), "must be text"))
+        elif is_secret_header(str(name)):
+            errors.append((p(f"backend_options.headers.{name}"),
+                           f"a literal value is refused for this header (it may carry a credential); put the value "
+                           f"in an environment variable and set backend_options.headers_env: {{{name}: VARIABLE_NAME}}"
+                           f" (public headers allowed literally: {', '.join(sorted(PUBLIC_HEADERS))})"))
+    refs = opts.get("headers_env") if isinstance(opts.get("headers_env"), dict) else {}
+    for name, env in refs.items():
+        if not isinstance(env, str) or not ENV_RE.match(env):
+            errors.append((p(f"backend_options.headers_env.{name}"),
+                           "must be an environment variable NAME such as MY_GATEWAY_KEY"))
+    body = opts.get("extra_body") if isinstance(opts.get("extra_body"), dict) else {}
+    for name in body:
+        if is_secret_name(str(name)):
+            errors.append((p(f"backend_options.extra_body.{name}"), "looks like a credential; send it as a header "
+                                                                     "held by reference (backend_options.headers_env)"))
 
 
 def _check_ensemble(method: str, mo: dict[str, Any], p: Any, errors: list[tuple[str, str]]) -> None:

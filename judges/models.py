@@ -7,11 +7,14 @@ against a unique (run, item, output, criterion), so a redelivered task is a no-o
 
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from annotation.models import Item, Output, Study
+from judges.masking import mask_url, scrub_text, secret_values
 
 
 class JudgeConfig(models.Model):
@@ -54,6 +57,10 @@ class JudgeConfig(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def endpoint_shown(self) -> str:
+        return mask_url(self.endpoint)
 
 
 class JudgeRun(models.Model):
@@ -116,6 +123,11 @@ class JudgeRun(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def error_shown(self) -> str:
+        """The error as pages and the API show it: a key the provider echoed back is masked."""
+        return scrub_text(self.error, secret_values(self.config, os.environ)) if self.error else ""
 
     @property
     def n_done(self) -> int:

@@ -57,7 +57,7 @@ def settings_from_judge(judge: Mapping[str, Any]) -> ProviderSettings:
         reasoning_tokens=sampling.get("reasoning_tokens"), reasoning_model=opts.get("reasoning_model"),
         supports_json_schema=bool(opts.get("supports_json_schema") or judge.get("structured_output")),
         supports_seed=opts.get("supports_seed", True), extra_body=dict(opts.get("extra_body") or {}),
-        headers=dict(opts.get("headers") or {}),
+        headers=dict(opts.get("headers") or {}), headers_env=dict(opts.get("headers_env") or {}),
     )
 
 
@@ -80,6 +80,9 @@ def build_request(judge: Mapping[str, Any], request: JudgeRequest, *, mask_key: 
     variable the judge names (PermanentBackendError when unset) unless `key` is given; with
     `mask_key` an unset variable shows as `$NAME` and a set one is masked."""
     settings = settings_from_judge(judge)
+    if mask_key:  # the variables' values (masked below), or `$NAME` for an unset one
+        settings.headers.update({h: os.environ.get(env) or f"${env}" for h, env in settings.headers_env.items()})
+        settings.headers_env = {}
     if key is None:
         key = ((os.environ.get(settings.api_key_env or "") or (f"${settings.api_key_env}" if settings.api_key_env
                                                                  else None))

@@ -77,7 +77,7 @@ class Anthropic(Provider):
         return (root if root.endswith("/v1") else root + "/v1") + "/messages"
 
     def headers(self, settings: ProviderSettings, api_key: str | None) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "anthropic-version": API_VERSION, **settings.headers}
+        headers = {"Content-Type": "application/json", "anthropic-version": API_VERSION, **settings.own_headers()}
         if api_key:
             headers["x-api-key"] = api_key
         return headers

@@ -17,6 +17,7 @@ from judges.backends.base import JudgeRequest, JudgeResponse
 from judges.backends.errors import (
     BackendError, MalformedResponseError, PermanentBackendError, RateLimited, RetryableBackendError,
 )
+from judges.masking import is_secret_header, mask_backend_options, mask_headers, mask_url, mask_value
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 Problem = tuple[str, str]  # (field path in the judge file, message naming the rule and the fix)
@@ -37,24 +38,16 @@ class HttpRequest:
         return urlsplit(self.url).path
 
     def masked(self) -> "HttpRequest":
-        """The same request with credentials replaced by a mask keeping the first 3 characters."""
-        return HttpRequest(self.method, self.url, {k: mask_secret(k, v) for k, v in self.headers.items()}, self.json)
+        """The same request with credentials (headers, the URL's, credential-like body fields) masked
+        by judges.masking, keeping at most the first 3 characters."""
+        return HttpRequest(self.method, mask_url(self.url), mask_headers(self.headers), mask_backend_options(self.json))
 
     def as_dict(self) -> dict[str, Any]:
         return {"method": self.method, "url": self.url, "headers": dict(self.headers), "json": self.json}
 
 
-SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key"}
-
-
 def mask_secret(name: str, value: str) -> str:
-    if name.lower() not in SECRET_HEADERS:
-        return value
-    scheme, _, token = value.rpartition(" ")
-    if token.startswith("$"):  # a placeholder naming the unset variable, not a key
-        return value
-    shown = token[:3] + "..." if len(token) > 8 else "..."
-    return f"{scheme} {shown}".strip()
+    return mask_value(value) if is_secret_header(name) else value
 
 
 @dataclass
@@ -72,6 +65,11 @@ class ProviderSettings:
     supports_seed: bool = True
     extra_body: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
+    headers_env: dict[str, str] = field(default_factory=dict)  # header -> NAME of the variable holding its value
+
+    def own_headers(self) -> dict[str, str]:
+        """The judge's own headers, those held by reference read from the environment now."""
+        return {**self.headers, **{name: env_value(env) for name, env in self.headers_env.items()}}
 
 
 class Provider:
@@ -106,7 +104,7 @@ class Provider:
         raise NotImplementedError
 
     def headers(self, settings: ProviderSettings, api_key: str | None) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", **settings.headers}
+        headers = {"Content-Type": "application/json", **settings.own_headers()}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         return headers
@@ -164,11 +162,14 @@ def error_message(text: str) -> str:
     return found if isinstance(found, str) else json.dumps(found) if found else ""
 
 
+def env_value(name: str) -> str:
+    """A credential held by reference: the variable's value; PermanentBackendError when it is unset."""
+    value = os.environ.get(name)
+    if not value:
+        raise PermanentBackendError(f"environment variable {name} is not set")
+    return value
+
+
 def api_key(settings: ProviderSettings) -> str | None:
     """The key from the environment variable the judge names; PermanentBackendError when it is unset."""
-    if not settings.api_key_env:
-        return None
-    key = os.environ.get(settings.api_key_env)
-    if not key:
-        raise PermanentBackendError(f"environment variable {settings.api_key_env} is not set")
-    return key
+    return env_value(settings.api_key_env) if settings.api_key_env else None

@@ -20,7 +20,7 @@ from judges.providers import GENERIC
 from judges.services.engine import comparative_key
 
 TRANSPORT_OPTIONS = {"timeout_s", "connect_timeout_s", "max_retries", "backoff_base_s", "backoff_max_s",
-                     "retry_after_max_s", "headers", "batch_size", "device"}
+                     "retry_after_max_s", "headers", "headers_env", "batch_size", "device"}
 PLATFORM_METHOD_OPTIONS = {"chunk_size", "task_max_retries", "task_retry_backoff_s", "use_cache", "max_cost_usd",
                            "rpm", "tpm", "tokenizer", "batch", "batch_api", "batch_discount", "batch_poll_s",
                            "batch_max_attempts"}
