@@ -17,6 +17,10 @@ COPY . .
 # Static files are collected, hashed and compressed (gzip, Brotli) once, here; gunicorn serves them through
 # WhiteNoise. collectstatic needs no database and no SECRET_KEY.
 RUN python manage.py collectstatic --noinput -v0
+# The documentation site of this version, which /docs/ serves to signed-in users (config/docs_site.py):
+# MkDocs at the dev extra's pins, built offline (no database, no SECRET_KEY) into /app/site.
+RUN pip install $(grep -o '"mkdocs[a-z-]*==[^"]*"' pyproject.toml | tr -d '"') \
+    && NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet
 
 USER concord
 EXPOSE 8000
