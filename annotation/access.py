@@ -5,7 +5,8 @@ What a user may do with a study follows from, in this order:
 - the account: signed out or deactivated (is_active false), nothing;
 - site admins (is_staff) read, manage and see participants' data of every study; they rate only
   where they are annotators;
-- the study's owner (its creator) reads, manages and sees participants' data of that study;
+- the study's owner (its creator) reads and manages that study; participants' personal data (panel
+  ids with payments, questionnaire answers, one person's data, erasure) stays with site admins;
 - membership, with its lifecycle: invited (a link, no membership row yet: nothing), active, paused
   (still reaches the study; a paused rater gets no new work: annotation.services.assignments),
   removed (`removed_at`: nothing; the row stays so that their ratings stay attributable) and
@@ -44,6 +45,7 @@ class Can(enum.StrEnum):
 
 
 EVERYTHING_BUT_RATING = frozenset({Can.READ, Can.MANAGE, Can.PARTICIPANTS})
+OWNER = frozenset({Can.READ, Can.MANAGE})
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def study_access(user, study: Study) -> StudyAccess:
     if is_admin(user):
         return StudyAccess("admin", status, capabilities | EVERYTHING_BUT_RATING)
     if study.created_by_id is not None and study.created_by_id == user.pk:
-        return StudyAccess("owner", status, capabilities | EVERYTHING_BUT_RATING)
+        return StudyAccess("owner", status, capabilities | OWNER)
     return StudyAccess(role if capabilities else None, status, capabilities)
 
 
@@ -103,7 +105,9 @@ def studies_where(user, capability: Can) -> QuerySet[Study]:
         return studies.none()
     if capability != Can.RATE and is_admin(user):
         return studies
-    if capability in (Can.MANAGE, Can.PARTICIPANTS):
+    if capability == Can.PARTICIPANTS:
+        return studies.none()
+    if capability == Can.MANAGE:
         return studies.filter(created_by=user)
     member = Exists(StudyMember.objects.filter(study=OuterRef("pk"), user=user, removed_at__isnull=True,
                                                role=RESEARCHER if capability == Can.READ else ANNOTATOR))
@@ -230,7 +234,7 @@ def get_study_for_reader(user, slug: str) -> Study:
 
 
 def get_study_for_participants(user, slug: str) -> Study:
-    """A study whose participants' personal data the user may see: admins and its owner; else 404."""
+    """A study whose participants' personal data the user may see (site admins); else 404."""
     return get_study_for(user, slug, Can.PARTICIPANTS)
 
 

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from config.parsers import BoundedJSONParser
 from annotation import selectors
-from annotation.access import is_admin, study_role
+from annotation.access import Can, can, is_admin, may_read_api_docs, studies_where
 from annotation.importers import ItemFileError
 from annotation.models import Study
 from annotation.serializers import (
@@ -41,16 +41,25 @@ class IsSiteAdmin(permissions.BasePermission):
         return is_admin(request.user)
 
 
+class MayReadApiDocs(permissions.BasePermission):
+    """The API's schema and docs page (settings.SPECTACULAR_SETTINGS): signed-in staff and study
+    members, not crowd participants (annotation.access.may_read_api_docs)."""
+
+    def has_permission(self, request, view) -> bool:
+        return may_read_api_docs(request.user)
+
+
 class ReadOnly(permissions.BasePermission):
     def has_permission(self, request, view) -> bool:
         return request.method in permissions.SAFE_METHODS
 
 
-class IsStudyReader(permissions.BasePermission):
-    """Admins, and researchers of the study, may read it."""
+class StudyPermission(permissions.BasePermission):
+    """The access model's capability the view names for its action (`capability`): reading a study
+    and its progress, managing it (items, members, status)."""
 
     def has_object_permission(self, request, view, obj: Study) -> bool:
-        return study_role(request.user, obj) in {"admin", "researcher"}
+        return can(request.user, obj, view.capability)
 
 
 class RubricViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
@@ -65,8 +74,11 @@ class RubricViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
     def get_queryset(self):
         if is_admin(self.request.user):
             return self.queryset
-        # Non-admins see only the rubrics of studies they belong to.
-        return self.queryset.filter(studies__members__user=self.request.user).distinct()
+        # The rubrics of the studies the user reads or rates (annotation.access).
+        user = self.request.user
+        visible = Study.objects.filter(Q(pk__in=studies_where(user, Can.READ).values("pk"))
+                                       | Q(pk__in=studies_where(user, Can.RATE).values("pk")))
+        return self.queryset.filter(pk__in=visible.values("rubric_version"))
 
     @extend_schema(request={"application/json": {"type": "object"}}, responses=RubricVersionSerializer)
     def create(self, request, *args, **kwargs):
@@ -87,16 +99,20 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
     lookup_field = "slug"
     parser_classes = PARSERS
 
+    @property
+    def capability(self) -> Can:
+        return Can.READ if self.action in {"list", "retrieve", "progress"} else Can.MANAGE
+
     def get_permissions(self):
-        if self.action in {"list", "retrieve", "progress"}:
-            return [permissions.IsAuthenticated(), IsStudyReader()]
-        return [permissions.IsAuthenticated(), IsSiteAdmin()]
+        if self.action == "create":
+            return [permissions.IsAuthenticated(), IsSiteAdmin()]
+        return [permissions.IsAuthenticated(), StudyPermission()]
 
     def get_queryset(self):
-        qs = Study.objects.select_related("rubric_version")
-        if is_admin(self.request.user):
-            return qs
-        return qs.filter(Q(members__user=self.request.user, members__role="researcher")).distinct()
+        # Reading: the studies the user reads, others are a 404 (slugs stay unknown). Writing: 403 on
+        # a study the user may not manage, as the manage pages answer (StudyPermission decides).
+        studies = Study.objects if self.capability == Can.MANAGE else studies_where(self.request.user, Can.READ)
+        return studies.select_related("rubric_version")
 
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotation.access import get_study_for_reader, is_admin
+from annotation.audit import audit_download
 from annotation.comparison_table import comparisons_parquet
 from annotation.datasets import FORMATS, export_chunks, export_filename
 from annotation.datasets.card import LICENSES
@@ -72,6 +73,8 @@ def study_export(request: Request, slug: str) -> StreamingHttpResponse:
     fmt = request.query_params.get("file", "")
     if fmt not in FORMATS:
         raise ValidationError({"file": f"{fmt!r} is not an export; choose one of {', '.join(FORMATS)}"})
+    audit_download(actor=request.user, study=study, target=export_filename(study, fmt), query=request.query_params,
+                   format=fmt, live=True, api=True)
     response = StreamingHttpResponse(export_chunks(study, fmt, delta=DEFAULT_DELTA),
                                      content_type=FORMATS[fmt].content_type)
     response["Content-Disposition"] = f'attachment; filename="{export_filename(study, fmt)}"'
@@ -87,9 +90,12 @@ def study_report_json(request: Request, slug: str) -> HttpResponse:
     a newer one is computed, comes with `"out_of_date": true`)."""
     study = get_study_for_reader(request.user, slug)
     try:
-        return HttpResponse(report_bytes(study, "json", web=True), content_type="application/json")
+        body = report_bytes(study, "json", web=True)
     except (ReportPending, ReportFailed) as exc:
         return report_not_ready(exc)
+    audit_download(actor=request.user, study=study, target=f"{study.slug}-report.json", query=request.query_params,
+                   format="json", api=True)
+    return HttpResponse(body, content_type="application/json")
 
 
 @extend_schema(responses={(200, PARQUET): OpenApiTypes.BINARY})
@@ -99,6 +105,8 @@ def study_comparisons(request: Request, slug: str) -> HttpResponse:
     """Every comparative answer of the study's raters as Parquet (systems by name, in the order shown)."""
     study = get_study_for_reader(request.user, slug)
     response = HttpResponse(comparisons_parquet(study), content_type=PARQUET)
+    audit_download(actor=request.user, study=study, target=f"{study.slug}-comparisons.parquet",
+                   query=request.query_params, format="parquet", api=True)
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-comparisons.parquet"'
     return response
 

@@ -15,13 +15,14 @@ from rest_framework import permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import get_study_for_participants
 from annotation.api import PARSERS, IsSiteAdmin
 from annotation.audit import audit_entries
 from annotation.models import AuditEntry, ParticipantErasure, Study
 from annotation.services.participant_data import ParticipantError, participant_erase
 from annotation.views.participants import participant_download
 
-ADMINS = [permissions.IsAuthenticated & IsSiteAdmin]
+ADMINS = [permissions.IsAuthenticated & IsSiteAdmin]  # then the study: annotation.access.get_study_for_participants
 
 
 class EraseSerializer(serializers.Serializer):
@@ -50,7 +51,7 @@ class ParticipantDataView(APIView):
 
     @extend_schema(responses={200: {"type": "object"}})
     def get(self, request, slug: str, user_id: int):
-        study = get_object_or_404(Study, slug=slug)
+        study = get_study_for_participants(request.user, slug)
         return participant_download(study=study, user_id=user_id, fmt=self.fmt, actor=request.user)
 
 
@@ -72,7 +73,7 @@ class ParticipantEraseView(APIView):
 
     @extend_schema(request=EraseSerializer, responses=ErasureSerializer)
     def post(self, request, slug: str, user_id: int):
-        study = get_object_or_404(Study, slug=slug)
+        study = get_study_for_participants(request.user, slug)
         body = EraseSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:

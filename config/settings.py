@@ -229,7 +229,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Human evaluation of AI-generated text with LLM judges.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_PERMISSIONS": ["annotation.api.MayReadApiDocs"],  # staff and study members, not crowd participants
     # Two models have a `status` with different choices; name each enum after its model.
     "ENUM_NAME_OVERRIDES": {
         "StudyStatusEnum": "annotation.models.Study.Status",

@@ -10,7 +10,7 @@ from rest_framework import mixins, permissions, serializers, status, viewsets
 from rest_framework.decorators import action, api_view, permission_classes
 from rest_framework.response import Response
 
-from annotation.access import get_study_for_reader, is_admin, study_role
+from annotation.access import Can, get_study_for_reader, is_admin, studies_where
 from annotation.models import Study
 from judges.config import JudgeConfigError, validate_judge
 from judges.masking import mask_judge
@@ -111,14 +111,14 @@ class JudgeRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def get_queryset(self):
         qs = JudgeRun.objects.select_related("study", "judge").order_by("-created_at")
         user = self.request.user
-        if not is_admin(user):
-            qs = qs.filter(study__members__user=user, study__members__role="researcher")
+        if not is_admin(user):  # the runs of the studies the user reads (annotation.access)
+            qs = qs.filter(study__in=studies_where(user, Can.READ))
         if self.request.query_params.get("study"):
             qs = qs.filter(study__slug=self.request.query_params["study"])
         return qs
 
     def _writable(self, request, run: JudgeRun) -> None:
-        if study_role(request.user, run.study) != "admin":
+        if not is_admin(request.user):
             raise Http404
 
     @extend_schema(request=RunStartSerializer, responses={201: JudgeRunSerializer})

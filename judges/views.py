@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotation.access import get_study_for_admin, get_study_for_reader, is_admin, study_role
+from annotation.access import Can, can, get_study_for_admin, get_study_for_reader, is_admin
 from annotation.importers import ItemFileError
 from annotation.models import Item, Study
 from judges.config import JudgeConfigError
@@ -44,8 +44,7 @@ def _require_admin(request: HttpRequest) -> None:
 
 def _run_for(request: HttpRequest, pk: int, *, write: bool = False) -> JudgeRun:
     run = get_object_or_404(JudgeRun.objects.select_related("study__rubric_version", "judge"), pk=pk)
-    allowed = {"admin"} if write else {"admin", "researcher"}
-    if study_role(request.user, run.study) not in allowed:
+    if not (is_admin(request.user) if write else can(request.user, run.study, Can.READ)):
         raise Http404("No such run")
     return run
 
@@ -84,7 +83,7 @@ def judge_load(request: HttpRequest) -> HttpResponse:
 # ------------------------------------------------------------------------------------- a study's runs
 
 def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
-    return {"run": run, "p": run_progress(run), "can_write": study_role(request.user, run.study) == "admin",
+    return {"run": run, "p": run_progress(run), "can_write": is_admin(request.user),
             "files": RUN_FILES, "key": run_key_comparison(run)}
 
 

@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
+from annotation.audit import audit_download
 from annotation.reports.background import ReportFailed, ReportPending
 from annotation.reports.paper import paper_zip, study_paper_files
 from annotation.reports.views import report_not_ready
@@ -30,6 +31,8 @@ def paper_kit(request: HttpRequest, slug: str) -> HttpResponse:
         files = study_paper_files(study, web=True)
     except (ReportPending, ReportFailed) as exc:
         return report_not_ready(exc)
+    # its raters table names the raters
+    audit_download(actor=request.user, study=study, target=f"{study.slug}-paper.zip", query=request.GET)
     return _attachment(paper_zip(files), "application/zip", f"{study.slug}-paper.zip")
 
 
@@ -43,4 +46,6 @@ def paper_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
         return report_not_ready(exc)
     if name not in files:
         raise Http404("No such file in this study's paper kit")
+    audit_download(actor=request.user, study=study, target=f"{study.slug}-{name.replace('/', '-')}", query=request.GET,
+                   file=name)
     return _attachment(files[name], CONTENT_TYPES[name.rsplit(".", 1)[1]], f"{study.slug}-{name.replace('/', '-')}")

@@ -14,6 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
+from annotation.audit import audit_download
 from annotation.reports.background import ReportFailed, ReportPending
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import Study
@@ -42,7 +43,7 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
     threshold, error = _threshold(request)
     download = request.GET.get("download")
     if download == "comparisons":
-        return _comparisons_csv(study, request.GET.get("criterion", ""))
+        return _comparisons_csv(request, study, request.GET.get("criterion", ""))
     if download and (download not in DOWNLOADS or error):
         return HttpResponseBadRequest(error or f"download must be one of {sorted(DOWNLOADS)}")
     polled = request.GET.get("fragment") == "pending"
@@ -62,6 +63,9 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
         return response
     if download:
         body = report_bytes(study, download, threshold=threshold, report=report, sections=sections)
+        # per-rater statistics name the raters
+        audit_download(actor=request.user, study=study, target=report_filename(study, download), query=request.GET,
+                       format=download)
         response = HttpResponse(body, content_type=DOWNLOADS[download].content_type)
         response["Content-Disposition"] = f'attachment; filename="{report_filename(study, download)}"'
         return response
@@ -91,12 +95,14 @@ def _pending_page(request: HttpRequest, study: Study, exc: ReportPending | Repor
     return render(request, template, context, status=500 if failed else 200)
 
 
-def _comparisons_csv(study: Study, key: str) -> HttpResponse:
+def _comparisons_csv(request: HttpRequest, study: Study, key: str) -> HttpResponse:
     """One comparative question's answers as the long CSV `manage.py comparisons` reads."""
     keys = [c["key"] for c in comparative_criteria(study.rubric)]
     if key not in keys:
         return HttpResponseBadRequest(f"criterion must be one of the study's comparative questions: {keys}")
     header, rows = long_rows(comparative_answers(study, [key]), key)
+    audit_download(actor=request.user, study=study, target=f"{study.slug}-{key}-comparisons.csv", query=request.GET,
+                   format="csv")
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-{key}-comparisons.csv"'
     writer = csv.writer(response, lineterminator="\n")

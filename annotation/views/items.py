@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.access import get_study_for_admin
+from annotation.access import get_study_for_manager
 from annotation.items_list import FLAGGED, SEARCH_WINDOW, STATUSES, ItemFilters, items_page, study_systems
 from annotation.models import Assignment, Item
 from annotation.services.item_edits import ItemLocked, item_delete, item_replace
@@ -23,7 +23,7 @@ TEMPLATE = "annotation/study_items.html"
 @login_required
 @require_GET
 def study_items(request: HttpRequest, slug: str) -> HttpResponse:
-    study = get_study_for_admin(request.user, slug)
+    study = get_study_for_manager(request.user, slug)
     filters = ItemFilters.from_query(request.GET)
     page = items_page(study, filters) if not filters.errors else None
     context = {"study": study, "f": filters, "page": page, "statuses": STATUSES, "flagged_choices": FLAGGED,
@@ -42,7 +42,7 @@ def _item(study, pk: int) -> Item:
 def item_preview(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """The item exactly as a rater's screen shows it: blinded (no systems), responses shuffled when
     the study shuffles them, nothing submittable."""
-    study = get_study_for_admin(request.user, slug)
+    study = get_study_for_manager(request.user, slug)
     item = _item(study, pk)
     item.load_outputs()
     positions = [o.position for o in item.outputs.all()]
@@ -58,7 +58,7 @@ def item_preview(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def item_delete_view(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    study = get_study_for_admin(request.user, slug)
+    study = get_study_for_manager(request.user, slug)
     try:
         external_id = item_delete(item=_item(study, pk))
     except ItemLocked as exc:
@@ -71,7 +71,7 @@ def item_delete_view(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def item_replace_view(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    study = get_study_for_admin(request.user, slug)
+    study = get_study_for_manager(request.user, slug)
     item = _item(study, pk)
     item.load_outputs()
     outputs = list(item.outputs.all())

@@ -21,7 +21,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation.auth_backend import PATH as AUTH_BACKEND
 from annotation import selectors
-from annotation.access import get_study_for_manager
+from annotation.access import Can, can, get_study_for_manager, get_study_for_participants
+from annotation.audit import Action, audit_download
 from annotation.forms import (AddMembersForm, CrowdLinkForm, CrowdLinkRevokeForm, InvitationAcceptForm,
                               InvitationForm, InvitationRevokeForm, ItemUploadForm, MemberActionForm, StatusForm,
                               StudySettingsForm)
@@ -54,6 +55,8 @@ def manage_context(request: HttpRequest, study: Study, **forms) -> dict:
         change.label = labels.get(change.field, change.field.capitalize())
     return {
         "study": study,
+        # the payment sheets and answers name participants: site admins only (annotation.access)
+        "sees_participants": can(request.user, study, Can.PARTICIPANTS),
         "progress": selectors.study_progress(study),
         "members": selectors.study_members(study),
         "items": selectors.item_progress(study, limit=50),
@@ -351,47 +354,48 @@ def study_crowd_link_revoke(request: HttpRequest, slug: str) -> HttpResponse:
     return _answer(request, study, "crowd", ok="Crowd link revoked: it no longer lets anyone in.")
 
 
+def _amount_text(amount) -> str | None:
+    return None if amount is None else str(amount)
+
+
 @manager_view
 @require_GET
 def study_crowd_payments(request: HttpRequest, slug: str) -> HttpResponse:
     """The per-rater time and payment sheet (CSV); ?pay_per_item=0.15 adds what each approved rater earns,
     ?bonus_per_item=0.05 a bonus; ?format=bulk_approve or bulk_bonus gives the panel's paste formats."""
     import csv
-    from decimal import Decimal, InvalidOperation
 
     from annotation.datasets.spreadsheet import spreadsheet_safe
-    from annotation.payments import PAYMENT_COLUMNS, bulk_approve_lines, bulk_bonus_lines, payment_rows
+    from annotation.payments import PAYMENT_COLUMNS, bulk_approve_lines, bulk_bonus_lines, payment_amount, payment_rows
 
-    study = get_study_for_manager(request.user, slug)
+    study = get_study_for_participants(request.user, slug)
     amounts = {}
     for name in ("pay_per_item", "bonus_per_item"):
         raw = request.GET.get(name, "").strip()
         try:
-            amounts[name] = Decimal(raw) if raw else None
-            if amounts[name] is not None and not (amounts[name].is_finite() and amounts[name] >= 0):
-                raise InvalidOperation
-        except InvalidOperation:
-            return HttpResponse(f"{name}: {raw!r} is not an amount of 0 or more", status=400,
-                                content_type="text/plain; charset=utf-8")
-    rows = payment_rows(study, amounts["pay_per_item"], amounts["bonus_per_item"])
+            amounts[name] = payment_amount(raw, field=name)
+        except ValueError as exc:
+            return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     kind = request.GET.get("format", "sheet")
-    if kind in ("bulk_approve", "bulk_bonus"):
-        if kind == "bulk_bonus" and amounts["bonus_per_item"] is None:
-            return HttpResponse("bonus_per_item: needed for the bulk bonus list", status=400,
-                                content_type="text/plain; charset=utf-8")
-        lines = bulk_approve_lines(rows) if kind == "bulk_approve" else bulk_bonus_lines(rows)
-        response = HttpResponse("".join(f"{line}\n" for line in lines), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{study.slug}-{kind.replace("_", "-")}.csv"'
-        return response
-    if kind != "sheet":
+    if kind not in ("sheet", "bulk_approve", "bulk_bonus"):
         return HttpResponse("format: sheet, bulk_approve or bulk_bonus", status=400,
                             content_type="text/plain; charset=utf-8")
-    from annotation.audit import Action, audit_record
-
-    audit_record(actor=request.user, action=Action.PAYMENT_DOWNLOAD, study=study, target=f"{study.slug}-payments.csv",
-                 detail={"pay_per_item": raw})
+    if kind == "bulk_bonus" and amounts["bonus_per_item"] is None:
+        return HttpResponse("bonus_per_item: needed for the bulk bonus list", status=400,
+                            content_type="text/plain; charset=utf-8")
+    rows = payment_rows(study, amounts["pay_per_item"], amounts["bonus_per_item"])
+    name = f"{study.slug}-payments.csv" if kind == "sheet" else f'{study.slug}-{kind.replace("_", "-")}.csv'
+    # the amounts as read (None: not asked), not the query's last raw value
+    audit_download(actor=request.user, action=Action.PAYMENT_DOWNLOAD, study=study, target=name,
+                   query=request.GET, format=kind, pay_per_item=_amount_text(amounts["pay_per_item"]),
+                   bonus_per_item=_amount_text(amounts["bonus_per_item"]), participants=len(rows))
+    if kind in ("bulk_approve", "bulk_bonus"):
+        lines = bulk_approve_lines(rows) if kind == "bulk_approve" else bulk_bonus_lines(rows)
+        response = HttpResponse("".join(f"{line}\n" for line in lines), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
     response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{study.slug}-payments.csv"'
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
     writer = csv.DictWriter(response, fieldnames=PAYMENT_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in rows:

@@ -10,7 +10,8 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.access import get_study_for_manager
+from annotation.access import get_study_for_manager, get_study_for_participants
+from annotation.audit import audit_download
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.questionnaires import PhasesError
 from annotation.services.phases import phase_answers_table, study_phases_update
@@ -36,8 +37,10 @@ def study_phases(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def study_phase_answers(request: HttpRequest, slug: str) -> HttpResponse:
     """Consent and questionnaire answers, one row per participant (CSV)."""
-    study = get_study_for_manager(request.user, slug)
+    study = get_study_for_participants(request.user, slug)
     columns, rows = phase_answers_table(study)
+    audit_download(actor=request.user, study=study, target=f"{study.slug}-answers.csv", query=request.GET,
+                   participants=len(rows))
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-answers.csv"'
     writer = csv.DictWriter(response, fieldnames=columns, lineterminator="\n", extrasaction="ignore")

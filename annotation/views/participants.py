@@ -1,6 +1,6 @@
 """A participant's data, for site admins: download it (JSON or CSV) and erase it; the audit log page.
 
-Everyone else gets 404 (annotation.access.get_study_for_admin), as with the admin API: a study's
+Everyone else gets 404 (annotation.access.get_study_for_participants), as with the admin API: a study's
 participants are not to be guessed at.
 """
 
@@ -15,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation.access import get_study_for_admin, is_admin
+from annotation.access import get_study_for_admin, get_study_for_participants, is_admin
 from annotation.audit import Action, audit_detail_text, audit_entries, audit_record
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import AuditEntry, ParticipantErasure, Study
@@ -50,7 +50,7 @@ def participant_download(*, study: Study, user_id, fmt: str, actor) -> HttpRespo
 @login_required
 @require_GET
 def participant_data_view(request: HttpRequest, slug: str, user_id: int, fmt: str) -> HttpResponse:
-    study = get_study_for_admin(request.user, slug)
+    study = get_study_for_participants(request.user, slug)
     return participant_download(study=study, user_id=user_id, fmt=fmt, actor=request.user)
 
 
@@ -58,7 +58,7 @@ def participant_data_view(request: HttpRequest, slug: str, user_id: int, fmt: st
 @require_http_methods(["GET", "POST"])
 def participant_erase_view(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
     """GET: what erasing will do, and the choice; POST: erase, then back to the Manage page."""
-    study = get_study_for_admin(request.user, slug)
+    study = get_study_for_participants(request.user, slug)
     try:
         export = participant_export(study=study, user_id=user_id)
     except ParticipantError as exc:

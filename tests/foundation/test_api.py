@@ -13,8 +13,10 @@ def study(make_study, annotator, researcher):
     return make_study("rrgen-001", annotators=[annotator], researchers=[researcher])
 
 
-def test_schema_is_served_to_signed_in_users_and_lists_endpoints(client, client_for, annotator):
+def test_schema_is_served_to_study_members_and_lists_endpoints(client, client_for, annotator, outsider, study):
     assert client.get("/api/schema/", HTTP_ACCEPT="application/json").status_code in (401, 403)
+    # signed in but a member of no study (nor staff): the schema is not theirs (annotation.access)
+    assert client_for(outsider).get("/api/schema/", HTTP_ACCEPT="application/json").status_code == 403
     response = client_for(annotator).get("/api/schema/", HTTP_ACCEPT="application/json")
     assert response.status_code == 200
     paths = json.loads(response.content)["paths"]

@@ -4,7 +4,8 @@ the machine-read schema still refuses anonymous clients."""
 from tests.conftest import PASSWORD
 
 
-def test_signed_out_api_docs_go_to_sign_in_and_back(client, researcher):
+def test_signed_out_api_docs_go_to_sign_in_and_back(client, researcher, make_study):
+    make_study(researchers=[researcher])  # the docs are for staff and study members (annotation.access)
     resp = client.get("/api/docs/")
     assert resp.status_code == 302
     assert resp["Location"] == "/login/?next=/api/docs/"

@@ -7,15 +7,17 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from tests.security.test_permission_matrix import RULES, all_routes, variants, world  # noqa: F401 (fixture)
+from config.routes import ROUTES, url_patterns
+from tests.security.test_permission_matrix import path_for, world  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 
 
-def allowed_role(key: str, variant: str) -> str:
-    for role in ("admin", "annotator", "researcher", "anonymous"):  # the strongest: POSTs are mostly for admins
-        if RULES[key](role, variant):
-            return role
+def allowed_persona(key: str, world) -> str:  # noqa: F811 - the fixture
+    """The first persona the route's rule lets in (config/routes.py): POSTs are mostly for admins."""
+    for persona in ("admin", "annotator", "researcher", "anonymous"):
+        if ROUTES[key].rule.allows(world.users[persona], world.study):
+            return persona
     raise AssertionError(f"nobody may reach {key}")
 
 
@@ -23,22 +25,20 @@ def is_csrf_refusal(response) -> bool:
     return response.status_code == 403 and b"CSRF" in response.content
 
 
-def browser_like(role: str, world: dict) -> Client:
+def browser_like(role: str, world) -> Client:  # noqa: F811 - the fixture
     client = Client(enforce_csrf_checks=True, raise_request_exception=False)  # 5xx: test_permission_matrix
     if role != "anonymous":
-        client.force_login(world["users"][role])
+        client.force_login(world.users[role])
     client.get("/login/")  # sets the csrftoken cookie, as any page with a form does
     return client
 
 
-def test_every_post_needs_the_csrf_token(world):
+def test_every_post_needs_the_csrf_token(world):  # noqa: F811 - the fixture
     """Refused (403) without the token; with it, not refused: so the 403 was CSRF's, not a permission's."""
     problems = []
-    for route in all_routes():
-        if route.key not in RULES:
-            continue  # test_permission_matrix.py reports it
-        variant, path = next(iter(variants(route, world).items()))  # 'member' or 'global'
-        role = allowed_role(route.key, variant)
+    for route in url_patterns():
+        role = allowed_persona(route.key, world)
+        path = path_for(route, world, role)
         without = browser_like(role, world).post(path, {})
         if route.key.startswith("django-admin"):
             # Django's admin: staff without model permissions get 403 anyway; its CSRF page says so.
@@ -54,7 +54,7 @@ def test_every_post_needs_the_csrf_token(world):
     assert not problems, "CSRF not enforced (or the test cannot tell):\n" + "\n".join(problems)
 
 
-def test_login_form_needs_the_csrf_token(world):
+def test_login_form_needs_the_csrf_token(world):  # noqa: F811 - the fixture
     client = Client(enforce_csrf_checks=True)
     response = client.post("/login/", {"username": "rater1", "password": "pw-for-tests-only"})
     assert is_csrf_refusal(response)
