@@ -207,3 +207,29 @@ def test_judge_request_prints_credentials_masked(tmp_path, monkeypatch, capsys, 
         out = capsys.readouterr().out
         assert not leaks(out.encode()), out
         assert "Bearer env..." in out and "cus..." in out and "api.example.org" in out
+
+
+def test_a_header_held_by_reference_is_sent(monkeypatch, db):
+    """The worker's client reads headers_env when it sends, as the key's variable; an unset variable
+    fails the call without sending anything."""
+    import asyncio
+
+    from judges.backends.base import JudgeRequest
+    from judges.backends.errors import PermanentBackendError
+    from judges.config import validate_judge
+    from judges.fakeserver import running_fake_server
+    from judges.services.engine import build_backend
+
+    request = JudgeRequest(messages=({"role": "user", "content": "hi"},), max_tokens=8)
+    with running_fake_server() as server:
+        config = validate_judge({"name": "by-reference", "backend": "openai", "model": "fake-judge",
+                                 "endpoint": server.base_url, "backend_options": {
+                                     "max_retries": 0, "headers_env": {"Authorization": "CONCORD_TEST_GATEWAY_AUTH"}}})
+        monkeypatch.setenv("CONCORD_TEST_GATEWAY_AUTH", f"Bearer {SECRET['auth']}")
+        (answer,) = asyncio.run(build_backend(config).score_many([request]))
+        assert not isinstance(answer, Exception) and server.stats().authorization == f"Bearer {SECRET['auth']}"
+        monkeypatch.delenv("CONCORD_TEST_GATEWAY_AUTH")
+        sent = server.stats().completion_requests
+        (unset,) = asyncio.run(build_backend(config).score_many([request]))
+        assert isinstance(unset, PermanentBackendError) and "CONCORD_TEST_GATEWAY_AUTH" in str(unset)
+        assert server.stats().completion_requests == sent

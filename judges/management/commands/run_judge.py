@@ -82,7 +82,7 @@ class Command(BaseCommand):
                 raise CommandError(f"run {run.pk} still {run.status} after {timeout:.0f}s")
             time.sleep(interval)
         if run.error:
-            self.stderr.write(run.error)
+            self.stderr.write(run.error_shown)  # a key the provider echoed back, masked
         if run.status == JudgeRun.Status.PAUSED:
             raise CommandError(f"run {run.pk} {run.pause_reason} (run_judge --run {run.pk} --max-cost-usd X)")
         if run.status != JudgeRun.Status.DONE:
