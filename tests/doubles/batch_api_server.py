@@ -1,5 +1,6 @@
 """Loopback servers that follow OpenAI's Batch API and Anthropic's Message Batches, for the tests.
-They refuse what the providers' documentation refuses (see judges/batch_apis.py for the sources) and walk a batch through the documented states on a clock:
+They refuse what the providers' documentation refuses (see judges/batch_apis.py for the sources)
+and walk a batch through the documented states on a clock:
 
     with running_batch_server("openai", process_s=0.5, expire_after=3) as server:
         server.base_url          # http://127.0.0.1:PORT/v1

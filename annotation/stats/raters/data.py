@@ -9,10 +9,11 @@ vectorised over these arrays: sums over labels are np.bincount, never a Python l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy import sparse
 
 EPS = 1e-10  # probabilities are clipped here before a log (crowd-kit's _EPS, so fits compare equal)
 
@@ -38,6 +39,19 @@ class Labels:
         """(n_items, n_classes) count of each class per unit."""
         return np.bincount(self.item * self.n_classes + self.label,
                            minlength=self.n_items * self.n_classes).reshape(self.n_items, self.n_classes).astype(float)
+
+    @cached_property
+    def incidence(self) -> sparse.csr_matrix:
+        """(n_items, n_raters * n_classes): how often unit i got class l from rater r, at column
+        r * n_classes + l. Every model whose parameters depend on (rater, class) alone sums over a
+        unit's labels as one sparse product with a (rater x class, ...) table."""
+        cells = self.rater * self.n_classes + self.label
+        return sparse.csr_matrix((np.ones(self.n), (self.item, cells)),
+                                 shape=(self.n_items, self.n_raters * self.n_classes))
+
+    @cached_property
+    def incidence_t(self) -> sparse.csr_matrix:
+        return self.incidence.T.tocsr()
 
     def per_item(self, values: np.ndarray) -> np.ndarray:
         """Sum over each unit's labels of a (n, n_classes) array -> (n_items, n_classes)."""
@@ -147,8 +161,11 @@ def agreement(data: Labels, posteriors: np.ndarray) -> np.ndarray:
 
 def normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, float]:
     """(posteriors, marginal log-likelihood) from log p(class, labels of the unit) per unit."""
-    norm = logsumexp(log_joint, axis=1)
-    return np.exp(log_joint - norm[:, None]), float(norm.sum())
+    top = log_joint.max(axis=1, keepdims=True)
+    post = np.exp(log_joint - top)
+    total = post.sum(axis=1, keepdims=True)
+    post /= total
+    return post, float(np.sum(np.log(total)) + np.sum(top))
 
 
 def finish(method: str, data: Labels, posteriors: np.ndarray, accuracy: np.ndarray, prior: np.ndarray,
