@@ -172,8 +172,10 @@ def _clean_one(q: dict, value: Any) -> Any:
         return [o for o in q["options"] if o in values]
     if kind in ("number", "likert"):
         try:
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                raise TypeError
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an integer of 400 digits
             raise ValueError(_("a number")) from None
         if kind == "likert":
             if not number.is_integer() or int(number) not in likert_range(q):
@@ -185,10 +187,22 @@ def _clean_one(q: dict, value: Any) -> Any:
         if q.get("integer") and not number.is_integer():
             raise ValueError(_("a whole number"))
         return int(number) if number.is_integer() else number
-    text = str(value).strip()
+    if not isinstance(value, str):  # a JSON object or list is not an answer in words
+        raise ValueError(_("an answer in words (text)"))
+    text = value.strip()
+    if "\x00" in text or _unpaired_surrogate(text):
+        raise ValueError(_("text with a character that cannot be stored (NUL or a lone surrogate)"))
     if len(text) > q.get("max_length", TEXT_MAX):
         raise ValueError(_("at most %(n)s characters") % {"n": q.get("max_length", TEXT_MAX)})
     return text
+
+
+def _unpaired_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _blank(value: Any) -> bool:

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext as _, gettext_noop
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -58,6 +58,10 @@ class AnswerError(ValueError):
 
 class SubmitError(ValueError):
     """The assignment cannot take a submit now (study closed, slot given to someone else)."""
+
+
+TRAINING_ANSWERED = gettext_noop("This training answer was submitted and its feedback shown; it cannot be changed. "
+                                 "Go on with the next item.")
 
 
 @dataclass(frozen=True)
@@ -270,7 +274,7 @@ def _scale_value(criterion: dict, value: Any) -> int | float:
         raise ValueError(_scale_hint(criterion))
     try:
         number = float(value.strip()) if isinstance(value, str) else float(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: a JSON integer of 400 digits
         raise ValueError(_scale_hint(criterion)) from None
     if not math.isfinite(number):
         raise ValueError(_scale_hint(criterion))
@@ -325,7 +329,9 @@ def _spans_value(criterion: dict, value: Any, content: str) -> list[dict]:
         text = content[start:end]
         if "text" in span and span["text"] != text:
             raise ValueError(f"highlight {start}-{end} does not match the response text")
-        label = str(span.get("label") or "")
+        label = span.get("label") or ""
+        if not isinstance(label, str):
+            raise ValueError("a highlight's label is text")
         if label and labels and label not in labels:
             raise ValueError(f"label must be one of {', '.join(labels)}")
         out.append({"start": start, "end": end, "text": text, "label": label})
@@ -493,6 +499,8 @@ def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task
         a = _locked(assignment)
         if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
             raise SubmitError(_("This item was given to another rater after a long pause."))
+        if a.status == Assignment.Status.SUBMITTED and assignment.item.is_training:
+            raise SubmitError(_(TRAINING_ANSWERED))
         a.draft = answers
         a.time_on_task_ms = _time_on_task(a.time_on_task_ms, time_on_task_ms)
         fields = ["draft", "time_on_task_ms"]
@@ -540,6 +548,14 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
         was_submitted = a.status == Assignment.Status.SUBMITTED
         if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
             raise SubmitError(_("This item was given to another rater after a long pause."))
+        if was_submitted and item.is_training:
+            # Its grade is in the rater's training attempt and its feedback was shown: a change would
+            # make the two disagree. The same answers again (a retried request) are a no-op.
+            if Assignment.objects.filter(pk=a.pk).values_list("draft", flat=True).get() != answers:
+                raise SubmitError(_(TRAINING_ANSWERED))
+            a.study, a.item = study, item
+            a.ratings_stored = Rating.objects.filter(assignment=a).count()
+            return a
         shown = [outputs[p] for p in a.permutation]
         rows = answers_check(rubric, answers, [o.content for o in shown], item.context, [o.pk for o in shown])
         _write_ratings(a, rows, shown, replace=was_submitted)
