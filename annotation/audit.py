@@ -40,13 +40,14 @@ def replace_name(text: str, old: str, new: str) -> str:
     return pattern.sub(lambda _: new, text)
 
 
-def _renamed(value: Any, old: str, new: str) -> Any:
+def replace_name_in(value: Any, old: str, new: str) -> Any:
+    """replace_name in every string of a JSON-like value (an audit entry's detail)."""
     if isinstance(value, str):
         return replace_name(value, old, new)
     if isinstance(value, list):
-        return [_renamed(v, old, new) for v in value]
+        return [replace_name_in(v, old, new) for v in value]
     if isinstance(value, dict):
-        return {k: _renamed(v, old, new) for k, v in value.items()}
+        return {k: replace_name_in(v, old, new) for k, v in value.items()}
     return value
 
 
@@ -62,7 +63,7 @@ def audit_rename_person(*, study: Study, old: str, new: str) -> int:
         before = (entry.actor_name, entry.target, entry.detail)
         entry.actor_name = new if entry.actor_name == old else entry.actor_name
         entry.target = replace_name(entry.target, old, new)[:200]
-        entry.detail = _renamed(entry.detail, old, new)
+        entry.detail = replace_name_in(entry.detail, old, new)
         if (entry.actor_name, entry.target, entry.detail) != before:
             changed.append(entry)
     AuditEntry.objects.bulk_update(changed, ["actor_name", "target", "detail"])

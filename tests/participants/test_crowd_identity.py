@@ -108,3 +108,44 @@ def test_a_signed_in_browser_is_asked_before_the_link_signs_it_out(study, admin_
     assert browser.get(url).status_code == 302
     # a broken link says so, rather than asking
     assert browser.get(f"/crowd/{link.token}/").status_code == 400
+
+
+def test_the_migration_splits_an_account_several_studies_shared(study, other_study, admin_user):
+    """Data made before the rule: one account entered both studies by their links (it was found by its
+    name). The migration gives the second study its own account with that study's rows."""
+    import importlib
+
+    from django.apps import apps
+
+    from annotation.models import Assignment, AuditEntry, StudyChange
+    from annotation.services.assignments import assignment_next
+
+    merged = get_user_model()(username="prolific-merged1")
+    merged.set_unusable_password()
+    merged.save()
+    person = get_user_model().objects.create_user("prolific-person", password=PASSWORD)  # made by a person
+    for s in (study, other_study):
+        for user, pid in ((merged, "merged1"), (person, "person")):
+            StudyMember.objects.create(study=s, user=user, role="annotator")
+            CrowdParticipant.objects.create(link=link_of(s, admin_user), user=user, participant_id=pid)
+            assignment_next(study=s, rater=user)
+    StudyChange.objects.create(study=other_study, user=merged, field="member prolific-merged1", old="active",
+                               new="paused")
+    AuditEntry.objects.create(study=other_study, action="member_change", target="prolific-merged1, prolific-merged10",
+                              detail={"added": ["prolific-merged1", "prolific-merged10"]})
+    module = importlib.import_module("annotation.migrations.0020_split_crowd_accounts")
+
+    assert module.split_shared_crowd_accounts(apps) == 1
+    second = get_user_model().objects.get(username=f"prolific-merged1.{other_study.pk}")
+    assert not second.has_usable_password()
+    assert studies_of(merged) == {study.pk} and studies_of(second) == {other_study.pk}
+    assert set(Assignment.objects.filter(rater=second).values_list("study", flat=True)) == {other_study.pk}
+    assert CrowdParticipant.objects.get(user=second).link.study_id == other_study.pk
+    assert StudyChange.objects.get(study=other_study, user=second).field == f"member {second.username}"
+    audit = AuditEntry.objects.get(study=other_study, action="member_change", detail__has_key="added")
+    assert audit.target == f"{second.username}, prolific-merged10"  # the other name untouched
+    assert audit.detail["added"] == [second.username, "prolific-merged10"]
+    assert studies_of(person) == {study.pk, other_study.pk}  # an account with a password: left alone
+    # the participant coming back to the second study by its link is the new account
+    assert enter(CrowdParticipant.objects.get(user=second).link, pid="merged1").pk == second.pk
+    assert module.split_shared_crowd_accounts(apps) == 0  # nothing shared is left
