@@ -3,8 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     """A panel id is a rater of one study unless a link says otherwise. Existing links get the rule
-    (off): their participants keep the accounts they have, and a panel id met again in another
-    study gets that study's own account from now on."""
+    (off); 0020 splits the accounts several studies' links already shared."""
 
     dependencies = [("annotation", "0018_rating_changes")]
 
