@@ -1,7 +1,9 @@
 from django import forms
+from django.core.validators import MaxValueValidator
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models import CrowdLink, Study, StudyMember
+from annotation.services.studies import RETENTION_DAYS_MAX
 from rubrics.models import RubricVersion
 
 
@@ -98,6 +100,8 @@ class StudySettingsForm(forms.ModelForm):
         self.fields["raters_per_item"].widget.attrs["min"] = 1
         self.fields["attention_check_rate"].widget.attrs.update(min=0, max=1, step="0.01")
         self.fields["training_pass_mark"].widget.attrs.update(min=0, max=1, step="0.05", placeholder="no training")
+        self.fields["retention_days"].validators.append(MaxValueValidator(RETENTION_DAYS_MAX))
+        self.fields["retention_days"].widget.attrs["max"] = RETENTION_DAYS_MAX
         self.fields["assignment_expiry_minutes"].widget.attrs.update(min=1, placeholder="site default")
 
     def clean_raters_per_item(self):

@@ -18,7 +18,7 @@ not payable items.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from statistics import median
 
 from django.db.models import Count, Q
@@ -119,6 +119,26 @@ def rater_decisions(study: Study, rater_ids) -> dict[int, Decision]:
                    .values_list("user_id", flat=True))
     facts = _facts(study)
     return {rater_id: _decide(study, facts.get(rater_id, _NO_FACTS), rater_id in returned) for rater_id in rater_ids}
+
+
+MAX_AMOUNT_PER_ITEM = Decimal("1000")  # far above any panel's rate; bounds what _money must hold
+
+
+def payment_amount(raw: str, *, field: str) -> Decimal | None:
+    """An amount per item from a query string or form: empty is none; else 0 to MAX_AMOUNT_PER_ITEM with
+    at most 4 decimals. ValueError names the field (`payments.csv?pay_per_item=1e30` answered 500)."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        amount = Decimal(raw)
+        ok = amount.is_finite() and 0 <= amount <= MAX_AMOUNT_PER_ITEM and amount == amount.quantize(Decimal("0.0001"))
+    except InvalidOperation:
+        ok = False
+    if not ok:
+        raise ValueError(f"{field}: {raw[:40]!r} is not an amount from 0 to {MAX_AMOUNT_PER_ITEM} per item "
+                         f"(at most 4 decimals)")
+    return amount
 
 
 def _money(value: Decimal) -> str:

@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from annotation.models import Study
+from annotation.services.studies import RETENTION_DAYS_MAX
 from rubrics.models import RubricVersion
 
 
@@ -23,7 +24,7 @@ class StudySerializer(serializers.ModelSerializer):
                   "randomize_items", "randomize_outputs", "counterbalance", "attention_check_rate", "retention_days", "status",
                   "created_at"]
         read_only_fields = ["id", "status", "created_at"]
-        extra_kwargs = {"slug": {"required": False}}
+        extra_kwargs = {"slug": {"required": False}, "retention_days": {"max_value": RETENTION_DAYS_MAX}}
 
 
 class StudyStatusSerializer(serializers.Serializer):

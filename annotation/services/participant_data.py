@@ -20,6 +20,7 @@ can publish a new version, and exports made afterwards leave the data out (or sh
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from datetime import timedelta
 
@@ -33,6 +34,8 @@ from annotation.models import (Assignment, AuditEntry, CrowdParticipant, Dataset
                                PhaseRecord, Rating, Study, StudyChange, StudyMember, TrainingAttempt)
 from annotation.services.assignments import recount_items, assignments_release
 from annotation.services.crowd import crowd_username_after_purge
+
+logger = logging.getLogger(__name__)
 
 CSV_COLUMNS = ("item", "assignment_status", "created_at", "submitted_at", "time_on_task_ms", "is_attention_check",
                "attention_passed", "ignored", "ignore_reason", "comment", "response", "criterion", "value", "score",
@@ -189,29 +192,40 @@ def participant_erase(*, study: Study, user_id, mode: str, by) -> ParticipantEra
 def participant_ids_purge(*, now=None) -> int:
     """Replace the panel and session ids of every crowd participant whose study's retention period
     has run out (counted from when they started) by a random id, and rename their account to match.
-    Touches only participants not purged yet, so a second run changes nothing. Returns how many."""
+    Touches only participants not purged yet, so a second run changes nothing. Returns how many.
+    One study's failure is logged with the study named and the purge goes on with the others
+    (the next run tries it again)."""
     now = now or timezone.now()
     purged = 0
-    for study in Study.objects.filter(retention_days__isnull=False):
-        due = (CrowdParticipant.objects.filter(link__study=study, ids_purged_at__isnull=True,
-                                               started_at__lte=now - timedelta(days=study.retention_days))
-               .select_related("user", "link"))
-        n = 0
-        for p in due.iterator():
-            with transaction.atomic():
-                new_id = f"purged-{secrets.token_hex(8)}"
-                old_name = p.user.get_username()
-                new_name = crowd_username_after_purge(old_name, provider=p.link.provider,
-                                                      old_id=p.participant_id, new_id=new_id)
-                if new_name is not None:
-                    p.user.username = new_name
-                    p.user.save(update_fields=["username"])
-                    _rename_in_logs(study, old_name, new_name)
-                p.participant_id, p.session_id, p.ids_purged_at = new_id, "", now
-                p.save(update_fields=["participant_id", "session_id", "ids_purged_at"])
-                n += 1
-        if n:
-            audit_record(actor=None, action=Action.IDS_PURGE, study=study, target=f"{n} participants",
-                         detail={"retention_days": study.retention_days, "participants": n})
-        purged += n
+    for study in Study.objects.filter(retention_days__isnull=False).order_by("pk"):
+        try:
+            purged += study_ids_purge(study=study, now=now)
+        except Exception:  # noqa: BLE001 (whatever it is, it must not keep the other studies' ids)
+            logger.exception("retention purge: study %s (retention_days=%s) failed; the other studies go on",
+                             study.slug, study.retention_days)
     return purged
+
+
+def study_ids_purge(*, study: Study, now) -> int:
+    """participant_ids_purge for one study: the number of participants purged."""
+    due = (CrowdParticipant.objects.filter(link__study=study, ids_purged_at__isnull=True,
+                                           started_at__lte=now - timedelta(days=study.retention_days))
+           .select_related("user", "link"))
+    n = 0
+    for p in due.iterator():
+        with transaction.atomic():
+            new_id = f"purged-{secrets.token_hex(8)}"
+            old_name = p.user.get_username()
+            new_name = crowd_username_after_purge(old_name, provider=p.link.provider,
+                                                  old_id=p.participant_id, new_id=new_id)
+            if new_name is not None:
+                p.user.username = new_name
+                p.user.save(update_fields=["username"])
+                _rename_in_logs(study, old_name, new_name)
+            p.participant_id, p.session_id, p.ids_purged_at = new_id, "", now
+            p.save(update_fields=["participant_id", "session_id", "ids_purged_at"])
+            n += 1
+    if n:
+        audit_record(actor=None, action=Action.IDS_PURGE, study=study, target=f"{n} participants",
+                     detail={"retention_days": study.retention_days, "participants": n})
+    return n

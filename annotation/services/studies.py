@@ -126,6 +126,8 @@ EDITABLE = {
     "retention_days": None,  # annotation.services.participant_data.participant_ids_purge
     "language": None,
 }
+# Ten years: past it a retention period is a typo, and a billion days overflowed the purge's date arithmetic.
+RETENTION_DAYS_MAX = 3650
 
 
 class NeedsConfirmation(StudyError):
@@ -160,6 +162,8 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
         raise StudyError("raters_per_item: must be at least 1")
     if "name" in changed and not str(changed["name"]).strip():
         raise StudyError("name: a study needs a name")
+    if changed.get("retention_days") is not None and not 0 <= changed["retention_days"] <= RETENTION_DAYS_MAX:
+        raise StudyError(f"retention_days: from 0 to {RETENTION_DAYS_MAX} days (ten years), or empty to keep the ids")
     rated = Rating.objects.filter(assignment__study=study).count()
     consequences = [(f, EDITABLE[f]) for f in changed if EDITABLE[f]]
     if rated and consequences and not confirmed:
