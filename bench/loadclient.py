@@ -116,12 +116,9 @@ def setup_study(n_items: int, secret_key: str, *, raters: int, raters_per_item: 
 
 
 @functools.cache
-@functools.cache
 def collected_static_root() -> Path:
     """STATIC_ROOT as the Dockerfile builds it (`collectstatic`: hashed, compressed), once per process.
-    gunicorn without DEBUG renders pages with the hashed names, so it cannot serve a page without it.
-    Cached: a collectstatic compresses every file (Brotli and gzip), 46 s of CPU each time on the
-    2-core machine (2026-11-28), and the tests in one process read the same folder without writing it."""
+    gunicorn without DEBUG renders pages with the hashed names, so it cannot serve a page without it."""
     root = Path(tempfile.mkdtemp(prefix="concord-static-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "CONCORD_TESTING", "DATABASE_URL"}}
