@@ -3,7 +3,7 @@ import os
 import threading
 
 from celery import Celery, bootsteps
-from celery.signals import worker_init
+from celery.signals import after_setup_logger, after_setup_task_logger, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -16,6 +16,15 @@ app.conf.beat_schedule = {
     "purge-expired-panel-ids": {"task": "annotation.tasks.participant_ids_purge", "schedule": 3600.0},
     "close-studies-past-deadline": {"task": "annotation.tasks.studies_close_past_deadline", "schedule": 60.0},
 }
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _mask_secrets_in_logs(logger, **kwargs):
+    """The worker sets up its own handlers: they mask credentials as the web's do (LOGGING)."""
+    from config.logmask import mask_handlers
+
+    mask_handlers(logger)
 
 
 @worker_init.connect

@@ -309,7 +309,9 @@ if not LOCAL_SERVING and not TESTING:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # no credential in a log line (config/logmask.py); the Celery worker's handlers get it too (config/celery.py)
+    "filters": {"secrets": {"()": "config.logmask.SecretsFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["secrets"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
