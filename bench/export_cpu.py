@@ -2,7 +2,7 @@
 
     python -m bench.export_cpu DATABASE STUDY_SLUG FORMAT
 
-Wall time on the shared 2-core machine moves with the other sessions' load; CPU seconds move far less.
+Wall time on the shared 2-core machine moves with the other engineers' load; CPU seconds move far less.
 The child is bench_exports' (a fresh process writing the file) and reports the CPU of the export
 alone (time.process_time around it, imports left out); the backends' CPU is read from /proc every
 20 ms for every `postgres: … DATABASE …` process (a lower bound: the last 20 ms of a backend that
