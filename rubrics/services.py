@@ -4,6 +4,7 @@ from django.db import transaction
 
 from .loader import list_presets, load_preset, rubric_checksum, validate_rubric
 from .models import Rubric, RubricVersion
+from .selectors import UnknownRubric, rubric_latest_version
 
 
 @transaction.atomic
@@ -35,3 +36,15 @@ def rubric_version_create(*, data: dict, user=None, is_preset: bool = False) -> 
 def rubric_presets_install() -> list[RubricVersion]:
     """Install (or version) every built-in preset; idempotent."""
     return [rubric_version_create(data=load_preset(slug), is_preset=True)[0] for slug in list_presets()]
+
+
+def rubric_version_for_slug(slug: str) -> RubricVersion:
+    """The version a new study on rubric `slug` pins: the stored rubric's latest version, else the built-in
+    preset of that slug, installed now. Raises rubrics.selectors.UnknownRubric."""
+    version = rubric_latest_version(slug)
+    if version is not None:
+        return version
+    if slug in list_presets():
+        return rubric_version_create(data=load_preset(slug), is_preset=True)[0]
+    stored = Rubric.objects.values_list("slug", flat=True)
+    raise UnknownRubric(slug, sorted(set(stored) | set(list_presets())))

@@ -21,12 +21,12 @@ from django.db.models import Max
 
 from annotation.importers import ItemFileError
 from annotation.models import Assignment, Study, StudyMember
-from annotation.peers.mapping import mapping_parse
+from annotation.peers.mapping import Mapping, mapping_parse
 from annotation.peers.readers import PeerAnnotation, PeerData, PeerFileError, PeerItem, read_peer
 from annotation.services.assignments import recount_study
 from annotation.services.items import items_import
 from annotation.services.ratings import AnswerError, answers_check, answers_normalise, assignment_submit, field_name
-from annotation.services.studies import study_members_add
+from annotation.services.studies import study_create, study_members_add, study_set_status
 
 USERNAME_PREFIX = {"label-studio": "ls.", "potato": "potato."}
 _NOT_IN_USERNAME = re.compile(r"[^\w.@+-]")
@@ -113,13 +113,23 @@ def _items_jsonl(items: list[PeerItem], output_fields: tuple[str, ...]) -> str:
                    + "\n" for p in items)
 
 
-def peer_import(*, study: Study, source: str, path: Path, mapping_text: str, user=None) -> PeerImportResult:
-    """Import a peer's items and annotations into the open `study`. Raises MappingError or PeerFileError
-    (every problem, by task/file and control) before anything is written."""
+@dataclass
+class _Plan:
+    """A peer's file read and checked against a study, nothing written yet."""
+
+    mapping: Mapping
+    data: PeerData
+    contents: dict
+    new_items: list[PeerItem]
+
+
+def _plan(study: Study, source: str, path: Path, mapping_text: str, *, open_first: bool = True) -> _Plan:
+    """Read and check everything; raises MappingError or PeerFileError (every problem, by task/file and
+    control). `open_first`: refuse a study that is not open (its ratings are stored as submits)."""
     rubric = study.rubric_version.definition
     mapping = mapping_parse(mapping_text, rubric=rubric)
     data = read_peer(source, path, mapping)
-    if study.status != Study.Status.OPEN:
+    if open_first and study.status != Study.Status.OPEN:
         raise PeerFileError([(f"study {study.slug}", "status", "open the study first: ratings are stored as "
                                                                 "submits, which a study takes only while open")])
     errors: list[tuple[str, str, str]] = []
@@ -128,26 +138,64 @@ def peer_import(*, study: Study, source: str, path: Path, mapping_text: str, use
     errors += _check_answers(rubric, data, contents, controls, _imported_before(study, source, data))
     if errors:
         raise PeerFileError(errors)
-    result = PeerImportResult(items_existing=len(data.items) - len(new_items), skipped=data.skipped)
-    with transaction.atomic():
-        if new_items:
-            try:
-                result.items_created = items_import(study=study, text=_items_jsonl(new_items, mapping.outputs),
-                                                    filename="peer.jsonl")
-            except ItemFileError as exc:  # its lines are the new items' places in order
-                raise PeerFileError([(new_items[line - 1].where if 0 < line <= len(new_items) else "items", fld, msg)
-                                     for line, fld, msg in exc.errors]) from None
-            result.outputs_created = sum(len(p.outputs) for p in new_items)
-        raters = _raters(study, source, {a.annotator for a in data.annotations}, user)
-        result.raters = len(raters)
-        items = {i.external_id: i for i in study.items.filter(external_id__in=list(contents))}
-        slots = Counter({row["item_id"]: row["top"] + 1 for row in Assignment.objects.filter(
-            item__in=items.values(), slot__isnull=False).values("item_id").annotate(top=Max("slot"))})
-        for a in data.annotations:
-            result.ratings.update(_store(study, items[a.item_id], raters[a.annotator], a, slots))
-            result.annotations += 1
-        recount_study(study)
+    return _Plan(mapping, data, contents, new_items)
+
+
+def _write_items(study: Study, plan: _Plan) -> PeerImportResult:
+    result = PeerImportResult(items_existing=len(plan.data.items) - len(plan.new_items), skipped=plan.data.skipped)
+    if plan.new_items:
+        try:
+            result.items_created = items_import(study=study, text=_items_jsonl(plan.new_items, plan.mapping.outputs),
+                                                filename="peer.jsonl")
+        except ItemFileError as exc:  # its lines are the new items' places in order
+            raise PeerFileError([(plan.new_items[line - 1].where if 0 < line <= len(plan.new_items) else "items",
+                                  fld, msg) for line, fld, msg in exc.errors]) from None
+        result.outputs_created = sum(len(p.outputs) for p in plan.new_items)
     return result
+
+
+def _write_ratings(study: Study, source: str, plan: _Plan, result: PeerImportResult, user) -> None:
+    raters = _raters(study, source, {a.annotator for a in plan.data.annotations}, user)
+    result.raters = len(raters)
+    items = {i.external_id: i for i in study.items.filter(external_id__in=list(plan.contents))}
+    slots = Counter({row["item_id"]: row["top"] + 1 for row in Assignment.objects.filter(
+        item__in=items.values(), slot__isnull=False).values("item_id").annotate(top=Max("slot"))})
+    for a in plan.data.annotations:
+        result.ratings.update(_store(study, items[a.item_id], raters[a.annotator], a, slots))
+        result.annotations += 1
+    recount_study(study)
+
+
+def peer_import(*, study: Study, source: str, path: Path, mapping_text: str, user=None) -> PeerImportResult:
+    """Import a peer's items and annotations into the open `study`. Raises MappingError or PeerFileError
+    (every problem, by task/file and control) before anything is written."""
+    plan = _plan(study, source, path, mapping_text)
+    with transaction.atomic():
+        result = _write_items(study, plan)
+        _write_ratings(study, source, plan, result, user)
+    return result
+
+
+def peer_import_new_study(*, name: str, rubric_version, source: str, path: Path, mapping_text: str, user=None,
+                          open_study: bool = False, slug: str = "") -> tuple[Study, PeerImportResult]:
+    """A new study on `rubric_version`, filled from a peer's file: its items, then its annotations as
+    ratings. All or nothing: a refused file (MappingError, PeerFileError) or name (StudyError) leaves no
+    study behind. The study is opened to take the ratings (they are stored as submits, as a rater's are);
+    `open_study` leaves it open, else it is paused again so that no rater gets an item before an admin
+    resumes it; a file without annotations leaves a draft unless `open_study`."""
+    with transaction.atomic():
+        study = study_create(name=name, slug=slug, rubric_version=rubric_version, user=user)
+        plan = _plan(study, source, path, mapping_text, open_first=False)
+        if not plan.new_items:
+            raise PeerFileError([(path.name, "items", "the file holds no items, and a new study needs some")])
+        result = _write_items(study, plan)
+        if open_study or plan.data.annotations:
+            study_set_status(study=study, status=Study.Status.OPEN, user=user)
+        if plan.data.annotations:
+            _write_ratings(study, source, plan, result, user)
+            if not open_study:
+                study_set_status(study=study, status=Study.Status.PAUSED, user=user)
+    return study, result
 
 
 def _raters(study: Study, source: str, annotators: set[str], user) -> dict:
