@@ -24,7 +24,8 @@ import uuid
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -246,11 +247,14 @@ def get_study_for_admin(user, slug: str) -> Study:
 
 
 def studies_for(user):
-    """The studies a user sees on the home page, each annotated with the user's `role` in it."""
+    """The studies a user sees on the home page, each annotated with the user's `role` in it: their
+    role as a member (not removed), else 'owner' for a study they created."""
     studies = Study.objects.select_related("rubric_version__rubric")
     if is_admin(user):
         return studies.annotate(role=Value("admin"))
     if not is_signed_in(user):
-        return studies.none()
-    # One row per membership (unique per study and user), so no DISTINCT is needed.
-    return studies.filter(members__user=user, members__removed_at__isnull=True).annotate(role=F("members__role"))
+        return studies.annotate(role=Value("")).none()
+    member_role = Subquery(StudyMember.objects.filter(study=OuterRef("pk"), user=user, removed_at__isnull=True)
+                           .values("role")[:1])
+    return (studies.annotate(role=Coalesce(member_role, Value("owner")))
+            .filter(Q(created_by=user) | ~Q(role="owner")))

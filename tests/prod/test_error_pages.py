@@ -105,7 +105,8 @@ def test_debug_unset_or_false_is_production(debug):
                                      "False"]
 
 
-def test_swagger_ui_comes_from_the_sidecar(client_for, researcher):
+def test_swagger_ui_comes_from_the_sidecar(client_for, researcher, make_study):
+    make_study(researchers=[researcher])  # the API docs are for staff and study members (annotation.access)
     body = client_for(researcher).get("/api/docs/").content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in body
     assert "cdn" not in body.lower() and "https://" not in body

@@ -232,7 +232,8 @@ def test_missing_page_is_our_404_with_the_navigation(browser, prod_server, peopl
     assert not watch.foreign and not watch.static_failures
 
 
-def test_api_docs_render_swagger_ui_from_our_own_static_files(browser, prod_server, people):
+def test_api_docs_render_swagger_ui_from_our_own_static_files(browser, prod_server, people, studies):
+    # `studies`: the researcher is a member of them; the API docs are for staff and study members
     context, page, watch = new_page(browser, prod_server)
     try:
         log_in(page, prod_server, people["researcher"])

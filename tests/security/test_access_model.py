@@ -103,3 +103,16 @@ def test_api_docs_are_for_staff_and_members_not_crowd_participants(personas):
     assert {name for name, (_, docs) in EXPECTED.items() if may_read_api_docs(users[name])} == \
         {name for name, (_, docs) in EXPECTED.items() if docs}
     assert is_crowd_participant(users["crowd"]) and not is_crowd_participant(users["annotator"])
+
+
+def test_the_home_page_lists_the_study_for_whoever_reaches_it(personas, client_for):
+    from annotation.access import studies_for
+
+    a, users = personas
+    roles = {name: studies_for(users[name]).filter(pk=a.pk).values_list("role", flat=True).first()
+             for name in EXPECTED}
+    assert roles == {name: ("owner" if name == "owner" else "admin" if name == "admin"
+                            else "annotator" if T in caps else "researcher" if R in caps else None)
+                     for name, (caps, _) in EXPECTED.items()}
+    page = client_for(users["owner"]).get("/").content.decode()
+    assert f'href="/studies/{a.slug}/manage/"' in page and "Owner · rubric" in page
