@@ -46,10 +46,8 @@ def _confusions(data: Labels, post: np.ndarray) -> np.ndarray:
     """M-step: (n_raters, observed class, true class), each true-class column summing to 1 over
     the classes the rater used (those never used stay 0, as in crowd-kit)."""
     k = data.n_classes
-    key = data.rater * k + data.label
-    counts = np.stack([np.bincount(key, weights=post[data.item, c], minlength=data.n_raters * k)
-                       for c in range(k)], axis=1).reshape(data.n_raters, k, k)
-    used = (np.bincount(key, minlength=data.n_raters * k) > 0).reshape(data.n_raters, k, 1)
+    counts = (data.incidence_t @ post).reshape(data.n_raters, k, k)
+    used = (np.asarray(data.incidence.sum(axis=0)).ravel() > 0).reshape(data.n_raters, k, 1)
     counts = np.where(used, np.clip(counts, EPS, None), 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.nan_to_num(counts / counts.sum(axis=1, keepdims=True))
@@ -58,24 +56,23 @@ def _confusions(data: Labels, post: np.ndarray) -> np.ndarray:
 def _ds_e_step(data: Labels, prior: np.ndarray, confusion: np.ndarray) -> tuple[np.ndarray, float]:
     k = data.n_classes
     with np.errstate(divide="ignore"):
-        log_conf = np.log(confusion).reshape(data.n_raters * k, k)
-    per_label = log_conf[data.rater * k + data.label]
-    return normalise_log(_clip_log(prior)[None, :] + data.per_item(per_label))
+        log_conf = np.where(confusion > 0, np.log(confusion), 0.0)  # 0 only where a rater never used the class
+    return normalise_log(_clip_log(prior)[None, :] + data.incidence @ log_conf.reshape(data.n_raters * k, k))
 
 
 def _one_coin_e_step(data: Labels, prior: np.ndarray, skill: np.ndarray) -> tuple[np.ndarray, float]:
     k = data.n_classes
     right = np.log(np.clip(skill, EPS, 1 - EPS))
     wrong = np.log(np.clip((1 - skill) / (k - 1), EPS, 1 - EPS))
-    per_label = np.repeat(wrong[data.rater][:, None], k, axis=1)
-    per_label[np.arange(data.n), data.label] = right[data.rater]
-    return normalise_log(_clip_log(prior)[None, :] + data.per_item(per_label))
+    per_cell = np.repeat(wrong, k)[:, None] + np.tile(np.eye(k), (data.n_raters, 1)) * np.repeat(right - wrong, k)[:, None]
+    return normalise_log(_clip_log(prior)[None, :] + data.incidence @ per_cell)
 
 
 def _skills(data: Labels, post: np.ndarray) -> np.ndarray:
     """One-coin M-step: a rater's skill is the mean posterior of the classes they chose."""
-    n = data.rater_counts()
-    return data.per_rater(post[data.item, data.label]) / np.maximum(n, 1)
+    k = data.n_classes
+    chosen = np.einsum("rll->r", (data.incidence_t @ post).reshape(data.n_raters, k, k))
+    return chosen / np.maximum(data.rater_counts(), 1)
 
 
 def _em(data: Labels, m_step, e_step, max_iter: int, tol: float | None):

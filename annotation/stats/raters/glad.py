@@ -25,30 +25,34 @@ M_STEP_MAX_ITER, M_STEP_TOL = 25, 1e-2
 PRIOR_MEAN = 1.0
 
 
-def _log_sig(x: np.ndarray) -> np.ndarray:
-    return -np.logaddexp(0.0, -x)
+def _log_sigmoids(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log sigmoid(z), log sigmoid(-z)), stable for large |z|, with one exp and one log1p."""
+    right = np.minimum(z, 0.0) - np.log1p(np.exp(-np.abs(z)))
+    return right, right - z
 
 
 def _e_step(data: Labels, alpha: np.ndarray, beta: np.ndarray, log_prior: np.ndarray) -> tuple[np.ndarray, float]:
     k = data.n_classes
-    z = alpha[data.rater] * np.exp(beta[data.item])
-    right, wrong = _log_sig(z), _log_sig(-z) - np.log(k - 1)
-    per_label = np.repeat(wrong[:, None], k, axis=1)
-    per_label[np.arange(data.n), data.label] = right
-    return normalise_log(log_prior[None, :] + data.per_item(per_label))
+    right, wrong = _log_sigmoids(alpha[data.rater] * np.exp(beta[data.item]))
+    wrong -= np.log(k - 1)
+    # every label adds `wrong` to each class and right - wrong to the class given
+    per_item = np.bincount(data.item, weights=wrong, minlength=data.n_items)[:, None] + np.bincount(
+        data.item * k + data.label, weights=right - wrong, minlength=data.n_items * k).reshape(data.n_items, k)
+    return normalise_log(log_prior[None, :] + per_item)
 
 
 def _objective(x: np.ndarray, data: Labels, p_right: np.ndarray) -> tuple[float, np.ndarray]:
     """Minus the expected complete log-posterior Q and its gradient; x = (alpha, beta)."""
     alpha, beta = x[:data.n_raters], x[data.n_raters:]
-    ease = np.exp(beta[data.item])
-    z = alpha[data.rater] * ease
-    k = data.n_classes
-    q = np.sum(p_right * _log_sig(z) + (1 - p_right) * (_log_sig(-z) - np.log(k - 1)))
+    ease = np.exp(beta)[data.item]
+    a = alpha[data.rater]
+    z = a * ease
+    right, wrong = _log_sigmoids(z)
+    q = p_right @ right + (1 - p_right) @ (wrong - np.log(data.n_classes - 1))
     q -= 0.5 * np.sum((alpha - PRIOR_MEAN) ** 2) + 0.5 * np.sum((beta - PRIOR_MEAN) ** 2)
-    g = (p_right - expit(z)) * ease
+    g = (p_right - np.exp(right)) * ease
     d_alpha = data.per_rater(g) - (alpha - PRIOR_MEAN)
-    d_beta = np.bincount(data.item, weights=g * alpha[data.rater], minlength=data.n_items) - (beta - PRIOR_MEAN)
+    d_beta = np.bincount(data.item, weights=g * a, minlength=data.n_items) - (beta - PRIOR_MEAN)
     return -float(q), -np.concatenate([d_alpha, d_beta])
 
 

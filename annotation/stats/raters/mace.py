@@ -38,24 +38,24 @@ def _start(data: Labels, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _e_step(data: Labels, spamming: np.ndarray, strategy: np.ndarray):
-    """(posteriors, log marginal likelihood, strategy counts, knowing counts)."""
-    k = data.n_classes
-    spam = spamming[data.rater, 0] * strategy[data.rater, data.label]   # P(label | spam)
-    know = spamming[data.rater, 1]
+    """(posteriors, log marginal likelihood, strategy counts, knowing counts). Every factor depends
+    on (rater, class given) alone, so the sums over labels are products with data.incidence."""
+    k, n_r = data.n_classes, data.n_raters
+    spam = spamming[:, :1] * strategy                      # (rater, class given): P(label | spamming)
+    know = np.broadcast_to(spamming[:, 1:], spam.shape)
     with np.errstate(divide="ignore"):
-        base = np.log(spam)
-        lift = np.log(spam + know) - base  # the label's factor when the true class is the label given
-    log_joint = np.bincount(data.item, weights=base, minlength=data.n_items)[:, None] - np.log(k)
-    log_joint = log_joint + np.bincount(data.item * k + data.label, weights=lift,
-                                        minlength=data.n_items * k).reshape(data.n_items, k)
+        base = np.log(spam).ravel()
+        lift = np.log(spam + know).ravel() - base          # the factor when the true class is the one given
+    per_cell = np.where(np.isfinite(base), base, 0.0)[:, None] + np.tile(np.eye(k), (n_r, 1)) * lift[:, None]
+    log_joint = data.incidence @ per_cell - np.log(k)
     norm = logsumexp(log_joint, axis=1)
     post = np.exp(log_joint - norm[:, None])
-    p_true = post[data.item, data.label]  # P(true class = the label given)
-    knowing = p_true * know / (spam + know)
-    spamming_share = 1.0 - knowing
-    strategy_counts = np.bincount(data.rater * k + data.label, weights=spamming_share,
-                                  minlength=data.n_raters * k).reshape(data.n_raters, k)
-    knowing_counts = np.stack([data.per_rater(spamming_share), data.per_rater(knowing)], axis=1)
+    # per (rater, class given): the labels' summed P(true class = the class given)
+    p_true = np.einsum("rll->rl", (data.incidence_t @ post).reshape(n_r, k, k))
+    knowing = p_true * (know / (spam + know))
+    given = np.asarray(data.incidence.sum(axis=0)).reshape(n_r, k)
+    strategy_counts = given - knowing
+    knowing_counts = np.stack([strategy_counts.sum(axis=1), knowing.sum(axis=1)], axis=1)
     return post, float(norm.sum()), strategy_counts, knowing_counts
 
 

@@ -25,6 +25,7 @@ from .data import LabelError, int_array
 
 RIDGE = 1e-3
 MAX_ITER = 500
+GTOL, FTOL = 1e-7, 1e-12  # on the objective per comparison
 P_FLOOR = 1e-12
 
 
@@ -103,8 +104,12 @@ def noisy_bradley_terry(raters, left, right, left_wins, *, n_outputs: int | None
     n_r = max(int(r.max()) + 1, n_raters or 0)
     starts = ([np.concatenate([np.zeros(n_out), np.full(n_r, g), np.zeros(n_r)]) for g in (np.log(9.0), 0.0)]
               if start is None else [np.asarray(start, dtype=float)])
-    fits = [minimize(lambda x: _neg_log_post(x, r, lft, rgt, y, n_out, n_r, ridge)[:2], x0, jac=True,
-                     method="L-BFGS-B", options={"maxiter": max_iter}) for x0 in starts]
+    def per_comparison(x):  # the objective per comparison, so that L-BFGS-B's tolerances do not grow with n
+        value, grad, _ = _neg_log_post(x, r, lft, rgt, y, n_out, n_r, ridge)
+        return value / r.size, grad / r.size
+
+    fits = [minimize(per_comparison, x0, jac=True, method="L-BFGS-B",
+                     options={"maxiter": max_iter, "gtol": GTOL, "ftol": FTOL}) for x0 in starts]
     res = min(fits, key=lambda f: f.fun)
     s = res.x[:n_out]
     ll = _neg_log_post(res.x, r, lft, rgt, y, n_out, n_r, ridge)[2]
