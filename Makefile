@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev run test bench docs browsers pgbouncer clean
+.PHONY: install install-dev run test test-fast bench docs browsers pgbouncer clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,14 @@ DOCS_DEPS = $(shell grep -o '"mkdocs[a-z-]*==[^"]*"' pyproject.toml | tr -d '"')
 docs: install
 	@test -x $(VENV)/bin/mkdocs || $(PY) -m pip install -q $(DOCS_DEPS)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+## The edit-test loop: statistics, judge parsing and methods, services and the API, with no browser, no model
+## library or server written by others and no worker killed (`make test` is the suite CI and the README run).
+FAST_TESTS := tests/stats tests/rubrics tests/judges tests/foundation/test_import_graph.py tests/foundation/test_api.py \
+	tests/workspace/test_api.py tests/workspace/test_ratings_service.py tests/judges_platform/test_api.py \
+	tests/manage/test_services.py
+test-fast: install-dev
+	$(PY) -m config.launcher test $(FAST_TESTS) -m "not browser" --ignore=tests/judges/test_transformers_local.py $(ARGS)
 
 ## Benchmarks at a size that ends in minutes; FULL=1 for DESIGN.md's full sizes.
 bench: install-dev pgbouncer

@@ -192,12 +192,21 @@ def celery_worker_session():
         yield worker
 
 
-@pytest.fixture(scope="module")
+@pytest.hookimpl(trylast=True)  # after pytest-django's own ordering, which the sort keeps within each part
+def pytest_collection_modifyitems(items):
+    """The tests that use the browser run after all the others, in the order they had, so that one
+    Chromium serves them all (see `browser`)."""
+    items.sort(key=lambda item: "browser" in getattr(item, "fixturenames", ()))
+
+
+@pytest.fixture(scope="session")
 def browser():
     """Debian's headless Chromium driven by Playwright (no browser download).
 
-    Module-scoped: Playwright's sync API keeps an event loop running on the test thread
-    while it is open, which would break later tests that call asyncio.run().
+    One for the session: starting Playwright's driver and Chromium took 3.6-4.6 s a test module on
+    the busy 2-core machine (2026-11-28). While it is open, Playwright's sync API keeps an event loop
+    on the test thread, which breaks asyncio.run() there: pytest_collection_modifyitems above puts
+    every test that uses it after the others.
     """
     from playwright.sync_api import sync_playwright
 
