@@ -20,7 +20,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
@@ -33,7 +32,7 @@ from judges.cache import cache_key, response_from_dict, response_to_dict
 from judges.models import JudgeBatch, JudgeBatchRequest, JudgeRun
 from judges.services import engine
 from judges.services.budget import cost_release, cost_reserve, judge_run_pause
-from judges.services.run_items import enqueue_items, missing_item_ids
+from judges.services.run_items import enqueue_items, missing_item_ids, registered_task
 from judges.services.run_scores import ChunkOutcome, write_judged
 
 log = logging.getLogger(__name__)
@@ -135,8 +134,8 @@ def batch_poll_schedule(*, run_id: int, countdown: float) -> bool:
     if not _redis().set(f"concord:batch-poll:{run_id}", 1, nx=True, ex=int(countdown) + 30):
         return False
     queue = (JudgeRun.objects.filter(pk=run_id).values_list("config", flat=True).first() or {}).get("queue")
-    transaction.on_commit(lambda: current_app.send_task(POLL_TASK, args=[run_id], countdown=countdown,
-                                                        queue=queue or "judges"))
+    transaction.on_commit(lambda: registered_task(POLL_TASK).apply_async(args=[run_id], countdown=countdown,
+                                                                         queue=queue or "judges"))
     return True
 
 

@@ -68,14 +68,14 @@ def item_payload(item: Item, outputs: Sequence[Output]) -> dict[str, Any]:
             "outputs": [{"content": o.content, "kind": o.kind, "metadata": o.metadata or {}} for o in outputs]}
 
 
-def _chunk_task():
-    """The chunk task from Celery's registry, by name (no import of judges.tasks here); the apps' tasks
+def registered_task(name: str):
+    """A task from Celery's registry, by name (no import of judges.tasks here); the apps' tasks
     modules are registered on first use in a process that has not loaded them. Not send_task: it ignores
     task_always_eager, and load_demo and simulate_study run their chunks in this process (eager) when no
     worker is there yet."""
-    if CHUNK_TASK not in current_app.tasks:
+    if name not in current_app.tasks:
         current_app.loader.import_default_modules()
-    return current_app.tasks[CHUNK_TASK]
+    return current_app.tasks[name]
 
 
 def enqueue_chunks(run: JudgeRun, chunks: list[list[int]]) -> None:
@@ -85,7 +85,7 @@ def enqueue_chunks(run: JudgeRun, chunks: list[list[int]]) -> None:
     def send() -> None:
         try:
             for ids in chunks:
-                _chunk_task().apply_async(args=[run.pk, ids], queue=queue)
+                registered_task(CHUNK_TASK).apply_async(args=[run.pk, ids], queue=queue)
         except Exception as exc:
             # The broker stayed unreachable longer than the publish retries wait (e.g. Redis
             # restarting for longer than CELERY_TASK_PUBLISH_RETRY_POLICY allows). The run row
