@@ -27,7 +27,7 @@ from scipy import sparse
 from scipy.linalg import cho_factor, cho_solve
 from scipy.stats import norm
 
-from .data import LabelError, int_array
+from .data import LabelError, int_array, one_blas_thread
 
 PSEUDO_RATINGS = 2.0
 MAX_ITER = 1000
@@ -121,7 +121,12 @@ def rater_effects(outputs, raters, scores, *, heteroscedastic: bool = True, leve
                   n_outputs: int | None = None, n_raters: int | None = None, max_iter: int = MAX_ITER,
                   tol: float = TOL) -> RaterEffects:
     """Fit from parallel arrays (output code, rater code, score); see the module docstring."""
-    o, r, y = _check(outputs, raters, scores)
+    with one_blas_thread():
+        return _fit(*_check(outputs, raters, scores), heteroscedastic=heteroscedastic, level=level,
+                    n_outputs=n_outputs, n_raters=n_raters, max_iter=max_iter, tol=tol)
+
+
+def _fit(o, r, y, *, heteroscedastic, level, n_outputs, n_raters, max_iter, tol) -> RaterEffects:
     n_out = max(int(o.max()) + 1, n_outputs or 0)
     n_r = max(int(r.max()) + 1, n_raters or 0)
     d = _Design(o, r, n_out, n_r)

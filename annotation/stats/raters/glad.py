@@ -17,7 +17,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from .data import LabelModel, Labels, finish, normalise_log
+from .data import LabelModel, Labels, finish, normalise_log, one_blas_thread
 
 MAX_ITER = 100
 TOL = 1e-5  # stop when the M-step objective per label gains less (crowd-kit's default rule)
@@ -69,8 +69,9 @@ def glad(data: Labels, *, max_iter: int = MAX_ITER, tol: float | None = TOL, pri
     for it in range(1, max_iter + 1):
         post, _ = _e_step(data, x[:data.n_raters], x[data.n_raters:], log_prior)
         p_right = post[data.item, data.label]
-        res = minimize(_objective, x, args=(data, p_right), jac=True, method="CG",
-                       tol=m_step_tol, options={"maxiter": m_step_max_iter})
+        with one_blas_thread():
+            res = minimize(_objective, x, args=(data, p_right), jac=True, method="CG",
+                           tol=m_step_tol, options={"maxiter": m_step_max_iter})
         x = res.x
         # crowd-kit's rule: Q per (label x class) row of its long table
         q = -res.fun / (data.n * k)

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from .data import LabelError, int_array
+from .data import LabelError, int_array, one_blas_thread
 
 RIDGE = 1e-3
 MAX_ITER = 500
@@ -108,8 +108,9 @@ def noisy_bradley_terry(raters, left, right, left_wins, *, n_outputs: int | None
         value, grad, _ = _neg_log_post(x, r, lft, rgt, y, n_out, n_r, ridge)
         return value / r.size, grad / r.size
 
-    fits = [minimize(per_comparison, x0, jac=True, method="L-BFGS-B",
-                     options={"maxiter": max_iter, "gtol": GTOL, "ftol": FTOL}) for x0 in starts]
+    with one_blas_thread():
+        fits = [minimize(per_comparison, x0, jac=True, method="L-BFGS-B",
+                         options={"maxiter": max_iter, "gtol": GTOL, "ftol": FTOL}) for x0 in starts]
     res = min(fits, key=lambda f: f.fun)
     s = res.x[:n_out]
     ll = _neg_log_post(res.x, r, lft, rgt, y, n_out, n_r, ridge)[2]
