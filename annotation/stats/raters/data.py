@@ -32,7 +32,8 @@ def one_blas_thread():
 
 
 class LabelError(ValueError):
-    """Labels that no model can take: the message names the array and the first bad entry."""
+    """Labels that no model can take (Dawid & Skene 1979's models need codes from 0): the message
+    names the array and the first bad entry."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,8 @@ def int_array(name: str, values: Any) -> np.ndarray:
 
 def label_data(items: Any, raters: Any, labels: Any, *, n_classes: int | None = None,
                n_items: int | None = None, n_raters: int | None = None) -> Labels:
-    """Validate three parallel arrays into Labels; counts default to the largest code + 1.
+    """Validate three parallel arrays into Labels, the (unit, rater, class) triples of Dawid & Skene
+    (1979); counts default to the largest code + 1.
 
     Raises LabelError naming the array and index of the first bad entry (a negative or
     fractional code, a class outside n_classes, arrays of different lengths)."""
@@ -127,7 +129,8 @@ def label_data(items: Any, raters: Any, labels: Any, *, n_classes: int | None = 
 
 @dataclass(frozen=True)
 class LabelModel:
-    """One fitted model of categorical labels.
+    """One fitted model of categorical labels (the layout of Dawid & Skene 1979: posteriors per unit,
+    estimates per rater).
 
     posteriors[i, c]: probability that unit i's true class is c.
     rater_accuracy[r]: the model's own estimate of P(rater r's label is the true class) (NaN for a

@@ -23,7 +23,8 @@ TOL = 1e-7  # stop when the marginal log-likelihood gains less than this per lab
 
 
 def majority_vote(data: Labels) -> LabelModel:
-    """Posteriors are each unit's vote shares (uniform for a unit nobody labelled).
+    """Posteriors are each unit's vote shares (uniform for a unit nobody labelled); crowd-kit 1.4.2's
+    MajorityVote, the baseline of Zheng et al. (2017), Truth inference in crowdsourcing, PVLDB 10(5).
 
     Its likelihood, for choosing among models, is that of one accuracy shared by every rater
     and the class frequencies (the model under which the majority is the best guess); the
@@ -94,7 +95,7 @@ def _em(data: Labels, m_step, e_step, max_iter: int, tol: float | None):
 
 
 def dawid_skene(data: Labels, *, max_iter: int = MAX_ITER, tol: float | None = TOL) -> LabelModel:
-    """Dawid–Skene: a full confusion matrix per rater and class frequencies, by EM.
+    """Dawid–Skene (1979): a full confusion matrix per rater and class frequencies, by EM.
 
     rater["confusion"][r, observed, true]; rater_accuracy = sum_c prior_c confusion[r, c, c]."""
     post, ll, (prior, conf), it, ok = _em(data, _confusions, _ds_e_step, max_iter, tol)
@@ -105,7 +106,8 @@ def dawid_skene(data: Labels, *, max_iter: int = MAX_ITER, tol: float | None = T
 
 
 def one_coin(data: Labels, *, max_iter: int = MAX_ITER, tol: float | None = TOL) -> LabelModel:
-    """One-coin Dawid–Skene: each rater right with probability skill, else a uniform wrong class."""
+    """One-coin Dawid–Skene (Zhang et al. 2016): each rater right with probability skill, else a
+    uniform wrong class."""
     post, ll, (prior, skill), it, ok = _em(data, _skills, _one_coin_e_step, max_iter, tol)
     return finish("one_coin", data, post, skill, prior, ll, n_params=data.n_raters + data.n_classes - 1,
                   iterations=it, converged=ok, rater={"skill": skill})

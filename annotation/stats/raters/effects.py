@@ -37,6 +37,9 @@ VAR_FLOOR = 1e-10
 
 @dataclass(frozen=True)
 class RaterEffects:
+    """A fitted rater-effects model (REML, Patterson & Thompson 1971): per output the adjusted mean with
+    its interval, per rater the bias (BLUP, Henderson 1975) and own noise SD."""
+
     output_mean: np.ndarray   # adjusted mean per output
     output_se: np.ndarray
     ci_low: np.ndarray
@@ -120,7 +123,8 @@ def _solve(d: _Design, y, sigma2_r, tau2):
 def rater_effects(outputs, raters, scores, *, heteroscedastic: bool = True, level: float = 0.95,
                   n_outputs: int | None = None, n_raters: int | None = None, max_iter: int = MAX_ITER,
                   tol: float = TOL) -> RaterEffects:
-    """Fit from parallel arrays (output code, rater code, score); see the module docstring."""
+    """Rater effects by REML (Searle, Casella & McCulloch 1992; Patterson & Thompson 1971): fit from
+    parallel arrays (output code, rater code, score); see the module docstring."""
     with one_blas_thread():
         return _fit(*_check(outputs, raters, scores), heteroscedastic=heteroscedastic, level=level,
                     n_outputs=n_outputs, n_raters=n_raters, max_iter=max_iter, tol=tol)

@@ -58,7 +58,7 @@ def _objective(x: np.ndarray, data: Labels, p_right: np.ndarray) -> tuple[float,
 
 def glad(data: Labels, *, max_iter: int = MAX_ITER, tol: float | None = TOL, prior: np.ndarray | None = None,
          m_step_tol: float = M_STEP_TOL, m_step_max_iter: int = M_STEP_MAX_ITER) -> LabelModel:
-    """rater["ability"] (alpha), item["difficulty"] (exp(-beta): higher is harder); rater_accuracy
+    """GLAD (Whitehill et al. 2009): rater["ability"] (alpha), item["difficulty"] (exp(-beta): higher is harder); rater_accuracy
     is the mean over the rater's units of sigmoid(alpha exp(beta)). `tol=None` runs max_iter.
     The M-step stops at gradient norm m_step_tol or after m_step_max_iter CG steps."""
     k = data.n_classes

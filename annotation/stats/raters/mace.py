@@ -64,7 +64,7 @@ def _vb_normalise(counts: np.ndarray, prior: np.ndarray) -> np.ndarray:
 
 
 def mace(data: Labels, *, n_iter: int = N_ITER, restarts: int = RESTARTS, seed: int = 0) -> LabelModel:
-    """rater["competence"] (P(knows)), rater["strategy"] (n_raters x classes: how they spam);
+    """MACE (Hovy et al. 2013): rater["competence"] (P(knows)), rater["strategy"] (n_raters x classes: how they spam);
     rater_accuracy = competence + (1 - competence) / K: a spammer's strategy hits a uniform true
     class one time in K."""
     priors = np.array([SPAM_PRIOR, KNOW_PRIOR])[None, :]

@@ -31,7 +31,7 @@ P_FLOOR = 1e-12
 
 @dataclass(frozen=True)
 class PairwiseModel:
-    """strength[o]: log-strength of output o (mean 0); P(o beats p) = sigmoid(s_o - s_p) for a
+    """A fitted noisy Bradley–Terry model (Chen et al. 2013). strength[o]: log-strength of output o (mean 0); P(o beats p) = sigmoid(s_o - s_p) for a
     reliable rater. reliability[r]: share of r's comparisons judged rather than guessed;
     left_bias[r]: P(r picks the left one when guessing); NaN for raters without comparisons."""
 
@@ -93,7 +93,7 @@ def _neg_log_post(x, r, lft, rgt, y, n_out, n_r, ridge):
 def noisy_bradley_terry(raters, left, right, left_wins, *, n_outputs: int | None = None,
                         n_raters: int | None = None, ridge: float = RIDGE, max_iter: int = MAX_ITER,
                         start: np.ndarray | None = None) -> PairwiseModel:
-    """Fit from parallel arrays: rater, left output, right output (codes from 0), and left_wins
+    """Noisy Bradley–Terry (Chen et al. 2013; Bradley & Terry 1952). Fit from parallel arrays: rater, left output, right output (codes from 0), and left_wins
     (1 left won, 0 right won, 0.5 a tie: half of each outcome's likelihood).
 
     The likelihood has several maxima (a rater can look like a guesser or like a judge of close

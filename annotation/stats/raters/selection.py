@@ -24,6 +24,8 @@ METHODS: dict[str, Callable[[Labels], LabelModel]] = {
 
 @dataclass(frozen=True)
 class ModelChoice:
+    """The model chosen by BIC (Schwarz 1978), every fit, and why in one sentence."""
+
     best: LabelModel
     fits: dict[str, LabelModel]
     reason: str
@@ -35,7 +37,7 @@ class ModelChoice:
 
 
 def best_label_model(data: Labels, methods: tuple[str, ...] = tuple(METHODS)) -> ModelChoice:
-    """Fit each method and keep the lowest BIC (ties to the earlier method in `methods`)."""
+    """Fit each method and keep the lowest BIC, Schwarz (1978) (ties to the earlier method in `methods`)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method {unknown[0]!r}; expected one of {', '.join(METHODS)}")
