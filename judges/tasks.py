@@ -6,6 +6,9 @@ dies mid-chunk. It retries only when the backend failed with a retryable error (
 limit, 5xx, timeout), with exponential backoff and jitter; the last attempt stores the
 failure as an error score, so the run still ends.
 
+The services queue these tasks by name (judges.services.run_items.registered_task) and never
+import this module, so it imports them at its top: the lifecycle goes one way.
+
 `requeue_lost_chunks` runs in the worker after each (re)connection to the broker
 (config/celery.py RequeueLostWork): a Redis restart can lose a message being handed out.
 """
@@ -18,6 +21,7 @@ from typing import Iterable
 
 from celery import shared_task
 
+from judges.services.batches import batch_run_advance
 from judges.services.runs import judge_chunk_process, judge_runs_requeue_lost, retry_policy
 
 
@@ -66,6 +70,4 @@ def routing_refresh(study_id: int) -> None:
 @shared_task(name="judges.tasks.batch_poll", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def batch_poll(run_id: int) -> dict:
     """Advance a batch run (judges.services.batches): submit, poll, read results, enqueue again."""
-    from judges.services.batches import batch_run_advance
-
     return batch_run_advance(run_id=run_id)
