@@ -1,0 +1,85 @@
+"""A lived-in demo database for the tests of the management commands and of the documented steps.
+
+`load_demo` once per module (it takes about a minute: it simulates every demo study, runs its judges
+and builds its releases), then what a database meets after some use: a stored rubric edited to a new
+version, a removed member, an erased participant (kept pseudonymised), a closed study, a stored judge
+loaded from a file. Each test then runs in a transaction that is rolled back, so the tests of a module
+share the demo and do not see each other's writes; the module's teardown empties the database again
+for the tests that expect an empty one.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+EDITED_RUBRIC = "rrgen-001"
+EDITED_DESCRIPTION = "how grammatically fluent the response reads (edited after the demo)"
+CLOSED_STUDY = "demo-feedback-000"
+ERASED_IN = "demo-codegen-002"
+REMOVED_FROM = "demo-aqua-003"
+STORED_JUDGE = "lived-in-vllm"
+
+
+@dataclass
+class LivedIn:
+    demo_output: str  # what load_demo printed
+    load_demo_s: float  # how long it took
+    rubric_version: int  # EDITED_RUBRIC's version after the edit
+    removed: str  # username removed from REMOVED_FROM
+    erased: str  # pseudonym of the participant erased in ERASED_IN
+    judge_file: Path
+
+
+def live_in(tmp: Path) -> LivedIn:
+    """Load the demo and use it a little; return what was done."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Study, StudyMember
+    from annotation.services.members import member_remove
+    from annotation.services.participant_data import participant_erase
+    from annotation.services.studies import study_set_status
+    from rubrics.services import rubric_version_create
+    from rubrics.selectors import rubric_latest_version
+
+    out = io.StringIO()
+    started = time.monotonic()
+    call_command("load_demo", stdout=out)
+    load_demo_s = time.monotonic() - started
+    admin = get_user_model().objects.get(username="admin")
+
+    data = dict(rubric_latest_version(EDITED_RUBRIC).definition)
+    data["criteria"] = [dict(c, description=EDITED_DESCRIPTION) if c["key"] == "fluency" else c for c in data["criteria"]]
+    version, created = rubric_version_create(data=data, user=admin)
+    assert created and version.version > 1
+
+    study = Study.objects.get(slug=REMOVED_FROM)
+    member = StudyMember.objects.filter(study=study, role="annotator", user__username="annotator3").get()
+    member_remove(study=study, user_id=member.user_id, user=admin)
+
+    study = Study.objects.get(slug=ERASED_IN)
+    rater = StudyMember.objects.filter(study=study, user__username__startswith="demo-rater").order_by("pk").first()
+    erasure = participant_erase(study=study, user_id=rater.user_id, mode="pseudonymise", by=admin)
+
+    study = Study.objects.get(slug=CLOSED_STUDY)
+    study_set_status(study=study, status="closed", user=admin)
+
+    judge_file = tmp / "judge.yaml"
+    judge_file.write_text(f"name: {STORED_JUDGE}\nprovider: vllm\nmodel: Qwen/Qwen3-8B\n"
+                          "endpoint: http://127.0.0.1:8001/v1\nmethod: all_in_one\nstructured_output: true\n")
+    call_command("load_judge", str(judge_file), stdout=io.StringIO())
+    return LivedIn(out.getvalue(), load_demo_s, version.version, member.user.username, erasure.pseudonym, judge_file)
+
+
+@pytest.fixture(scope="module")
+def lived_in(django_db_setup, django_db_blocker, tmp_path_factory):
+    with django_db_blocker.unblock():
+        facts = live_in(tmp_path_factory.mktemp("lived-in"))
+    yield facts
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
