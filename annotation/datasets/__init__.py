@@ -66,6 +66,10 @@ FORMATS: dict[str, ExportFormat] = {f.key: f for f in (
                  ".consensus.parquet", "application/vnd.apache.parquet", formatters.consensus_parquet, "chunks"),
     ExportFormat("consensus-jsonl", "Consensus with its method (JSONL)", "The same, one JSON object per line.",
                  ".consensus.jsonl", "application/x-ndjson", formatters.consensus_jsonl, "chunks"),
+    ExportFormat("raters-parquet", "Rater estimates (Parquet)", "One row per rater and criterion: the rater "
+                 "model's estimates (accuracy and MACE competence on labels, bias and noise on scales) beside "
+                 "agreement, and why the report names the rater to check, if it does.",
+                 ".raters.parquet", "application/vnd.apache.parquet", formatters.raters_parquet, "chunks"),
 )}
 
 

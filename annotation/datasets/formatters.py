@@ -252,6 +252,13 @@ def consensus_jsonl(study: Study, *, progress: Progress | None = None, **_: Any)
     return json_lines(_consensus_batches(study, progress))
 
 
+def raters_parquet(study: Study, **_: Any) -> Iterator[bytes]:
+    """Each rater's estimates per criterion (annotation.reports.rater_models.RATERS_SCHEMA)."""
+    from annotation.reports.rater_models import RATERS_SCHEMA, rater_batches, study_rater_models
+
+    return parquet_stream(rater_batches(study_rater_models(study)), _with_study(RATERS_SCHEMA, study))
+
+
 def huggingface_full_zip(study: Study, *, progress: Progress | None = None, dataset_version: str = UNRELEASED,
                          license: str = "", changelog: str = "", **_: Any) -> Iterator[bytes]:
     """A Hugging Face dataset folder, zipped, with what was rated: the ratings, the items and outputs

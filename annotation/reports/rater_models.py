@@ -7,7 +7,7 @@ The report gets a section of plain data (`rater_models_section`); a release gets
 modelled label and posterior and each rater's estimates (`study_rater_models`).
 
 A rater is named "to check" when the estimates say so (accuracy near chance, spamming, one label given
-far more often than the consensus gives it, a bias of a scale point or more, noise twice the pooled): a prompt for a look, never a rejection — payment
+far more often than the majority gives it, a bias of a scale point or more, noise twice the median rater's): a prompt for a look, never a rejection — payment
 decisions stay with the study's written attention policy.
 """
 
@@ -22,16 +22,20 @@ import pyarrow as pa
 from annotation.models import Study
 from annotation.reports.ratings import rater_names, stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure
-from annotation.stats.raters import best_label_model, label_data, rater_effects
+from annotation.stats.raters import METHODS, best_label_model, label_data, rater_effects
 
 # Flags need this many of the rater's answers: with fewer every estimate is mostly its prior.
-MIN_ANSWERS_TO_FLAG = 10
+MIN_ANSWERS_TO_FLAG = 20
+BIC_MARGIN = 10.0         # a model replaces majority vote only with a BIC this much lower (Kass & Raftery 1995)
 NEAR_CHANCE = 0.10        # accuracy within this of 1/K: the labels carry almost nothing
 SPAMMING = 0.30           # MACE competence below this: most answers are the rater's own strategy
-OVERUSED = 0.30           # a class given this much more often than the consensus gives it on the same outputs
+OVERUSED = 0.40           # a class given this much more often than the majority gives it on the same outputs
 BIAS_POINTS = 1.0         # a rater's shift from the median rater, in scale points, and at least
 BIAS_SHARE = 0.25         # this share of the scale's range (1.5 points of a 1-7 scale, 25 of 0-100)
-NOISE_TIMES = 2.0         # a rater's noise SD this many times the pooled one
+NOISE_TIMES = 2.0         # a rater's noise SD this many times the median rater's
+GLAD_MAX_LABELS = 500_000
+EFFECTS_MAX_RATINGS = 50_000
+EFFECTS_MAX_ITER = 100      # EM steps past 10,000 ratings: 0.17 s a step at 50,000 ratings by 1,000 raters here
 RATERS_SHOWN = 200        # rows per criterion kept in the report (the flagged ones first)
 METHOD_NAMES = {"majority": "majority vote", "dawid_skene": "Dawid–Skene", "one_coin": "one-coin Dawid–Skene",
                 "glad": "GLAD", "mace": "MACE", "rater_effects": "rater effects"}
@@ -58,44 +62,66 @@ def _codes(df: pd.DataFrame, key: str) -> dict[str, Any] | None:
             "raters": [str(names[c]) for c in rater_codes]}
 
 
+def _chosen(choice: Any) -> tuple[Any, str]:
+    """(the model used, why): the lowest BIC, but majority vote unless another model's BIC is at least
+    BIC_MARGIN lower. On a small study a rater model's likelihood can peak where one rater is taken for
+    the truth (one-coin on the demo's 33 outputs: the strict rater "perfect"); only a clear gain
+    overturns the raters' majority."""
+    majority, best = choice.fits["majority"], choice.best
+    if best.method == "majority":
+        return majority, choice.reason
+    gain = majority.bic - best.bic
+    if gain >= BIC_MARGIN:
+        return best, f"{choice.reason}; {gain:.1f} below majority vote's, at least {BIC_MARGIN:g}"
+    return majority, (f"{best.method} fits best (BIC {best.bic:.1f}) but only {gain:.1f} below majority vote's, "
+                      f"under {BIC_MARGIN:g} (Kass & Raftery's very strong evidence): the majority is kept")
+
+
 def _categorical(codes: Mapping[str, Any], choices: list[str]) -> tuple[dict[str, Any], Any]:
     k = len(choices)
     data = label_data(codes["unit"], codes["rater"], codes["x"].astype(np.int64), n_classes=k,
                       n_items=len(codes["units"]), n_raters=len(codes["raters"]))
-    choice = best_label_model(data)
-    best, majority = choice.best, choice.fits["majority"]
+    # GLAD fits a difficulty per output: the slowest by far (2 s at 100,000 labels here), and its BIC pays
+    # for every output, so on a large study it is left out rather than holding the report up.
+    methods = tuple(m for m in METHODS if m != "glad" or data.n <= GLAD_MAX_LABELS)
+    choice = best_label_model(data, methods)
+    best, reason = _chosen(choice)
+    majority = choice.fits["majority"]
     differ = best.labels != majority.labels
     n = best.rater_n
     # agreement beside the estimate: the share of the rater's labels equal to the unit's majority
     agree = np.bincount(data.rater, weights=(data.label == majority.labels[data.item]).astype(float),
                         minlength=data.n_raters) / np.maximum(n, 1)
-    competence = choice.fits["mace"].rater.get("competence") if "mace" in choice.fits else None
-    # a rater who gives one class far more often than the consensus does on the same outputs
+    mace = choice.fits["mace"]
+    competence = mace.rater["competence"]
+    # majority vote has one accuracy for everyone: then each rater's is MACE's, the spammer model's
+    estimates = mace if best.method == "majority" else best
+    # a rater who gives one class far more often than the majority does on the same outputs
     said = np.zeros((data.n_raters, k))
     np.add.at(said, (data.rater, data.label), 1)
     fitted = np.zeros((data.n_raters, k))
-    np.add.at(fitted, (data.rater, best.labels[data.item]), 1)
+    np.add.at(fitted, (data.rater, majority.labels[data.item]), 1)
     excess = (said - fitted) / np.maximum(n, 1)[:, None]
     raters = []
     for r, name in enumerate(codes["raters"]):
-        accuracy = float(best.rater_accuracy[r])
-        comp = None if competence is None else float(competence[r])
+        accuracy, comp = float(estimates.rater_accuracy[r]), float(competence[r])
         why = []
         if n[r] >= MIN_ANSWERS_TO_FLAG:
             if accuracy <= 1 / k + NEAR_CHANCE:
                 why.append(f"accuracy {accuracy:.2f}, near chance ({1 / k:.2f})")
-            if comp is not None and comp < SPAMMING:
-                why.append(f"MACE: spamming {1 - comp:.0%} of answers")
+            if comp < SPAMMING:
+                why.append(f"MACE: answers without looking {1 - comp:.0%} of the time")
             over = int(excess[r].argmax())
             if excess[r, over] >= OVERUSED:
                 why.append(f"says {choices[over]} {said[r, over] / n[r]:.0%} of the time, "
-                           f"the consensus {fitted[r, over] / n[r]:.0%}")
+                           f"the majority {fitted[r, over] / n[r]:.0%}")
         raters.append({"rater": name, "n": int(n[r]), "agreement": float(agree[r]), "distance": None,
-                       "accuracy": accuracy,
-                       "competence": comp, "bias": None, "noise_sd": None, "to_check": "; ".join(why)})
+                       "accuracy": accuracy, "competence": comp, "bias": None, "noise_sd": None,
+                       "to_check": "; ".join(why)})
     entry = {
-        "measure": "categorical", "method": best.method, "reason": choice.reason, "fits": choice.table(),
-        "n_units": data.n_items, "n_answers": data.n,
+        "measure": "categorical", "method": best.method, "reason": reason,
+        "fits": [{**row, "chosen": row["method"] == best.method} for row in choice.table()],
+        "accuracy_from": estimates.method, "n_units": data.n_items, "n_answers": data.n,
         "differs_from_majority": int(differ.sum()), "differs_share": float(differ.mean()),
         "raters": raters,
     }
@@ -106,9 +132,28 @@ def _categorical(codes: Mapping[str, Any], choices: list[str]) -> tuple[dict[str
     return entry, labels
 
 
+def _effects_sample(codes: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """The ratings the rater-effects model is fitted on: all of them, or past EFFECTS_MAX_RATINGS every
+    rating of a seeded sample of outputs (each EM step solves the whole system: 0.2 s at 100,000 ratings
+    here). A rater's bias needs their ratings, not every output's."""
+    n = codes["x"].size
+    if n <= EFFECTS_MAX_RATINGS:
+        return dict(codes), ""
+    n_units = len(codes["units"])
+    keep_units = np.random.default_rng(0).random(n_units) < EFFECTS_MAX_RATINGS / n
+    rows = keep_units[codes["unit"]]
+    unit, kept = pd.factorize(codes["unit"][rows])
+    out = {"unit": unit.astype(np.int64), "rater": codes["rater"][rows], "x": codes["x"][rows],
+           "units": [codes["units"][k] for k in kept], "raters": codes["raters"]}
+    return out, f"; fitted on the {rows.sum():,} ratings of a seeded sample of {kept.size:,} of {n_units:,} outputs"
+
+
 def _numeric(codes: Mapping[str, Any], criterion: Mapping[str, Any]) -> dict[str, Any]:
+    codes, sampled = _effects_sample(codes)
     fit = rater_effects(codes["unit"], codes["rater"], codes["x"], n_outputs=len(codes["units"]),
-                        n_raters=len(codes["raters"]))
+                        n_raters=len(codes["raters"]),
+                        # a small study's steps cost nothing: there the fit runs to convergence
+                        max_iter=EFFECTS_MAX_ITER if codes["x"].size > 10_000 else 1000)
     n_units = len(codes["units"])
     plain = np.bincount(codes["unit"], weights=codes["x"], minlength=n_units) / np.maximum(fit.output_n, 1)
     shift = fit.output_mean - plain
@@ -120,6 +165,7 @@ def _numeric(codes: Mapping[str, Any], criterion: Mapping[str, Any]) -> dict[str
         BIAS_POINTS, (float(criterion["max"]) - float(criterion["min"])) * BIAS_SHARE)
     # Against the median rater: one far-off rater moves the mean of the biases, not their median.
     centre = float(np.median(fit.rater_bias[n > 0])) if (n > 0).any() else 0.0
+    typical_sd = float(np.median(fit.rater_sd[n > 0])) if (n > 0).any() else fit.noise_sd
     raters = []
     for r, name in enumerate(codes["raters"]):
         bias, sd = float(fit.rater_bias[r]), float(fit.rater_sd[r])
@@ -128,15 +174,17 @@ def _numeric(codes: Mapping[str, Any], criterion: Mapping[str, Any]) -> dict[str
         if n[r] >= MIN_ANSWERS_TO_FLAG:
             if abs(off) >= points:
                 why.append(f"{'lenient' if off > 0 else 'strict'} by {abs(off):.1f} points against the median rater")
-            if sd >= NOISE_TIMES * fit.noise_sd:
-                why.append(f"noise SD {sd:.2f}, {sd / fit.noise_sd:.1f}× the pooled")
+            if sd >= NOISE_TIMES * typical_sd:
+                why.append(f"noise SD {sd:.2f}, {sd / typical_sd:.1f}× the median rater's")
         raters.append({"rater": name, "n": int(n[r]), "agreement": None, "distance": float(dist[r]), "accuracy": None,
                        "competence": None, "bias": bias, "noise_sd": sd, "to_check": "; ".join(why)})
     moved = np.abs(shift) >= 0.5
     return {
         "measure": "numeric", "method": "rater_effects",
         "reason": "score = output level + rater bias + the rater's own noise (REML); the adjusted mean is what "
-                  "an average rater would give",
+                  "an average rater would give" + sampled
+                  + ("" if fit.converged else f"; stopped after {fit.iterations} EM steps, not converged"),
+        "converged": fit.converged,
         "n_units": n_units, "n_answers": int(codes["x"].size), "bias_sd": fit.bias_sd, "noise_sd": fit.noise_sd,
         "differs_from_majority": int(moved.sum()), "differs_share": float(moved.mean()),
         "max_shift": float(np.nanmax(np.abs(shift))) if n_units else None,
@@ -166,7 +214,7 @@ def rater_models_section(df: pd.DataFrame, criteria: list[Mapping[str, Any]]) ->
     out: dict[str, Any] = {"criteria": {}, "to_check": [],
                            "settings": {"min_answers": MIN_ANSWERS_TO_FLAG, "near_chance": NEAR_CHANCE,
                                         "spamming": SPAMMING, "overused": OVERUSED, "bias_points": BIAS_POINTS, "bias_share": BIAS_SHARE,
-                                        "noise_times": NOISE_TIMES}}
+                                        "noise_times": NOISE_TIMES, "bic_margin": BIC_MARGIN}}
     flagged: dict[str, list[str]] = {}
     for c, entry, _ in _fits(df, criteria):
         raters = sorted(entry["raters"], key=lambda r: (not r["to_check"], r["rater"]))
@@ -238,5 +286,6 @@ def rater_models_view(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             elif r.get("bias") is not None:
                 bar = {"width": round(50 * abs(r["bias"]) / widest), "negative": r["bias"] < 0}
             rows.append({**r, "bar": bar})
-        out.append({"key": key, **c, "rows": rows, "method_name": METHOD_NAMES.get(c["method"], c["method"])})
+        out.append({"key": key, **c, "rows": rows, "method_name": METHOD_NAMES.get(c["method"], c["method"]),
+                    "accuracy_from_name": METHOD_NAMES.get(c.get("accuracy_from"), c.get("accuracy_from"))})
     return out

@@ -201,6 +201,21 @@ class Client:
         """Every comparative answer (pairwise, ranking, best–worst): systems by name in the order shown."""
         return self._frame(f"/api/studies/{slug}/comparisons/")
 
+    def items(self, slug: str) -> pd.DataFrame:
+        """What was rated, one row per output: `item`, `context`, `output`, `system`, `kind`, `content`,
+        `is_attention_check`; joins `ratings` on (item, output)."""
+        return self._frame(f"/api/studies/{slug}/export/?file=items-parquet")
+
+    def consensus(self, slug: str) -> pd.DataFrame:
+        """The consensus per output and criterion with the `method` that made it; on a label criterion the
+        rater model's `label` and its `posterior` beside the raters' `majority`."""
+        return self._frame(f"/api/studies/{slug}/export/?file=consensus-parquet")
+
+    def rater_estimates(self, slug: str) -> pd.DataFrame:
+        """Each rater's estimates per criterion (`accuracy`, `competence` on labels; `bias`, `noise_sd` on
+        scales) beside `agreement` or `distance`, and `to_check`: why the report names them, if it does."""
+        return self._frame(f"/api/studies/{slug}/export/?file=raters-parquet")
+
     def report(self, slug: str, *, wait_s: float = 600.0) -> dict[str, Any]:
         """The study report as a dict: the report page's JSON download. A large study's report is
         computed by a worker: this waits for it (the server's Retry-After), up to `wait_s`."""
@@ -222,8 +237,9 @@ class Client:
 
     def create_release(self, slug: str, version: str, formats: Iterable[str], *, changelog: str = "",
                        delta: float | None = None, license: str = "") -> list[dict[str, Any]]:
-        """Queue release `version` in `formats` (csv, jsonl, parquet, pairs, consensus, hf); a worker builds
-        it (see `releases`, `wait_for_release`). `license` (e.g. "cc-by-4.0") is required with hf."""
+        """Queue release `version` in `formats` (csv, jsonl, parquet, pairs, consensus, hf, hf-full, items-parquet,
+        consensus-parquet, raters-parquet, …); a worker builds it (see `releases`, `wait_for_release`).
+        `license` (e.g. "cc-by-4.0") is required with hf and hf-full."""
         body: dict[str, Any] = {"version": version, "formats": list(formats), "changelog": changelog,
                                 "license": license}
         if delta is not None:
@@ -275,10 +291,12 @@ class Client:
         return path
 
 
-    def download_hf_dataset(self, slug: str, version: str, dest: str | Path = ".") -> Path:
+    def download_hf_dataset(self, slug: str, version: str, dest: str | Path = ".", *, full: bool = False) -> Path:
         """Download the release's `hf` file (checksum checked) and unzip it into `dest/<slug>-<version>/`:
-        the folder `datasets.load_dataset(folder)` opens (README.md dataset card, data/ratings.parquet)."""
-        archive = self.download_release(slug, version, "hf", dest)
+        the folder `datasets.load_dataset(folder)` opens (README.md dataset card, data/ratings.parquet).
+        `full`: the `hf-full` release instead, whose configs are ratings, items, consensus and raters
+        (`load_dataset(folder, "items")`)."""
+        archive = self.download_release(slug, version, "hf-full" if full else "hf", dest)
         folder = Path(dest) / f"{slug}-{version}"
         with zipfile.ZipFile(archive) as zf:
             zf.extractall(folder)  # extractall keeps every member inside `folder`
