@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 
 from annotation.models import Item, Study
 from annotation.reports.plots import COLORS, to_svg
+from annotation.reports.rater_models import modelled_consensus
 from annotation.reports.stats import add_analysis_value, criterion_measure
 from annotation.reports.ratings import rater_names, stats_frame
 from judges import score_arrays
@@ -200,6 +201,20 @@ def finished_runs_inputs(study: Study) -> str:
         "pk", "finished_at", "n_scored", "n_unparsed", "n_refusal", "n_error", "criteria", "config")))
 
 
+def _against_modelled(humans: np.ndarray, judges: Mapping[str, np.ndarray], n_classes: int) -> dict[str, Any] | None:
+    """Each judge's agreement with the humans' consensus as the report's rater models make it (the
+    majority unless a model of the raters fits clearly better): the human answer the section names."""
+    fit = modelled_consensus(humans, n_classes)
+    if fit is None:
+        return None
+    out = {"method": fit["method"], "reason": fit["reason"], "judges": {}}
+    for name, vec in judges.items():
+        both = ~np.isnan(vec) & ~np.isnan(fit["labels"])
+        n = int(both.sum())
+        out["judges"][name] = {"n": n, "agreement": float(np.mean(vec[both] == fit["labels"][both])) if n else None}
+    return out
+
+
 def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     runs = list(JudgeRun.objects.filter(study=study, status=JudgeRun.Status.DONE).order_by("-finished_at")[:MAX_RUNS])
     if not runs:
@@ -227,6 +242,8 @@ def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> d
                                         "empty": True})
             continue
         result = compare_criterion(humans, judges, measure, names)
+        if measure == "categorical":
+            result["modelled"] = _against_modelled(humans, judges, len(c.get("choices", [])))
         shown = _plot_sample(unit_set.size)
         some_humans, some_judges = humans[shown], {n: v[shown] for n, v in judges.items()}
         plot = _scatter(some_humans, some_judges, c) if measure == "numeric" else _confusion(humans, judges, c)

@@ -148,6 +148,23 @@ def _effects_sample(codes: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     return out, f"; fitted on the {rows.sum():,} ratings of a seeded sample of {kept.size:,} of {n_units:,} outputs"
 
 
+def modelled_consensus(matrix: np.ndarray, n_classes: int) -> dict[str, Any] | None:
+    """The label consensus of a (units x raters) matrix of class codes (NaN: not rated) as the report's
+    section chooses it (lowest BIC, majority unless clearly beaten): {"method", "reason", "labels": class
+    code per unit, NaN for a unit nobody labelled}. For other apps' sections (judges vs humans)."""
+    rated = ~np.isnan(matrix)
+    unit, rater = np.nonzero(rated)
+    if unit.size == 0 or n_classes < 2 or matrix.shape[1] < 2:
+        return None
+    data = label_data(unit, rater, matrix[rated].astype(np.int64), n_classes=n_classes, n_items=matrix.shape[0],
+                      n_raters=matrix.shape[1])
+    used, reason = _chosen(best_label_model(data, tuple(m for m in METHODS if m != "glad"
+                                                        or data.n <= GLAD_MAX_LABELS)))
+    labels = used.labels.astype(float)
+    labels[~rated.any(axis=1)] = np.nan
+    return {"method": used.method, "reason": reason, "labels": labels}
+
+
 def _numeric(codes: Mapping[str, Any], criterion: Mapping[str, Any]) -> dict[str, Any]:
     codes, sampled = _effects_sample(codes)
     fit = rater_effects(codes["unit"], codes["rater"], codes["x"], n_outputs=len(codes["units"]),
