@@ -11,6 +11,7 @@ for the tests that expect an empty one.
 from __future__ import annotations
 
 import io
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,10 +77,35 @@ def live_in(tmp: Path) -> LivedIn:
     return LivedIn(out.getvalue(), load_demo_s, version.version, member.user.username, erasure.pseudonym, judge_file)
 
 
+def in_own_thread(work):
+    """work() in a thread of its own, its result or its exception here. The session's browser (Playwright's
+    sync API) keeps an event loop running on the test thread once a browser test has run, and load_demo's
+    judge estimates call asyncio.run, which refuses to run inside a running loop."""
+    from django.db import connections
+
+    done: dict = {}
+
+    def run() -> None:
+        try:
+            done["result"] = work()
+        except BaseException as exc:  # noqa: BLE001  raised again in the caller's thread
+            done["error"] = exc
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run, name="lived-in")
+    thread.start()
+    thread.join()
+    if "error" in done:
+        raise done["error"]
+    return done["result"]
+
+
 @pytest.fixture(scope="module")
 def lived_in(django_db_setup, django_db_blocker, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lived-in")
     with django_db_blocker.unblock():
-        facts = live_in(tmp_path_factory.mktemp("lived-in"))
+        facts = in_own_thread(lambda: live_in(folder))
     yield facts
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
