@@ -24,7 +24,7 @@ from tests.commands.lived_in import (CLOSED_STUDY, EDITED_DESCRIPTION, EDITED_RU
 pytestmark = pytest.mark.django_db
 
 PEERS = Path(__file__).resolve().parent.parent / "fixtures" / "peers"
-ALL_COMMANDS = {"agreement", "comparisons", "export_study", "gold_eval", "import_items", "import_peer", "plan_study",
+ALL_COMMANDS = {"agreement", "comparisons", "consensus", "export_study", "gold_eval", "import_items", "import_peer", "plan_study",
                 "study_report", "estimate", "judge_request", "load_demo", "load_judge", "parse_judge_output",
                 "run_judge", "simulate_study", "load_rubric", "routes"}
 
@@ -209,6 +209,23 @@ def test_agreement_on_an_export_matches_krippendorff(lived_in, tmp_path):
     matrix = fluency.pivot(index="rater", columns="unit", values="score").astype(float).to_numpy()
     expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval")
     assert report["criteria"]["fluency"]["krippendorff_alpha"]["interval"] == pytest.approx(expected)
+
+
+def test_consensus_models_the_raters_of_a_study_with_an_erased_participant(lived_in, tmp_path):
+    _, rows = export_rows(ERASED_IN, tmp_path)
+    rated = [r for r in rows if r["criterion"] == "technical_quality" and r["is_attention_check"] == "false"]
+    data = json.loads(run("consensus", ERASED_IN, "--criterion", "technical_quality", "--json"))
+    [fit] = data["criteria"]
+    assert fit["method"] == "rater_effects" and fit["bias_sd"] >= 0 and fit["noise_sd"] > 0
+    assert len(fit["units"]) == len({(r["item"], r["output"]) for r in rated})
+    assert {r["rater"] for r in fit["raters"]} == {r["rater"] for r in rated} and lived_in.erased in {
+        r["rater"] for r in fit["raters"]}  # the erased participant's ratings count, under the pseudonym
+    _, labels = export_rows(REMOVED_FROM, tmp_path)
+    out = run("consensus", REMOVED_FROM, "--method", "majority")
+    n_outputs = len({(r["item"], r["output"]) for r in labels if r["is_attention_check"] == "false"})
+    assert out.startswith(f"criterion label: majority (chosen with --method); {n_outputs} outputs, ")
+    with pytest.raises(CommandError, match="--criterion 'fluency': not a categorical or numeric criterion"):
+        run("consensus", REMOVED_FROM, "--criterion", "fluency")
 
 
 def test_comparisons_on_the_demo_pairwise_answers(lived_in, tmp_path):
