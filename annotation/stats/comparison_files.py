@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from annotation.stats import comparisons as cmp
+from annotation.stats.pairwise_csv import PairwiseSums, read_pairwise_sums
 from annotation.stats.tables import TableError, read_table
 
 KINDS = {
@@ -32,6 +33,8 @@ class Comparisons:
     pairwise: list[tuple[str, str, str]] = field(default_factory=list)  # (shown first, second, winner)
     rankings: list[dict[str, float]] = field(default_factory=list)
     best_worst: list[tuple[list[str], str, str]] = field(default_factory=list)
+    # A pairwise file comes summed (annotation.stats.pairwise_csv), wins and pairwise left empty.
+    sums: PairwiseSums | None = None
 
 
 def _kind(columns: list[str]) -> str:
@@ -43,9 +46,19 @@ def _kind(columns: list[str]) -> str:
     raise TableError(f"header {','.join(columns)!r} is none of the known kinds ({headers})", row=1)
 
 
+def _header(path: str | Path) -> list[str]:
+    """The header alone; a file pandas cannot start reading is read whole, for read_table's error."""
+    try:
+        return [c.strip() for c in pd.read_csv(path, nrows=0, dtype=str, skipinitialspace=True).columns]
+    except Exception:  # noqa: BLE001 - read_table names what is wrong
+        return list(read_table(path, ()).columns)
+
+
 def read_comparisons(path: str | Path) -> Comparisons:
-    head = read_table(path, ())
-    kind = _kind(list(head.columns))
+    """The file's judgements; a pairwise file as its sums (Comparisons.sums), read in bulk."""
+    kind = _kind(_header(path))
+    if kind == "pairwise" and (sums := read_pairwise_sums(path)) is not None:
+        return Comparisons(kind, sums=sums)
     df = read_table(path, KINDS[kind])
     rows = df.apply(lambda c: c.str.strip())
     out = Comparisons(kind)
@@ -96,6 +109,10 @@ def read_comparisons(path: str | Path) -> Comparisons:
 
 def comparisons_report(data: Comparisons) -> dict[str, Any]:
     """The `comparisons` command's JSON (see its --help)."""
+    if data.sums is not None:
+        report = matrix_report(data.kind, data.sums.systems, data.sums.wins)
+        report["position"] = cmp.position_effect_counts(data.sums.first_wins, data.sums.decided)
+        return report
     report = matrix_report(data.kind, *cmp.win_matrix(data.wins))
     if data.kind == "best_worst":
         report["bws_count"] = cmp.best_worst_counts(data.best_worst)
