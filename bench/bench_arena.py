@@ -51,6 +51,20 @@ def judgements(n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return a, b, np.where(rng.random(n) < ARENA_TIES, 2, np.where(first, 0, 1))
 
 
+def write_arena_csv(path, n: int, seed: int = 1) -> None:
+    """The judgements as the `comparisons` command reads them (item,rater,system_a,system_b,winner),
+    written through pyarrow: one battle per line, winner a system's name or 'tie'."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    a, b, outcome = judgements(n, seed)
+    names = np.array([arena_system(s) for s in range(ARENA_SYSTEMS)], dtype=object)
+    winner = np.where(outcome == 2, "tie", np.where(outcome == 0, names[a], names[b]))
+    table = pa.table({"item": np.arange(n).astype(str), "rater": (np.arange(n) % 1000).astype(str),
+                      "system_a": names[a], "system_b": names[b], "winner": winner})
+    pacsv.write_csv(table, str(path), pacsv.WriteOptions(quoting_style="none"))
+
+
 def fit_arrays(a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> dict:
     """Bradley–Terry with intervals from judgement arrays: the win matrix by bincount, then the fit."""
     from annotation.stats.comparisons import bradley_terry_matrix
