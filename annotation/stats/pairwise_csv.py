@@ -21,6 +21,7 @@ import pyarrow.csv as pacsv
 from annotation.stats.tables import TableError
 
 COLUMNS = ("item", "rater", "system_a", "system_b", "winner")
+NAMES = ("system_a", "system_b", "winner")  # read as dictionaries: a few hundred names, codes per line
 
 
 @dataclass
@@ -38,13 +39,14 @@ class PairwiseSums:
 def _table(path: str | Path) -> pa.Table | None:
     try:
         table = pacsv.read_csv(str(path), convert_options=pacsv.ConvertOptions(
-            column_types={c: pa.string() for c in COLUMNS}, strings_can_be_null=False))
+            column_types={c: pa.dictionary(pa.int32(), pa.string()) if c in NAMES else pa.string() for c in COLUMNS},
+            strings_can_be_null=False))
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
         return None
     table = table.rename_columns([c.strip() for c in table.column_names])
     if not set(COLUMNS) <= set(table.column_names):
         return None
-    return table
+    return table.unify_dictionaries()  # one dictionary for every chunk of a column
 
 
 def _first(mask: np.ndarray) -> int | None:
@@ -52,11 +54,17 @@ def _first(mask: np.ndarray) -> int | None:
     return int(hits[0]) if hits.size else None
 
 
-def _codes(column: pa.ChunkedArray, index: pd.Index) -> np.ndarray:
-    """Each value's position in index (-1 where absent), through the column's dictionary."""
-    encoded = column.combine_chunks().dictionary_encode()
-    lookup = index.get_indexer(encoded.dictionary.to_pylist())
-    return lookup[encoded.indices.to_numpy(zero_copy_only=False)]
+def _blank(column: pa.ChunkedArray) -> np.ndarray:
+    """Empty or only spaces, without making a trimmed copy of every value."""
+    return pc.or_(pc.equal(pc.utf8_length(column), 0), pc.utf8_is_space(column)).to_numpy(zero_copy_only=False)
+
+
+def _encoded(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """A dictionary column's codes and its values stripped by Python, as the line-by-line reader strips."""
+    if not column.num_chunks:
+        return np.zeros(0, dtype=np.int64), []
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in column.chunks]).astype(np.int64)
+    return codes, [v.strip() for v in column.chunks[0].dictionary.to_pylist()]
 
 
 def read_pairwise_sums(path: str | Path) -> PairwiseSums | None:
@@ -64,22 +72,28 @@ def read_pairwise_sums(path: str | Path) -> PairwiseSums | None:
     table = _table(path)
     if table is None:
         return None
-    cols = {c: pc.utf8_trim_whitespace(table[c]) for c in COLUMNS}
+    encoded = {c: _encoded(table[c]) for c in NAMES}
     for c in COLUMNS:  # in the header's order of the kinds, as read_table checks them
-        empty = _first(pc.equal(pc.utf8_length(cols[c]), 0).to_numpy(zero_copy_only=False))
+        if c in NAMES:
+            codes, values = encoded[c]
+            blank = np.array([v == "" for v in values], dtype=bool)[codes]
+        else:
+            blank = _blank(table[c])
+        empty = _first(blank)
         if empty is not None:
             raise TableError("empty value", row=empty + 2, column=c)
-    names = pc.unique(pa.chunked_array(cols["system_a"].chunks + cols["system_b"].chunks, type=pa.string())).to_pylist()
-    systems = sorted(names)  # Python's order, as cmp.win_matrix sorts
+    (ia, da), (ib, db), (iw, dw) = (encoded[c] for c in NAMES)
+    systems = sorted(set(da) | set(db))  # Python's order, as cmp.win_matrix sorts
     index = pd.Index(systems)
-    a, b, w = (_codes(cols[c], index) for c in ("system_a", "system_b", "winner"))
-    tie = pc.equal(cols["winner"], "tie").to_numpy(zero_copy_only=False)
+    a, b = index.get_indexer(da)[ia], index.get_indexer(db)[ib]
+    w = index.get_indexer(dw)[iw]
+    tie = np.array([v == "tie" for v in dw], dtype=bool)[iw]
     same = _first(a == b)
     odd = _first(~tie & (w != a) & (w != b))
     if same is not None and (odd is None or same <= odd):
         raise TableError(f"a system compared with itself ({systems[a[same]]!r})", row=same + 2, column="system_b")
     if odd is not None:
-        first, second, winner = (cols[c][odd].as_py() for c in ("system_a", "system_b", "winner"))
+        first, second, winner = da[ia[odd]], db[ib[odd]], dw[iw[odd]]
         raise TableError(f"{winner!r} is neither {first!r}, {second!r} nor 'tie'", row=odd + 2, column="winner")
     k = len(systems)
     loser = np.where(w == a, b, a)
