@@ -82,7 +82,8 @@ def run(full: bool = False) -> dict:
                  _row(f"choix ILSR fit alone (the counts in memory), {label}", choix_fit_s, "s"),
                  _row(f"command / choix from the file, {label}", ours_s / choix_s, "x"),
                  _row(f"max |command - choix| log-strength, {label}", diff, "", f"< {TOLERANCE:g}", diff < TOLERANCE)]
-        measured.append({"judgements": n, "file_mb": round(size_mb, 1), "command_s": ours_s, "choix_s": choix_s, "choix_fit_s": choix_fit_s,
+        measured.append({"judgements": n, "file_mb": round(size_mb, 1), "command_s": ours_s, "choix_s": choix_s,
+                         "choix_fit_s": choix_fit_s,
                          "max_abs_diff": diff, "load_before_command": load0, "load_after_command": load1,
                          "load_after_choix": load2})
     return {"name": "arena_command", "rows": rows, "config": {"sizes": measured}}

@@ -3,8 +3,8 @@ into the win matrix, as the report's Comparisons section sums a study's answers
 (annotation.reports.pairwise_sums): no Python object per judgement, so five million lines take
 seconds. pyarrow reads the file; the checks run on whole columns and name the first bad line and
 its column, with the messages of the line-by-line reader. A file pyarrow cannot read as a clean
-table (a long row, bad UTF-8, broken quoting) returns None, and the caller reads it with pandas,
-whose errors say which line and why.
+table (a long row, bad UTF-8, broken quoting, a name quoted after a space) returns None, and the
+caller reads it with pandas, whose errors say which line and why.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _table(path: str | Path) -> pa.Table | None:
         table = pacsv.read_csv(str(path), convert_options=pacsv.ConvertOptions(
             column_types={c: pa.dictionary(pa.int32(), pa.string()) if c in NAMES else pa.string() for c in COLUMNS},
             strings_can_be_null=False))
-    except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
+    except (pa.ArrowException, OSError, UnicodeDecodeError):
         return None
     table = table.rename_columns([c.strip() for c in table.column_names])
     if not set(COLUMNS) <= set(table.column_names):
@@ -73,6 +73,8 @@ def read_pairwise_sums(path: str | Path) -> PairwiseSums | None:
     if table is None:
         return None
     encoded = {c: _encoded(table[c]) for c in NAMES}
+    if any('"' in v for _, values in encoded.values() for v in values):
+        return None  # a quote after a space (`a, "b c"`): pandas skips the space and unquotes, pyarrow keeps both
     for c in COLUMNS:  # in the header's order of the kinds, as read_table checks them
         if c in NAMES:
             codes, values = encoded[c]

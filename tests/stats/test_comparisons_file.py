@@ -81,5 +81,9 @@ def test_spaces_around_names_and_a_header_alone(tmp_path):
     out = json.loads(done.stdout)
     assert out["systems"]["a"]["n"] == 2 and out["win_rates"]["b"]["a"] == 0.75
     assert out["position"] == {"first_wins": 0.0, "n": 1, "p": 1.0}
+    # A quote after a space is read as pandas reads it (skipinitialspace): the name unquoted.
+    quoted = HEADER + 'i,r, "a a",b,b\ni,r,b,"a a",tie\n'
+    out = json.loads(run_offline("comparisons", tmp_path, quoted, "--json").stdout)
+    assert sorted(out["systems"]) == ["a a", "b"] and out["win_rates"]["b"]["a a"] == 0.75
     out = json.loads(run_offline("comparisons", tmp_path, HEADER, "--json").stdout)
     assert out["systems"] == {} and out["bt_reason"] == "fewer than two systems were compared"
