@@ -6,7 +6,9 @@
   diagram against the human answer (mean rounded to a scale point, or the majority label);
 - bias-corrected system scores (scales): per system, the human mean estimated from the judge
   on every output corrected by the outputs humans rated (PPI++), beside the human-only and
-  judge-only means, and how many human-rated outputs the judge was worth;
+  judge-only means, and how many human-rated outputs the judge was worth; where the rater models
+  name a lenient or strict rater, the human answer is the rater-effects adjusted mean instead
+  (the section says which, `ppi_human_answer`);
 - verbosity: whether the judge's scores, and the humans', rise with the output's length, and
   each system's score read at the average length (humans and judge side by side);
 - self-preference: where an output's metadata names its model `family` and the judge's model
@@ -28,6 +30,7 @@ from matplotlib.figure import Figure
 
 from annotation.models import Study
 from annotation.reports.plots import COLORS, to_svg, win_rate_heatmap
+from annotation.reports.rater_models import modelled_means
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure
 from annotation.stats import comparisons as cmp
@@ -61,6 +64,28 @@ def _human_answers(humans_df: pd.DataFrame, criterion: Mapping[str, Any]) -> pd.
     runner_up = counts[rank == 1].set_index("unit")["n"].reindex(top.index, fill_value=0)
     unique = top["n"].to_numpy() > runner_up.to_numpy()
     return top["label"][unique]
+
+
+HUMAN_MEAN = {"answer": "human mean", "method": "mean",
+              "reason": "no rater lenient or strict enough for the rater-effects model to change the consensus"}
+
+
+def _ppi_answers(humans_df: pd.DataFrame, criterion: Mapping[str, Any], humans: pd.Series
+                 ) -> tuple[pd.Series, dict[str, Any]]:
+    """The human answer the PPI estimates of a scale use, and which it is: the rater-effects adjusted
+    mean where the rater models name a lenient or strict rater (annotation.reports.rater_models), else
+    the human mean (`humans`)."""
+    df = humans_df
+    sel = ((df["criterion"] == criterion["key"]).to_numpy() & ~df["is_attention_check"].to_numpy(bool)
+           & np.isfinite(df["x"].to_numpy(float)))
+    unit = score_arrays.units_of(df["item_id"].to_numpy(np.int64)[sel], df["output"].to_numpy(np.int64)[sel])
+    code, units = pd.factorize(unit)
+    rater, _ = pd.factorize(df["rater_id"].to_numpy()[sel])
+    fit = modelled_means(code.astype(np.int64), rater.astype(np.int64), df["x"].to_numpy(float)[sel], criterion)
+    if fit is None:
+        return humans, HUMAN_MEAN
+    means = pd.Series(fit["means"][:len(units)], index=units).sort_index()
+    return means, {"answer": "rater-effects adjusted mean", "method": fit["method"], "reason": fit["reason"]}
 
 
 def _reliability_plot(curves: Mapping[str, Mapping[str, Any]], name: str) -> str | None:
@@ -122,10 +147,12 @@ def _human_truth(humans: pd.Series, numeric: bool, points: Sequence[float]) -> p
 
 
 def _run_criterion(run_name: str, criterion: Mapping[str, Any], judged: pd.DataFrame, stated: pd.DataFrame,
-                   humans: pd.Series, outputs: pd.DataFrame, model: str = "") -> dict[str, Any]:
+                   humans: pd.Series, outputs: pd.DataFrame, model: str = "",
+                   ppi_humans: pd.Series | None = None) -> dict[str, Any]:
     """One run's figures on one criterion. `judged`: its answers (row, unit, score), sorted by unit;
     `stated`: the distributions its answers state (row, answer, weight); `humans`: the human answer
-    per unit; `outputs`: the study's outputs by unit (system, words, family)."""
+    per unit; `ppi_humans`: the one the PPI estimates use (default `humans`); `outputs`: the study's
+    outputs by unit (system, words, family)."""
     numeric = criterion_measure(criterion) == "numeric"
     step = float(criterion.get("step") or 1)
     points = (list(np.arange(criterion["min"], criterion["max"] + step / 2, step))
@@ -147,19 +174,20 @@ def _run_criterion(run_name: str, criterion: Mapping[str, Any], judged: pd.DataF
     score, units, at = judged["score"].to_numpy(float)[known], units[known], at[known]
     system, words, family = (outputs[c].to_numpy()[at] for c in ("system", "words", "family"))
     human = humans.reindex(units).to_numpy(float)
-    labelled = ~np.isnan(human)
+    ppi_human = human if ppi_humans is None else ppi_humans.reindex(units).to_numpy(float)
+    labelled = ~np.isnan(ppi_human)
     code, names = pd.factorize(system, sort=True)
     order = np.argsort(code, kind="stable")
     bounds = np.searchsorted(code[order], np.arange(len(names) + 1))
     out["systems"] = {}
     for k, name in enumerate(names):
         rows = order[bounds[k]:bounds[k + 1]]
-        y, yhat = human[rows], score[rows]
+        y, yhat = ppi_human[rows], score[rows]
         out["systems"][name] = estimate_system(y[labelled[rows]], yhat[labelled[rows]], yhat[~labelled[rows]])
-    out["win_rates"] = _win_rates(units // score_arrays.UNIT_BASE, system, score, human)
+    out["win_rates"] = _win_rates(units // score_arrays.UNIT_BASE, system, score, ppi_human)
     out["verbosity"] = verbosity(score, words)
     out["length_controlled"] = length_controlled(score, words, system)
-    named = labelled & (family != "")
+    named = ~np.isnan(human) & (family != "")
     if named.any():  # judge − human on outputs of the judge's own model family, and of the others
         model = (model or "").lower()
         own = named & np.isin(family, [f for f in set(family[named].tolist()) if f in model])
@@ -266,6 +294,9 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
         at = outputs["unit"].searchsorted(humans.index.to_numpy())
         shown = outputs.iloc[at[at < len(outputs)]]
         shown = shown[shown["unit"].to_numpy() == humans.index.to_numpy()[at < len(outputs)]]
+        ppi_humans = None
+        if entry["measure"] == "numeric":
+            ppi_humans, entry["ppi_human_answer"] = _ppi_answers(humans_df, c, humans)
         if entry["measure"] == "numeric" and len(shown):
             h = humans.reindex(shown["unit"]).to_numpy(float)
             entry["human_verbosity"] = verbosity(h, shown["words"].to_numpy())
@@ -274,7 +305,8 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
         for run in runs:
             if (run.pk, c["key"]) in judged:
                 entry["runs"].append(_run_criterion(f"{run.name} (run {run.pk})", c, judged[(run.pk, c["key"])],
-                                                    stated, humans, outputs, str(run.config.get("model") or "")))
+                                                    stated, humans, outputs, str(run.config.get("model") or ""),
+                                                    ppi_humans))
         if not entry["runs"]:
             continue
         entry["reliability_plot"] = _reliability_plot(

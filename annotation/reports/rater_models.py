@@ -165,6 +165,35 @@ def modelled_consensus(matrix: np.ndarray, n_classes: int) -> dict[str, Any] | N
     return {"method": used.method, "reason": reason, "labels": labels}
 
 
+def _bias_limits(fit: Any, criterion: Mapping[str, Any]) -> tuple[float, float]:
+    """How far (scale points) a rater's bias must be from the median rater's to flag them, and that median."""
+    n = fit.rater_n
+    points = BIAS_POINTS if criterion.get("min") is None else max(
+        BIAS_POINTS, (float(criterion["max"]) - float(criterion["min"])) * BIAS_SHARE)
+    # Against the median rater: one far-off rater moves the mean of the biases, not their median.
+    centre = float(np.median(fit.rater_bias[n > 0])) if (n > 0).any() else 0.0
+    return points, centre
+
+
+def modelled_means(unit: np.ndarray, rater: np.ndarray, x: np.ndarray, criterion: Mapping[str, Any]
+                   ) -> dict[str, Any] | None:
+    """The scale consensus other apps' sections may use as the human answer (judges' PPI estimates):
+    per unit code (0..max) the rater-effects adjusted mean, what an average rater would give, when the
+    model names a rater lenient or strict as this report's section does; else None and the plain mean
+    stands (no such rater, fewer than two raters, or past EFFECTS_MAX_RATINGS: the section then fits
+    a sample, and a sample has no mean for every output)."""
+    if x.size == 0 or x.size > EFFECTS_MAX_RATINGS or np.unique(rater).size < 2:
+        return None
+    fit = rater_effects(unit, rater, x, max_iter=EFFECTS_MAX_ITER if x.size > 10_000 else 1000)
+    points, centre = _bias_limits(fit, criterion)
+    off = (fit.rater_n >= MIN_ANSWERS_TO_FLAG) & (np.abs(fit.rater_bias - centre) >= points)
+    if not off.any():
+        return None
+    return {"method": "rater_effects", "means": fit.output_mean,
+            "reason": f"{int(off.sum())} rater(s) lenient or strict by {points:g} points or more against the median "
+                      "rater: the rater-effects adjusted mean (REML) corrects for who rated what"}
+
+
 def _numeric(codes: Mapping[str, Any], criterion: Mapping[str, Any]) -> dict[str, Any]:
     codes, sampled = _effects_sample(codes)
     fit = rater_effects(codes["unit"], codes["rater"], codes["x"], n_outputs=len(codes["units"]),
@@ -178,10 +207,7 @@ def _numeric(codes: Mapping[str, Any], criterion: Mapping[str, Any]) -> dict[str
     n = fit.rater_n
     dist = np.bincount(codes["rater"], weights=np.abs(codes["x"] - plain[codes["unit"]]),
                        minlength=len(codes["raters"])) / np.maximum(n, 1)
-    points = BIAS_POINTS if criterion.get("min") is None else max(
-        BIAS_POINTS, (float(criterion["max"]) - float(criterion["min"])) * BIAS_SHARE)
-    # Against the median rater: one far-off rater moves the mean of the biases, not their median.
-    centre = float(np.median(fit.rater_bias[n > 0])) if (n > 0).any() else 0.0
+    points, centre = _bias_limits(fit, criterion)
     typical_sd = float(np.median(fit.rater_sd[n > 0])) if (n > 0).any() else fit.noise_sd
     raters = []
     for r, name in enumerate(codes["raters"]):
