@@ -62,14 +62,42 @@ def runnable(page: Path) -> list:
     return [b for b in page_blocks(page, REPO) if b.kind]
 
 
+def _demo_passwords_as_served(django_db_blocker) -> None:
+    """The tests hash passwords with MD5 (config/settings.py, TESTING); the reader's server is not a test and
+    knows only Django's default hashers, so the demo accounts get their passwords again in its first one."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher
+
+    from annotation.demo import ACCOUNTS, demo_password
+
+    hasher = PBKDF2PasswordHasher()
+    with django_db_blocker.unblock():
+        for user in get_user_model().objects.filter(username__in=list(ACCOUNTS)):
+            user.password = hasher.encode(demo_password(user.username), hasher.salt())
+            user.save(update_fields=["password"])
+
+
+def _another_redis_database(url: str) -> str:
+    """The reader's servers get a Redis database of their own. On the tests' one, the suite's in-process worker
+    (conftest.celery_worker_session, still running from earlier modules) took the reader's judge chunks and did
+    not score them; each run then waited for the reader's worker's lost-work sweep (300 s)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    current = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{15 if current != 15 else 14}"))
+
+
 @pytest.fixture(scope="module")
-def reader_env(lived_in, tmp_path_factory):  # noqa: F811
+def reader_env(lived_in, tmp_path_factory, django_db_blocker):  # noqa: F811
     """Servers as `make run` starts them, on the test database; the reader's folder and environment."""
     from config.embedded import free_port
 
+    _demo_passwords_as_served(django_db_blocker)
+
     web, judge = free_port(), free_port()
     env = {**os.environ, "DATABASE_URL": current_database_url(), "CONCORD_LOCAL_SERVING": "1",
-           "PYTHONUNBUFFERED": "1"}
+           "REDIS_URL": _another_redis_database(os.environ["REDIS_URL"]), "PYTHONUNBUFFERED": "1"}
     env.pop("CONCORD_TESTING", None)  # the reader's processes are not tests
     py = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv" / "bin" / "python").exists() else sys.executable
     logs = tmp_path_factory.mktemp("servers")
