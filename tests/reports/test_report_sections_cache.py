@@ -149,11 +149,11 @@ READ: list = []
 def test_the_sections_read_the_ratings_once_between_them(rated_study, settings, monkeypatch):
     """Each section reads the study's ratings; computed together they read them once, and the next
     computation reads them afresh."""
-    from annotation.reports import sections, stats_ids
+    from annotation.reports import ratings, sections
 
     reads = []
-    real = stats_ids.stats_table
-    monkeypatch.setattr(stats_ids, "stats_table", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    real = ratings.stats_table  # patched where it is called: ratings imports it by name
+    monkeypatch.setattr(ratings, "stats_table", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
     settings.REPORT_SECTIONS = ["tests.reports.test_report_sections_cache.reads_ratings"] * 3
     READ.clear()
     sections.extra_sections(rated_study, {})

@@ -80,12 +80,14 @@ def big_study(make_study, annotator):
     return make_study("rrgen-001", annotators=[annotator], items_text=items_jsonl(120), raters_per_item=1)
 
 
-def test_items_page_is_for_admins_only(big_study, annotator, researcher, outsider, client_for):
+def test_items_page_is_for_its_managers_only(big_study, annotator, researcher, outsider, client_for):
+    """Site admins and the study's owner manage its items (annotation.access: MANAGE); any other signed-in
+    user gets 403, as on the manage pages."""
     for user in (annotator, researcher, outsider):
-        assert client_for(user).get(f"/studies/{big_study.slug}/items/").status_code == 404
+        assert client_for(user).get(f"/studies/{big_study.slug}/items/").status_code == 403
         item = big_study.items.first()
-        assert client_for(user).get(f"/studies/{big_study.slug}/items/{item.pk}/preview/").status_code == 404
-        assert client_for(user).post(f"/studies/{big_study.slug}/items/{item.pk}/delete/").status_code == 404
+        assert client_for(user).get(f"/studies/{big_study.slug}/items/{item.pk}/preview/").status_code == 403
+        assert client_for(user).post(f"/studies/{big_study.slug}/items/{item.pk}/delete/").status_code == 403
     assert Item.objects.filter(study=big_study).count() == 120
 
 
