@@ -78,6 +78,7 @@ def study_plan(entered: Mapping[str, Any], *, pilot: Mapping[str, Any] | None = 
         plan["pairwise"] = pairwise_plan(win_prob=win_prob, bt_diff=bt_diff, ties=value("ties"),
                                          power=value("power"), alpha=value("alpha"))
     if plan["scores"] is None and plan["pairwise"] is None:
+        why = f" (the pilot gives no win probability: {missing['win_prob']})" if "win_prob" in missing else ""
         raise InvalidArgument("delta", "nothing to plan: give delta (scores) or a win probability or "
-                                       "Bradley–Terry difference (comparisons)")
+                                       f"Bradley–Terry difference (comparisons){why}")
     return plan

@@ -296,8 +296,22 @@ def test_plan_study_from_a_closed_pilot_and_a_pairwise_pilot(lived_in):
     assert "(from the pilot), icc" in out and "With 3 raters per output:" in out
     plan = json.loads(run("plan_study", "--pilot", CLOSED_STUDY, "--delta", "0.5", "--json"))
     assert plan["sources"]["sd"] == "pilot" and 0 < plan["scores"]["inputs"]["icc"] < 1
-    out = run("plan_study", "--pilot", "demo-compare-pairwise")
-    assert "Comparisons: judgements per pair of systems" in out and "(from the pilot)" in out
+    # The demo's pairwise judgements depend on the order each rater was shown, which is keyed by SECRET_KEY
+    # and the ids: the pilot's closest pair may split evenly, and the command then asks for a win probability.
+    from annotation.models import Study
+    from annotation.planning.pilot import pilot_estimates
+
+    pairwise = pilot_estimates(Study.objects.get(slug="demo-compare-pairwise"))["pairwise"]
+    assert pairwise["judgements"] > 0 and pairwise["win_rate"] is not None
+    if pairwise["reason"] is None:
+        out = run("plan_study", "--pilot", "demo-compare-pairwise")
+        assert "Comparisons: judgements per pair of systems" in out
+        assert f"win probability {pairwise['win_rate']:.3f} (from the pilot) (observed for " in out
+    else:
+        with pytest.raises(CommandError, match="nothing to plan: .* the closest pair splits evenly"):
+            run("plan_study", "--pilot", "demo-compare-pairwise")
+    out = run("plan_study", "--pilot", "demo-compare-pairwise", "--win-prob", "0.6")
+    assert f"win probability 0.600, ties {pairwise['tie_share']:.3f} (from the pilot)" in out
 
 
 def test_study_report_of_a_closed_study_and_of_one_with_an_erased_participant(lived_in, tmp_path):

@@ -144,3 +144,19 @@ def test_pure_sd_of_constant_ratings_is_undefined():
 
     assert within_system_sd([3, 3, 4, 4], ["a", "a", "b", "b"]).value is None
     assert within_system_sd(pd.Series([1.0, 3.0]), ["a", "a"]).value == pytest.approx(np.std([1, 3], ddof=1))
+
+
+def test_a_pilot_whose_closest_pair_splits_evenly_says_why_there_is_nothing_to_plan():
+    from annotation.planning.plan import study_plan
+    from annotation.stats.pilot import pairwise_summary
+
+    even = [("a", "b", "a")] * 6 + [("a", "b", "b")] * 6 + [("a", "c", "a")] * 11 + [("a", "b", "tie")] * 2
+    pilot = {"study": "pilot", "scores": None, "pairwise": pairwise_summary(even), "notes": []}
+    with pytest.raises(InvalidArgument) as raised:
+        study_plan({}, pilot=pilot)
+    assert raised.value.argument == "delta"
+    assert raised.value.message.endswith("(the pilot gives no win probability: the closest pair splits evenly: "
+                                         "enter the win probability worth detecting)")
+    plan = study_plan({"win_prob": 0.6}, pilot=pilot)  # entered, with the pilot's ties
+    assert plan["sources"] == {"win_prob": "entered", "ties": "pilot", "power": "default", "alpha": "default"}
+    assert plan["pairwise"]["inputs"]["ties"] == pytest.approx(2 / 25)
