@@ -34,9 +34,12 @@ run: install
 	else echo "The documentation at /docs/ is not built: 'make docs' installs MkDocs (the dev extra's pins) and builds it."; fi
 	$(PY) -m config.launcher run
 
-## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium.
+## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium, on TEST_WORKERS
+## pytest-xdist workers (two: the cores of the machine CI runs on; 0 runs it in this one process).
+TEST_WORKERS ?= 2
+PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 test: install-dev browsers pgbouncer
-	$(PY) -m config.launcher test $(ARGS)
+	$(PY) -m config.launcher test $(PARALLEL) $(ARGS)
 
 ## The documentation site (mkdocs.yml, docs/) into site/, which Concord serves at /docs/ to signed-in users.
 ## MkDocs and its theme at the versions the dev extra pins, without the rest of the dev tools.
@@ -51,7 +54,7 @@ FAST_TESTS := tests/stats tests/rubrics tests/judges tests/foundation/test_impor
 	tests/workspace/test_api.py tests/workspace/test_ratings_service.py tests/judges_platform/test_api.py \
 	tests/manage/test_services.py
 test-fast: install-dev
-	$(PY) -m config.launcher test $(FAST_TESTS) -m "not browser" --ignore=tests/judges/test_transformers_local.py $(ARGS)
+	$(PY) -m config.launcher test $(PARALLEL) $(FAST_TESTS) -m "not browser" --ignore=tests/judges/test_transformers_local.py $(ARGS)
 
 ## Benchmarks at a size that ends in minutes; FULL=1 for DESIGN.md's full sizes.
 bench: install-dev pgbouncer
