@@ -25,7 +25,8 @@ GATEWAY = secrets.token_hex(16)
     (f"postgres://concord:{GATEWAY}@db:5432/concord", "postgres://concord:" + GATEWAY[:3] + "...@db:5432/concord"),
     ("judge run 12 failed: max_tokens=512, tokens_in=3000, secret-judge, key criterion label",
      "judge run 12 failed: max_tokens=512, tokens_in=3000, secret-judge, key criterion label"),
-])
+], ids=["bearer", "basic", "query", "json-header", "message", "database-url", "no-credential"])  # ids without the
+# random keys: pytest-xdist's workers must collect the same test names
 def test_credential_shapes_are_masked_and_nothing_else(text, expected):
     assert scrub_log_text(text) == expected
 
