@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,31 +152,40 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def study_paper_files(study: Study, *, web: bool = False) -> dict[str, bytes]:
+def study_paper_files(study: Study, *, web: bool = False, only: str | None = None) -> dict[str, bytes]:
     """The paper kit of the study's current report: the plots of the report page and of the other
-    apps' sections (judges), kept while they are drawn."""
+    apps' sections (judges), kept while they are drawn. `only`: that one file (none if it is not in
+    the kit), without rendering the others."""
     from annotation.reports.downloads import report_with_sections
 
     with captured_figures() as kept:
         report, _sections = report_with_sections(study, web=web)
         report_plots(report)
-    return paper_files(study, report, {slug(name): fig for name, fig in kept.items()})
+    return paper_files(study, report, {slug(name): fig for name, fig in kept.items()}, only=only)
 
 
-def paper_files(study: Study, report: dict[str, Any], figures: dict[str, Figure]) -> dict[str, bytes]:
-    """Every file of the paper kit by its path in the zip."""
+def paper_files(study: Study, report: dict[str, Any], figures: dict[str, Figure], *,
+                only: str | None = None) -> dict[str, bytes]:
+    """Every file of the paper kit by its path in the zip, or only the one named `only`: a figure in
+    three formats at 300 dpi costs far more than the file asked for."""
     from annotation.reports.methods import methods_paragraph
 
     files: dict[str, bytes] = {}
+
+    def add(path: str, render: Callable[[], bytes]) -> None:
+        if only is None or path == only:
+            files[path] = render()
+
     for table in report_tables(report):
-        files[f"tables/{table.name}.tex"] = table_latex(table, study.slug).encode()
-        files[f"tables/{table.name}.md"] = table_markdown(table).encode()
+        add(f"tables/{table.name}.tex", lambda t=table: table_latex(t, study.slug).encode())
+        add(f"tables/{table.name}.md", lambda t=table: table_markdown(t).encode())
     for name, fig in sorted(figures.items()):
         for fmt in FIGURE_FORMATS:
-            files[f"figures/{name}.{fmt}"] = figure_bytes(fig, fmt, name)
-    text = methods_paragraph(study, report)
-    files["methods.md"] = (text + "\n").encode()
-    files["methods.tex"] = (_latex_escape(text) + "\n").encode()
+            add(f"figures/{name}.{fmt}", lambda f=fig, fm=fmt, n=name: figure_bytes(f, fm, n))
+    if only is None or only.startswith("methods."):
+        text = methods_paragraph(study, report)
+        add("methods.md", lambda: (text + "\n").encode())
+        add("methods.tex", lambda: (_latex_escape(text) + "\n").encode())
     return files
 
 

@@ -41,7 +41,7 @@ def paper_kit(request: HttpRequest, slug: str) -> HttpResponse:
 def paper_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     study = get_study_for_reader(request.user, slug)
     try:
-        files = study_paper_files(study, web=True)
+        files = study_paper_files(study, web=True, only=name)
     except (ReportPending, ReportFailed) as exc:
         return report_not_ready(exc)
     if name not in files:
