@@ -15,7 +15,6 @@ Django must be set up and pointed at the study's database (bench.dbtools.bench_d
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import functools
 import json
@@ -23,7 +22,6 @@ import logging
 import os
 import random
 import secrets
-import shutil
 import signal
 import socket
 import ssl
@@ -39,6 +37,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+
+from bench.collected_static import collected_static_root  # noqa: F401  (the benches and tests take it from here)
 
 ROOT = Path(__file__).resolve().parent.parent
 LIKERT = ["semantic_relevance", "fluency", "sentiment_appropriateness", "domain_accuracy"]
@@ -113,20 +113,6 @@ def setup_study(n_items: int, secret_key: str, *, raters: int, raters_per_item: 
 
 
 # ---------------------------------------------------------------- the server
-
-
-@functools.cache
-def collected_static_root() -> Path:
-    """STATIC_ROOT as the Dockerfile builds it (`collectstatic`: hashed, compressed), once per process.
-    gunicorn without DEBUG renders pages with the hashed names, so it cannot serve a page without it."""
-    root = Path(tempfile.mkdtemp(prefix="concord-static-"))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "CONCORD_TESTING", "DATABASE_URL"}}
-    result = subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT,
-                            env={**env, "STATIC_ROOT": str(root)}, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError("collectstatic failed: " + result.stderr[-3000:])
-    return root
 
 
 def start_server(port: int, secret_key: str, *, db_name: str | None = None, database_url: str | None = None,
