@@ -3,6 +3,7 @@
     assignment_next(study=study, rater=user) -> Assignment | None     # RaterPaused for a paused rater
     assignments_expire(study=study) -> int                             # abandoned leases back to the pool
     assignments_release(study=study, rater=None) -> int                # every active lease back, at once
+    assignments_release_overdue(study=study) -> int                    # crowd participants past their time limit
     assignment_reclaim(assignment=a) -> bool                           # a late submit after expiry
 
 Guarantees (tested under real concurrency on PostgreSQL):
@@ -37,7 +38,7 @@ from django.utils import timezone
 
 from annotation.db import prepared_cursor
 from annotation.models import (
-    Assignment, Item, Output, Study, StudyMember, assignment_from_row, assignment_item_columns,
+    Assignment, CrowdParticipant, Item, Output, Study, StudyMember, assignment_from_row, assignment_item_columns,
 )
 from annotation.services import comparative
 from annotation.services.training import training_next, training_state
@@ -229,9 +230,7 @@ def _sweep_now_and_then(study: Study) -> None:
     if now - _last_sweep.get(study.pk, -1e9) >= interval:
         _last_sweep[study.pk] = now
         assignments_expire(study=study)
-        from annotation.services.crowd import crowd_release_overdue  # crowd imports this module
-
-        crowd_release_overdue(study=study)  # crowd participants past their time limit
+        assignments_release_overdue(study=study)
 
 
 def _lock_rater(study: Study, rater) -> tuple[int | None, bool]:
@@ -399,6 +398,19 @@ def assignments_release(*, study: Study, rater=None) -> int:
         if item_ids:
             recount_items(cursor, sorted(set(item_ids)))
     return len(item_ids)
+
+
+def assignments_release_overdue(*, study: Study) -> int:
+    """Crowd participants past their time limit who did not finish: their open assignments back to the pool,
+    and their participation ended. Returns how many assignments were released."""
+    overdue = CrowdParticipant.objects.filter(link__study=study, deadline__lte=timezone.now(),
+                                              finished_at__isnull=True, returned_at__isnull=True)
+    released = 0
+    for participant in overdue.select_related("user", "link__study"):
+        released += assignments_release(study=study, rater=participant.user)
+        participant.finished_at = timezone.now()
+        participant.save(update_fields=["finished_at"])
+    return released
 
 
 def recount_items(cursor, item_ids: list[int]) -> None:

@@ -4,7 +4,6 @@
     crowd_enter(token=..., params=request.GET) -> CrowdParticipant     # creates or resumes the rater
     crowd_return(participant=...)                                      # gives their work back at once
     crowd_state(study, user) -> CrowdState | None                      # quota, time left, completion
-    crowd_release_overdue(study=...) -> int                            # past their time limit: released
 
 Prolific appends PROLIFIC_PID, STUDY_ID and SESSION_ID; MTurk workerId, assignmentId and hitId;
 any other panel `participant` and `session`. The rater account is `<provider>-<participant id>`,
@@ -12,7 +11,8 @@ with no password: the link and the participant id are the credentials, and the l
 unguessable, expires and can be revoked. A panel id is a rater of one study: the same id through
 another study's link is a new account (`<provider>-<participant id>.<study id>` when the plain name
 is taken), unless both links were made with `shared_identity` by a site admin. A participant who returns the task, or runs past the
-time limit, gives their open assignments back to the pool at once, not after the lease expiry.
+time limit, gives their open assignments back to the pool at once, not after the lease expiry
+(assignments_release_overdue, which the assignment engine's sweep calls).
 """
 
 from __future__ import annotations
@@ -239,15 +239,3 @@ def crowd_finish(state: CrowdState) -> None:
         state.participant.finished_at = timezone.now()
         state.participant.save(update_fields=["finished_at"])
     assignments_release(study=state.participant.link.study, rater=state.participant.user)
-
-
-def crowd_release_overdue(*, study: Study) -> int:
-    """Participants past their time limit who did not finish: their open assignments back to the pool."""
-    overdue = CrowdParticipant.objects.filter(
-        Q(link__study=study, deadline__lte=timezone.now(), finished_at__isnull=True, returned_at__isnull=True))
-    released = 0
-    for participant in overdue.select_related("user", "link__study"):
-        released += assignments_release(study=study, rater=participant.user)
-        participant.finished_at = timezone.now()
-        participant.save(update_fields=["finished_at"])
-    return released

@@ -10,7 +10,8 @@ from django.test import Client
 from django.utils import timezone
 
 from annotation.models import Assignment, CrowdParticipant, Item
-from annotation.services.crowd import CrowdError, crowd_link_create, crowd_link_revoke, crowd_release_overdue
+from annotation.services.assignments import assignments_release_overdue
+from annotation.services.crowd import CrowdError, crowd_link_create, crowd_link_revoke
 from tests.manage.conftest import rrgen_answers
 
 
@@ -81,7 +82,7 @@ def test_past_the_time_limit_the_work_goes_back_and_entry_is_refused(link, study
     client, _ = enter(link)
     client.get(f"/studies/{study.slug}/rate/")
     CrowdParticipant.objects.update(deadline=timezone.now() - timedelta(seconds=1))
-    assert crowd_release_overdue(study=study) == 1
+    assert assignments_release_overdue(study=study) == 1
     assert not Assignment.objects.filter(study=study, status="active").exists()
     _, again = enter(link, client=Client())
     assert again.status_code == 404 and "time for this task is up" in again.content.decode()
