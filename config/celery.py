@@ -2,7 +2,7 @@ import logging
 import os
 import threading
 
-from celery import Celery, bootsteps
+from celery import Celery, bootsteps, current_app
 from celery.signals import after_setup_logger, after_setup_task_logger, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -16,6 +16,18 @@ app.conf.beat_schedule = {
     "purge-expired-panel-ids": {"task": "annotation.tasks.participant_ids_purge", "schedule": 3600.0},
     "close-studies-past-deadline": {"task": "annotation.tasks.studies_close_past_deadline", "schedule": 60.0},
 }
+
+
+
+def registered_task(name: str):
+    """A task from Celery's registry, by name: the services that queue an app's tasks do not import its
+    tasks module (the tasks import the services, not the other way). The apps' tasks modules are
+    registered on first use in a process that has not loaded them. Not send_task: it ignores
+    task_always_eager, and load_demo and simulate_study run their chunks in this process (eager) when no
+    worker is there yet."""
+    if name not in current_app.tasks:
+        current_app.loader.import_default_modules()
+    return current_app.tasks[name]
 
 
 @after_setup_logger.connect

@@ -6,7 +6,7 @@ dies mid-chunk. It retries only when the backend failed with a retryable error (
 limit, 5xx, timeout), with exponential backoff and jitter; the last attempt stores the
 failure as an error score, so the run still ends.
 
-The services queue these tasks by name (judges.services.run_items.registered_task) and never
+The services queue these tasks by name (config.celery.registered_task) and never
 import this module, so it imports them at its top: the lifecycle goes one way.
 
 `requeue_lost_chunks` runs in the worker after each (re)connection to the broker

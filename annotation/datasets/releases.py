@@ -28,6 +28,7 @@ from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.datasets.writers import temporaries
 from annotation.models import DatasetRelease, Study
 from annotation.reports.ratings import count_rating_rows
+from config.celery import registered_task
 
 # semver.org's own pattern
 SEMVER = re.compile(
@@ -37,6 +38,7 @@ SEMVER = re.compile(
 )
 log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 0.5
+BUILD_TASK = "annotation.tasks.release_build"  # queued by name: annotation.tasks imports this module
 # PostgreSQL advisory-lock keys of release builds: this base plus the release id ("RELS" << 32).
 BUILD_LOCK_BASE = 0x52454C53 << 32
 
@@ -102,14 +104,13 @@ def releases_create(*, study: Study, version: str, formats: Iterable[str], chang
                     file_path=f"{study.slug}/{export_filename(study, fmt, version)}"))
     except IntegrityError as exc:  # a concurrent request took the same version first
         raise ReleaseError(f"version: {version} already exists; releases are immutable") from exc
-    from annotation.tasks import release_build  # tasks import this module
-
     from annotation.audit import Action, audit_record
 
     audit_record(actor=user, action=Action.RELEASE, study=study, target=version,
                  detail={"formats": formats, "changelog": changelog.strip()[:500]})
     ids = [r.pk for r in made]
-    transaction.on_commit(lambda: [release_build.delay(pk) for pk in ids])
+    task = registered_task(BUILD_TASK)
+    transaction.on_commit(lambda: [task.delay(pk) for pk in ids])
     return made
 
 
@@ -231,7 +232,6 @@ def releases_requeue_lost(*, held: Callable[[], set[int]], settle_s: float = 5.0
     that no live build holds: its message was lost (a Redis restart while it was handed out).
     Two looks `settle_s` apart, so a message in transit is not taken for lost; a build sent
     twice anyway builds once (the lock, then the claim). Returns the release ids sent."""
-    from annotation.tasks import release_build as release_build_task  # tasks import this module
 
     def uncovered() -> set[int]:
         waiting = set(DatasetRelease.objects.filter(status__in=[DatasetRelease.Status.PENDING,
@@ -249,7 +249,7 @@ def releases_requeue_lost(*, held: Callable[[], set[int]], settle_s: float = 5.0
             continue  # a live build holds it
         _unlock_build(release_id)
         log.warning("release %s: its build message was lost by the broker; sent again", release_id)
-        release_build_task.delay(release_id)
+        registered_task(BUILD_TASK).delay(release_id)
         sent.append(release_id)
     return sent
 

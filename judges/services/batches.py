@@ -25,6 +25,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from config.celery import registered_task
 from judges.backends.base import Backend, JudgeRequest, Result
 from judges.backends.errors import BackendError, BatchPending, PermanentBackendError
 from judges.batch_apis import batch_api, batch_api_name, request_from_dict, request_to_dict
@@ -32,7 +33,7 @@ from judges.cache import cache_key, response_from_dict, response_to_dict
 from judges.models import JudgeBatch, JudgeBatchRequest, JudgeRun
 from judges.services import engine
 from judges.services.budget import cost_release, cost_reserve, judge_run_pause
-from judges.services.run_items import enqueue_items, missing_item_ids, registered_task
+from judges.services.run_items import enqueue_items, missing_item_ids
 from judges.services.run_scores import ChunkOutcome, write_judged
 
 log = logging.getLogger(__name__)

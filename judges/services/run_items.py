@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable, Mapping, Sequence
 
-from celery import current_app
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
 from annotation.models import Item, Output, Study
+from config.celery import registered_task
 from judges.config import chunk_size as config_chunk_size
 from judges.models import JudgeRun, JudgeScore
 from judges.services import engine
@@ -66,16 +66,6 @@ def item_payload(item: Item, outputs: Sequence[Output]) -> dict[str, Any]:
     return {"id": item.external_id, "context": item.context, "context_kind": item.context_kind,
             "metadata": item.metadata or {},
             "outputs": [{"content": o.content, "kind": o.kind, "metadata": o.metadata or {}} for o in outputs]}
-
-
-def registered_task(name: str):
-    """A task from Celery's registry, by name (no import of judges.tasks here); the apps' tasks
-    modules are registered on first use in a process that has not loaded them. Not send_task: it ignores
-    task_always_eager, and load_demo and simulate_study run their chunks in this process (eager) when no
-    worker is there yet."""
-    if name not in current_app.tasks:
-        current_app.loader.import_default_modules()
-    return current_app.tasks[name]
 
 
 def enqueue_chunks(run: JudgeRun, chunks: list[list[int]]) -> None:
