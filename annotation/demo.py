@@ -170,5 +170,5 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
                            admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
     from annotation.demo_participants import demo_participant_erasure
 
-    demo_participant_erasure(users["admin"])
+    demo_participant_erasure(users["admin"], knobs=KNOBS)
     return [(name, demo_password(name), role) for name, role in ACCOUNTS.items()]

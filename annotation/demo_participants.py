@@ -15,8 +15,7 @@ PARTICIPANT = {"PROLIFIC_PID": "60a1d3m0p4rt1c1p4nt", "STUDY_ID": "demo", "SESSI
 RATED = 2
 
 
-def demo_participant_erasure(admin) -> None:
-    from annotation.demo import KNOBS
+def demo_participant_erasure(admin, *, knobs) -> None:
     from annotation.services.assignments import assignment_next
     from annotation.services.crowd import crowd_enter, crowd_link_create
     from annotation.services.participant_data import participant_erase
@@ -38,7 +37,7 @@ def demo_participant_erasure(admin) -> None:
             break
         by_position = {o.position: o for o in a.item.outputs.all()}
         answers = rater_answers(rubric=study.rubric, preset=PRESETS[0], item=a.item, who="participant",
-                                shown=[by_position[p] for p in a.permutation], knobs=KNOBS, seed=0)
+                                shown=[by_position[p] for p in a.permutation], knobs=knobs, seed=0)
         a.study = study
         assignment_submit(assignment=a, answers=answers, time_on_task_ms=42_000)
     participant_download(study=study, user_id=participant.user_id, fmt="json", actor=admin)
