@@ -8,7 +8,6 @@ from judges.parsing import ParseResult, parse_criteria_block, parse_json_scores,
 from judges.prompts import Prompt, build_all_criteria, build_criterion, build_label, criterion_by_key
 from judges.prompts.base import LABEL_KINDS, bounds, choice_values, judgeable
 from judges.prompts.feedback_000 import output_names
-from judges.prompts.generic import json_schema_for
 from judges.structured import label_schema, prompt_schema, reader, scores_schema
 from judges.methods.base import (
     CriterionResult, MethodSettings, Target, call, from_parse, parse_or_error, request_for, schema,
@@ -54,7 +53,7 @@ async def all_in_one(backend: Backend, rubric: Mapping[str, Any], targets: Seque
     """One call per output scoring every criterion; the call's usage is split over the criteria."""
     crits = selected(rubric, s)
     prompts = [build_all_criteria(rubric, t.item, t.output, s.overrides) for t in targets]
-    answer = schema(s, lambda: scores_schema(crits)) or (json_schema_for(crits) if s.use_json_schema else None)
+    answer = schema(s, lambda: scores_schema(crits)) or (scores_schema(crits) if s.use_json_schema else None)
     results = await call(backend, [request_for(p, s, json_schema=answer) for p in prompts], s)
     out = []
     for t, p, r in zip(targets, prompts, results):

@@ -63,13 +63,6 @@ def answer_schema(criteria: list[Mapping[str, Any]]) -> str:
     return "{" + ", ".join(fields) + "}"
 
 
-def json_schema_for(criteria: list[Mapping[str, Any]]) -> dict:
-    """A JSON schema for servers that enforce response_format (method_options.use_json_schema)."""
-    from judges.structured import scores_schema  # judges.structured builds on this package
-
-    return scores_schema(criteria)
-
-
 def item_text(item: Mapping[str, Any], output: Mapping[str, Any] | int, overrides: Mapping[str, str] | None) -> str:
     return render(template(overrides, "item", ITEM), context=item.get("context") or "",
                   output=output_of(item, output)["content"])
