@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev run test test-fast bench docs browsers pgbouncer clean
+.PHONY: install install-dev run test test-fast bench docs browsers pgbouncer haproxy clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,7 @@ run: install
 ## pytest-xdist workers (two: the cores of the machine CI runs on; 0 runs it in this one process).
 TEST_WORKERS ?= 2
 PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
-test: install-dev browsers pgbouncer
+test: install-dev browsers pgbouncer haproxy
 	$(PY) -m config.launcher test $(PARALLEL) $(ARGS)
 
 ## The documentation site (mkdocs.yml, docs/) into site/, which Concord serves at /docs/ to signed-in users.
@@ -57,7 +57,7 @@ test-fast: install-dev
 	$(PY) -m config.launcher test $(PARALLEL) $(FAST_TESTS) -m "not browser" --ignore=tests/judges/test_transformers_local.py $(ARGS)
 
 ## Benchmarks at a size that ends in minutes; FULL=1 for DESIGN.md's full sizes.
-bench: install-dev pgbouncer
+bench: install-dev pgbouncer haproxy
 	$(PY) -m config.launcher bench $(if $(FULL),--full)
 
 ## Debian's Chromium for the browser tests (Playwright drives it; it downloads no browser), and axe-core
@@ -70,6 +70,11 @@ browsers:
 ## package, and 1.24.1 built from Debian's source (it keeps prepared statements in transaction mode).
 pgbouncer:
 	@bash scripts/ensure-pgbouncer.sh
+
+## Debian's HAProxy for tests/prod/test_three_nodes.py and the three-node bench (they start their own, with a
+## config file in a temp dir; the package's service is not started).
+haproxy:
+	@bash scripts/ensure-haproxy.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache site

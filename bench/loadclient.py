@@ -116,9 +116,10 @@ def setup_study(n_items: int, secret_key: str, *, raters: int, raters_per_item: 
 
 
 def start_server(port: int, secret_key: str, *, db_name: str | None = None, database_url: str | None = None,
-                 extra_env: dict[str, str] | None = None, gunicorn_args: list[str] | None = None) -> subprocess.Popen:
-    """gunicorn (gunicorn_args, default GUNICORN_ARGS) serving Concord on 127.0.0.1:port, in its own process group; returns once
-    it answers. The database is `database_url`, or `db_name` on the server of $DATABASE_URL.
+                 extra_env: dict[str, str] | None = None, gunicorn_args: list[str] | None = None,
+                 host: str = "127.0.0.1", ready_within_s: float = 60) -> subprocess.Popen:
+    """gunicorn (gunicorn_args, default GUNICORN_ARGS) serving Concord on host:port (a loopback address), in its own
+    process group; returns once it answers. The database is `database_url`, or `db_name` on the server of $DATABASE_URL.
     Its stderr goes to a file (server_log_tail reads it): a pipe nobody reads would block it when full."""
     if database_url is None:
         if db_name is None:
@@ -131,26 +132,27 @@ def start_server(port: int, secret_key: str, *, db_name: str | None = None, data
         "STATIC_ROOT": str(collected_static_root()),
         **(extra_env or {}),
     }
-    cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
+    cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"{host}:{port}",
            *(GUNICORN_ARGS if gunicorn_args is None else gunicorn_args)]
     log = tempfile.NamedTemporaryFile(prefix="concord-gunicorn-", suffix=".log", delete=False)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     proc.log_path = Path(log.name)  # type: ignore[attr-defined]
     log.close()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + ready_within_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             tail = server_log_tail(proc)
             _remove_log(proc)
             raise RuntimeError("gunicorn exited: " + tail)
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/login/", timeout=2).status_code == 200:
+            # Host: the name ALLOWED_HOSTS holds, whichever address the server is bound on
+            if httpx.get(f"http://{host}:{port}/login/", headers={"Host": "127.0.0.1"}, timeout=2).status_code == 200:
                 return proc
         except httpx.HTTPError:
             pass
         time.sleep(0.3)
     stop_server(proc)
-    raise RuntimeError("gunicorn did not answer within 60 s")
+    raise RuntimeError(f"gunicorn did not answer within {ready_within_s:.0f} s")
 
 
 def server_log_tail(proc: subprocess.Popen, chars: int = 2000) -> str:
