@@ -20,6 +20,7 @@ assigned, the study done); a release built by the worker node and downloaded fro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -270,8 +271,10 @@ def run(full: bool = False) -> dict:
     n_items = int(os.environ.get("BENCH_NODES_ITEMS", n_items))
     expected = n_items * RATERS_PER_ITEM
     label = f"{raters:,} raters, 3 nodes"
-    media_root = Path(tempfile.mkdtemp(prefix="concord-nodes-media-"))
-    with bench_database("three_nodes") as db_name:
+    media_root = Path(tempfile.mkdtemp(prefix="concord-nodes-media-"))  # the nodes' shared MEDIA_ROOT
+    with contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, media_root, ignore_errors=True)
+        db_name = cleanup.enter_context(bench_database("three_nodes"))
         from django.conf import settings
 
         secret_key = secrets.token_urlsafe(40)
@@ -287,7 +290,6 @@ def run(full: bool = False) -> dict:
             found = verdict(slug, failover, cluster, expected)
             found["release_downloads"] = release_from_every_node(cluster, slug, admin)
         load_after = os.getloadavg()[0]
-    shutil.rmtree(media_root, ignore_errors=True)
     rows = window_rows(failover, label)
     checks = (("acknowledged submits lost or incomplete", found["lost_or_incomplete"]),
               ("duplicated ratings", found["duplicate_ratings"]),
