@@ -429,20 +429,26 @@ def _reached_by(database_url: str) -> str:
 
 def run_thousand(full: bool = False) -> dict:
     """1,000 raters at a human pace (5-15 s per item) through PgBouncer in transaction mode and two
-    gunicorn processes: next-item and submit p95 < 50 ms, nothing lost, duplicated or over-assigned."""
+    gunicorn processes: next-item and submit p95 < 50 ms, nothing lost, duplicated or over-assigned.
+    bench/loop_variants.py's knobs serve it otherwise (granian, no access log, signed-cookie sessions)."""
     from urllib.parse import urlsplit, urlunsplit
 
+    from bench.loop_variants import knobs, session_env, signed_cookie_sessions, start_granian
     from bench.pgbouncer import pgbouncer_version, pooled_env, running_pgbouncer
 
+    variant = knobs()  # gunicorn with its access log and the project's sessions unless asked otherwise
+    inside_rows = variant["server"] == "gunicorn" and variant["access_log"]  # the access log is their source
     seconds, n_items = (180.0, 40_000) if full else (75.0, 12_000)
     seconds = float(os.environ.get("BENCH_1K_SECONDS", seconds))  # a shorter run, to try the setup
     think = (THINK_SECONDS[0] * THINK_SCALE, THINK_SECONDS[1] * THINK_SCALE)
     phase = Phase(f"{THOUSAND:,} raters, human pace, PgBouncer", seconds, think, lean_client=True,
-                  one_trip=os.environ.get("BENCH_1K_ONE_TRIP") == "1")
+                  one_trip=variant["one_trip"])
     with bench_database("annotator1k") as db_name:
         secret_key = secrets.token_urlsafe(40)
         slug, sessions = setup_study(n_items, secret_key, raters=THOUSAND, raters_per_item=RATERS_PER_ITEM,
                                      name="bench annotator loop, 1,000 raters", user_prefix="bench-1k")
+        if variant["sessions"] == "signed_cookies":
+            sessions = signed_cookie_sessions(sessions, secret_key)
         from django.db import connection
 
         with connection.cursor() as cursor:
@@ -453,13 +459,19 @@ def run_thousand(full: bool = False) -> dict:
         access_log = Path(tempfile.mkdtemp(prefix="concord-1k-")) / "access.log"
         args = ["--workers", str(POOLED_WEB_PROCESSES), "--worker-class", "gthread", "--threads", str(POOLED_THREADS),
                 "--worker-connections", str(THOUSAND), "--log-level", "warning", "--keep-alive", "75",
-                "--backlog", "2048", "--access-logfile", str(access_log), "--access-logformat", ACCESS_FORMAT]
+                "--backlog", "2048"]
+        if inside_rows:
+            args += ["--access-logfile", str(access_log), "--access-logformat", ACCESS_FORMAT]
         counter = _BackendCounter(db_name)
         with running_pgbouncer(direct, pool_size=POOL_SIZE, max_clients=4 * POOLED_WEB_PROCESSES * POOLED_THREADS,
                                unix_socket=POOLED_SOCKET == "unix") as (pooled, bouncer):
             port = free_port()
-            server = start_server(port, secret_key, database_url=pooled, gunicorn_args=args,
-                                  extra_env={**pooled_env(), "PGAPPNAME": POOLED_APP_NAME})
+            server_env = {**pooled_env(), "PGAPPNAME": POOLED_APP_NAME, **session_env(variant["sessions"])}
+            if variant["server"] == "granian":
+                server = start_granian(port, secret_key, database_url=pooled, workers=POOLED_WEB_PROCESSES,
+                                       threads=POOLED_THREADS, extra_env=server_env)
+            else:
+                server = start_server(port, secret_key, database_url=pooled, gunicorn_args=args, extra_env=server_env)
             try:
                 base = f"http://127.0.0.1:{port}"
                 asyncio.run(warm_up(base, slug, sessions[0]))
@@ -490,7 +502,7 @@ def run_thousand(full: bool = False) -> dict:
             target = f"< {TARGET_P95_MS:.0f} ms" if q == 95 else None
             rows.append({"metric": f"{phase.name}: {label} p{q}", "value": value, "unit": "ms", "target": target,
                          "ok": value < TARGET_P95_MS if target else None})
-    for label, values in (("next item", inside["next"]), ("submit", inside["submit"])):
+    for label, values in (("next item", inside["next"]), ("submit", inside["submit"])) if inside_rows else ():
         for q in (50, 95):  # from a worker thread taking the request to the answer: no wait for a thread
             rows.append({"metric": f"{phase.name}: {label} p{q} inside gunicorn", "value": _pct(values, q),
                          "unit": "ms", "target": None, "ok": None})
@@ -502,7 +514,7 @@ def run_thousand(full: bool = False) -> dict:
         {"metric": f"{phase.name}: PostgreSQL connections, most seen", "value": float(counter.most), "unit": "",
          "target": f"<= {POOL_SIZE}", "ok": counter.most <= POOL_SIZE},
     ]
-    for label, cpu_s in (("gunicorn", phase.server_cpu_s), ("PostgreSQL", phase.db_cpu_s),
+    for label, cpu_s in ((variant["server"], phase.server_cpu_s), ("PostgreSQL", phase.db_cpu_s),
                          ("PgBouncer", bouncer_cpu_s), ("load generator", phase.client_cpu_s)):
         rows.append({"metric": f"{phase.name}: {label} CPU per rated item", "value": 1000 * cpu_s / n, "unit": "ms",
                      "target": None, "ok": None})
@@ -523,8 +535,10 @@ def run_thousand(full: bool = False) -> dict:
                    "phase_s": seconds, "pgbouncer": f"{pgbouncer_version()}, pool_mode=transaction, "
                                                     f"default_pool_size={POOL_SIZE}, web to PgBouncer by {POOLED_SOCKET}, "
                                                     f"PgBouncer to PostgreSQL by {_reached_by(direct)}",
-                   "server": f"gunicorn {POOLED_WEB_PROCESSES} workers x {POOLED_THREADS} threads (gthread), DEBUG=0, "
+                   "server": f"{variant['server']} {POOLED_WEB_PROCESSES} workers x {POOLED_THREADS} threads"
+                             f"{' (gthread)' if variant['server'] == 'gunicorn' else ' (WSGI)'}, DEBUG=0, "
                              f"DATABASE_PREPARED_STATEMENTS={pooled_env()['DATABASE_PREPARED_STATEMENTS']}",
+                   "variant": variant,
                    "client": "asyncio streams (bench/leanhttp.py), one client per rater",
                    "double_submit_share": 0.05, "autovacuum": autovacuum,
                    # The machine's 1-minute load average around the phase: other work on the same cores.
