@@ -18,7 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-# tests/docs/test_docs_blocks.py gives its own servers database 15 (or 14); the workers stay below.
+# tests/docs/test_docs_blocks.py gives its own servers database 15 (or 14), tests/prod/test_three_nodes.py its
+# cluster 14; the workers stay below.
 FIRST_FREE_DB, LAST_WORKER_DB = 1, 13
 
 

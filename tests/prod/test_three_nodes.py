@@ -26,6 +26,20 @@ from bench.nodes import running_cluster
 RATERS, ITEMS, RATERS_PER_ITEM = 40, 150, 3
 THINK = (0.3, 1.2)  # fast, so that the run with its kill and restart takes about 20 s
 VICTIM = 1
+# The cluster's Redis database, its own: the suite's in-process Celery worker (conftest.celery_worker_session,
+# still running from earlier modules) consumes the tests' one and took the cluster's release build, against
+# the test database and the wrong media folder.
+CLUSTER_REDIS_DB = 14
+
+
+def cluster_redis_url() -> str:
+    import redis
+
+    parts = urlsplit(settings.REDIS_URL)
+    url = urlunsplit(parts._replace(path=f"/{CLUSTER_REDIS_DB}"))
+    assert url != settings.REDIS_URL, "the tests' Redis database is the one the cluster needs to itself"
+    redis.Redis.from_url(url).flushdb()  # nothing left from an earlier run
+    return url
 
 
 @pytest.fixture
@@ -42,7 +56,7 @@ def test_a_node_killed_mid_run_loses_nothing_and_comes_back(unblocked, tmp_path)
         admin = admin_session(key)
         direct = urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path="/" + db_name))
         args = ["--workers", "1", "--worker-class", "gthread", "--threads", "4", "--log-level", "warning"]
-        with running_cluster(direct, key, media_root=tmp_path, redis_url=settings.REDIS_URL, gunicorn_args=args,
+        with running_cluster(direct, key, media_root=tmp_path, redis_url=cluster_redis_url(), gunicorn_args=args,
                              pool_size=4, max_clients=100) as cluster:
             run = asyncio.run(run_with_failover(cluster, slug, sessions, think=THINK, expected_submits=expected,
                                                 victim=VICTIM, kill_at=0.25, back_at=0.3, time_limit_s=240, lean=False))
