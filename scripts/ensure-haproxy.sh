@@ -20,4 +20,4 @@ if [ ! -e "$policy" ]; then
   trap '$SUDO rm -f "$policy"' EXIT
 fi
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq haproxy >/dev/null
-/usr/sbin/haproxy -v | head -1
+/usr/sbin/haproxy -v | sed -n 1p  # sed reads it all: head would end the pipe early (SIGPIPE, exit 141 under pipefail)

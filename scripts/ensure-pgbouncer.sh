@@ -55,4 +55,4 @@ tar -xzf "$work/src.tar.gz" -C "$work"
   make -s install >/dev/null
 )
 chmod -R a+rX "$DEST"  # run as the postgres account when started by root
-"$DEST/bin/pgbouncer" --version | head -1
+"$DEST/bin/pgbouncer" --version | sed -n 1p
