@@ -34,10 +34,9 @@ run: install
 	else echo "The documentation at /docs/ is not built: 'make docs' installs MkDocs (the dev extra's pins) and builds it."; fi
 	$(PY) -m config.launcher run
 
-## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium. TEST_WORKERS=2 spreads
-## it over two pytest-xdist workers (tests/parallel.py); not yet the default: four tests still fail that way
-## (docs/reference/test-suite.md).
-TEST_WORKERS ?= 0
+## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium, spread over two
+## pytest-xdist workers (tests/parallel.py: the cores of the machine CI runs on); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 test: install-dev browsers pgbouncer haproxy
 	$(PY) -m config.launcher test $(PARALLEL) $(ARGS)

@@ -54,6 +54,31 @@ def pytest_unconfigure(config):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup, with the browser groups handed out after all the others (see BrowserGroupsLast)."""
+    if config.getvalue("dist") == "loadgroup":
+        from xdist.scheduler import LoadGroupScheduling
+
+        class BrowserGroupsLast(LoadGroupScheduling):
+            """pytest-xdist hands out the groups with the most tests first, which would give a worker a browser
+            group before its others (the session's Chromium breaks asyncio.run in the tests after it: see
+            tests/conftest.py). Here the groups without the browser go first, then the browser ones, each by
+            its number of tests, most first, as pytest-xdist does."""
+
+            _ordered = False
+
+            def _assign_work_unit(self, node) -> None:
+                if not self._ordered:
+                    self._ordered = True
+                    units = sorted(self.workqueue.items(), key=lambda unit: (unit[0].endswith("::browser"), -len(unit[1])))
+                    self.workqueue.clear()
+                    self.workqueue.update(units)
+                super()._assign_work_unit(node)
+
+        return BrowserGroupsLast(config, log)
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
     """A test module's tests go to one worker together, in two groups: those without the browser and those
@@ -65,3 +90,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         browser = "browser" in getattr(item, "fixturenames", ())
         item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0] + ("::browser" if browser else "")))
+
+
+def pytest_collection_finish(session):
+    """Refuse to run when pytest-xdist did not group: each test would then be a unit of its own, module fixtures
+    would be set up again on both workers, and two of the docs reader's servers would share one Redis database
+    and take each other's tasks. pytest-xdist marks a grouped test by its node id (test@group), which pytest 9.2
+    no longer lets it change (pytest-dev/pytest-xdist#1386): pyproject pins pytest 9.1."""
+    config = session.config
+    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
+        return
+    ungrouped = [item.nodeid for item in session.items if "@" not in item.nodeid.rsplit("]", 1)[-1]]
+    if ungrouped:
+        raise pytest.UsageError(f"pytest-xdist did not put {len(ungrouped)} tests in their module's group "
+                                f"(first: {ungrouped[0]}): see tests/parallel.py")

@@ -11,13 +11,10 @@ region with tabindex=0 now."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import call_command
 
 from tests.a11y.axe import axe_run, describe
-from tests.commands.lived_in import in_own_thread
+from tests.commands.lived_in import fresh_demo  # noqa: F401  (loaded once for the module)
 from tests.ui.conftest import shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -27,15 +24,11 @@ WIDTHS = (1400, 390)
 
 
 @pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker) -> list[str]:
+def demo(fresh_demo, django_db_blocker) -> list[str]:  # noqa: F811
     from annotation.models import Study
 
     with django_db_blocker.unblock():
-        in_own_thread(lambda: call_command("load_demo", stdout=io.StringIO()))
-        slugs = list(Study.objects.filter(slug__startswith="demo-").order_by("slug").values_list("slug", flat=True))
-    yield slugs
-    with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
+        return list(Study.objects.filter(slug__startswith="demo-").order_by("slug").values_list("slug", flat=True))
 
 
 def sign_in(page, live_server, username: str) -> None:

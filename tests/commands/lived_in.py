@@ -102,6 +102,18 @@ def in_own_thread(work):
 
 
 @pytest.fixture(scope="module")
+def fresh_demo(django_db_setup, django_db_blocker) -> str:
+    """The demo as a fresh `make run` has it, loaded once for the module (each test of it then runs in a
+    transaction that is rolled back); what load_demo printed. The module's teardown empties the database."""
+    out = io.StringIO()
+    with django_db_blocker.unblock():
+        in_own_thread(lambda: call_command("load_demo", stdout=out))
+    yield out.getvalue()
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture(scope="module")
 def lived_in(django_db_setup, django_db_blocker, tmp_path_factory):
     folder = tmp_path_factory.mktemp("lived-in")
     with django_db_blocker.unblock():

@@ -112,6 +112,9 @@ def _plan_indexes(sql: str, params: dict) -> set[str]:
 # these pairs are the candidates for removal that docs/scaling.md names.
 SERVED_ALSO_BY = {
     (A, "(item_id, status)"): [(A, "(item_id, rater_id)")],
+    # An item has a few assignments (its slots), so its (item_id, status) entries answer this as cheaply; the
+    # planner picks either, by the statistics of the moment (it took that one on a pytest-xdist worker's database).
+    (A, "(item_id, rater_id)"): [(A, "(item_id, status)")],
     (A, "(study_id, rater_id, status, is_attention_check)"): [(A, "(rater_id)")],
     (I, "(study_id, id) WHERE ((NOT is_attention_check) AND (priority = 0))"): [(I, "(id)")],
 }

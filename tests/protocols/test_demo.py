@@ -15,13 +15,12 @@ from annotation.models import DatasetRelease, Rating, Study
 from annotation.services.assignments import assignment_next
 from annotation.simulation.items import COMPARE_PRESETS, PRESETS
 from judges.models import JudgeRun
+from tests.commands.lived_in import fresh_demo  # noqa: F401  (loaded once for the module)
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
-def test_load_demo_builds_full_studies_once():
-    out = io.StringIO()
-    call_command("load_demo", stdout=out)
+def test_load_demo_builds_full_studies_once(fresh_demo):  # noqa: F811
     studies = {s.slug: s for s in Study.objects.filter(slug__startswith="demo-").exclude(slug=LANGUAGES)}
     assert set(studies) == {f"demo-{p}" for p in PRESETS + COMPARE_PRESETS}
     languages = Study.objects.get(slug=LANGUAGES)
@@ -63,15 +62,14 @@ def test_load_demo_builds_full_studies_once():
     counts = (Study.objects.count(), Rating.objects.count(), JudgeRun.objects.count())
     call_command("load_demo", stdout=io.StringIO())
     assert (Study.objects.count(), Rating.objects.count(), JudgeRun.objects.count()) == counts
-    assert "researcher" in out.getvalue() and "demo-rrgen-001" in out.getvalue()
+    assert "researcher" in fresh_demo and "demo-rrgen-001" in fresh_demo
 
 
-def test_the_demo_report_shows_every_trust_section(client):
+def test_the_demo_report_shows_every_trust_section(fresh_demo, client):  # noqa: F811
     """A fresh demo's report: calibration, bias-corrected scores with items only judges scored, the jury,
     pairwise position bias and strengths."""
     from django.urls import reverse
 
-    call_command("load_demo", stdout=io.StringIO())
     client.force_login(get_user_model().objects.get(username="researcher"))
     data = client.get(reverse("report", args=["demo-rrgen-001"]), {"download": "json"}).json()
     trust = data["sections"]["Trusting the judges"]
@@ -85,12 +83,11 @@ def test_the_demo_report_shows_every_trust_section(client):
     assert any(name.startswith("rrgen-001-jury") for name in judges)
 
 
-def test_the_demo_crowd_study_splits_its_report_by_the_participants_answers(client):
+def test_the_demo_crowd_study_splits_its_report_by_the_participants_answers(fresh_demo, client):  # noqa: F811
     """The crowd study's simulated participants answered its questionnaires: the report's facets show
     agreement and system means per answer, and the answers download as a table."""
     from django.urls import reverse
 
-    call_command("load_demo", stdout=io.StringIO())
     client.force_login(get_user_model().objects.get(username="researcher"))
     data = client.get(reverse("report", args=["demo-compare-pairwise"]), {"download": "json"}).json()
     native = data["sections"]["By participants' answers"]["pre.native_english"]
