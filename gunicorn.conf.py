@@ -1,0 +1,11 @@
+"""gunicorn's settings wherever Concord is served by it (the Dockerfile, docker-compose, the benches, the production
+tests): gunicorn reads ./gunicorn.conf.py from the folder it starts in. The command lines give the sizes.
+
+preload_app: the master imports Concord once (config/wsgi.py loads every view and what they import: pandas, SciPy,
+matplotlib, about 2.3 s of CPU) and forks its workers from it, so a worker answers its first request as fast as
+its thousandth, and one that is restarted after a crash is ready at once. Without it each worker made that import
+on its first request: four workers on two cores answered nothing for the first 6 s of a launch. Code changes need
+a restart (not a HUP), as a container deploy does anyway.
+"""
+
+preload_app = True
