@@ -27,20 +27,23 @@ def _arena(tmp_path, n: int):
 
 def test_strengths_equal_choix_on_an_arena_file(tmp_path):
     """Tolerance 1e-6 in log-strength (both fits converge to 1e-12; choix's centred). choix has no
-    weights: a win is two wins and a tie one each way, the module's half-win rule times two."""
+    weights: a win is two wins and a tie one each way, the module's half-win rule times two. choix's
+    maximum-likelihood estimate from the counts (ilsr_pairwise_dense: 0.02 s here) rather than from the list of
+    comparisons (opt_pairwise: the same estimate to 1e-9, in 42 s of Python loops over the 120,000 pairs)."""
     text, rows = _arena(tmp_path, 60_000)
     done = run_offline("comparisons", tmp_path, text, "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     systems = sorted({s for a, b, _ in rows for s in (a, b)})
     code = {s: i for i, s in enumerate(systems)}
-    data = []
+    wins = np.zeros((len(systems), len(systems)))  # wins[i, j]: how often i beat j
     for a, b, w in rows:
         if w == "tie":
-            data += [(code[a], code[b]), (code[b], code[a])]
+            wins[code[a], code[b]] += 1
+            wins[code[b], code[a]] += 1
         else:
-            data += [(code[w], code[b if w == a else a])] * 2
-    reference = choix.opt_pairwise(len(systems), data, alpha=0, tol=1e-12)
+            wins[code[w], code[b if w == a else a]] += 2
+    reference = choix.ilsr_pairwise_dense(wins, alpha=0, tol=1e-12)
     got = np.array([out["systems"][s]["bt"] for s in systems])
     np.testing.assert_allclose(got, reference - reference.mean(), atol=1e-6)
     assert len(systems) == 200 and list(out["systems"]) == systems
