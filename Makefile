@@ -34,9 +34,10 @@ run: install
 	else echo "The documentation at /docs/ is not built: 'make docs' installs MkDocs (the dev extra's pins) and builds it."; fi
 	$(PY) -m config.launcher run
 
-## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium, spread over two
-## pytest-xdist workers (tests/parallel.py: the cores of the machine CI runs on); TEST_WORKERS=0 runs it in one process.
-TEST_WORKERS ?= 2
+## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium, spread over three
+## pytest-xdist workers (tests/parallel.py). Three on CI's two cores: the tests wait on servers and workers for a
+## third of their time, which a third worker fills. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
 PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 test: install-dev browsers pgbouncer haproxy
 	$(PY) -m config.launcher test $(PARALLEL) $(ARGS)

@@ -1,9 +1,9 @@
-"""What each pytest-xdist worker must not share with the other (`make test` runs two).
+"""What each pytest-xdist worker must not share with the others (`make test` runs three).
 
 Loaded with `-p tests.parallel` (pyproject's addopts), so it runs before pytest-django reads the settings.
 pytest-django gives each worker its own test database (test_<name>_gw0, ...); here each worker also
-gets its own Redis database, so that one worker's Celery worker does not take the other's tasks (they
-would run against the other worker's database), and its own media folder, since study and run ids, which
+gets its own Redis database, so that one worker's Celery worker does not take another's tasks (they
+would run against that worker's database), and its own media folder, since study and run ids, which
 name the files there, repeat across the two databases. The values go into os.environ, so the servers and
 workers the tests start in subprocesses get them too; CONCORD_WORKER_ENV keeps a pytest started by a test
 from moving them again.
