@@ -11,9 +11,11 @@ from moving them again.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -54,29 +56,57 @@ def pytest_unconfigure(config):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+GROUP_SECONDS = Path(__file__).with_name("group_seconds.json")  # how long each group took (record_group_seconds)
+
+
+def group_order(groups: dict[str, int], seconds: dict[str, float]) -> list[str]:
+    """The groups in the order they are handed out: those without the browser, then the browser ones; each part
+    longest first (by the seconds a run recorded; a group it did not see counts one second a test), so that
+    the last groups handed out are short and the workers end together."""
+    return sorted(groups, key=lambda g: (g.endswith("::browser"), -seconds.get(g, float(groups[g]))))
+
+
 def pytest_xdist_make_scheduler(config, log):
-    """--dist loadgroup, with the browser groups handed out after all the others (see BrowserGroupsLast)."""
+    """--dist loadgroup, the groups handed out in group_order."""
     if config.getvalue("dist") == "loadgroup":
         from xdist.scheduler import LoadGroupScheduling
 
-        class BrowserGroupsLast(LoadGroupScheduling):
-            """pytest-xdist hands out the groups with the most tests first, which would give a worker a browser
-            group before its others (the session's Chromium breaks asyncio.run in the tests after it: see
-            tests/conftest.py). Here the groups without the browser go first, then the browser ones, each by
-            its number of tests, most first, as pytest-xdist does."""
+        class LongestFirstBrowserLast(LoadGroupScheduling):
+            """pytest-xdist hands out the groups with the most tests first: that gave a worker a browser group
+            before its others (the session's Chromium breaks asyncio.run in the tests after it: see
+            tests/conftest.py), and the demo's report walk (one test, 150 s) last, to end alone."""
 
             _ordered = False
 
             def _assign_work_unit(self, node) -> None:
                 if not self._ordered:
                     self._ordered = True
-                    units = sorted(self.workqueue.items(), key=lambda unit: (unit[0].endswith("::browser"), -len(unit[1])))
+                    seconds = json.loads(GROUP_SECONDS.read_text()) if GROUP_SECONDS.exists() else {}
+                    units = dict(self.workqueue)
+                    order = group_order({g: len(tests) for g, tests in units.items()}, seconds)
                     self.workqueue.clear()
-                    self.workqueue.update(units)
+                    self.workqueue.update((g, units[g]) for g in order)
                 super()._assign_work_unit(node)
 
-        return BrowserGroupsLast(config, log)
+        return LongestFirstBrowserLast(config, log)
     return None
+
+
+def record_group_seconds(junit_xml: Path) -> dict[str, float]:
+    """Each group's seconds in a pytest-xdist run's --junitxml (test names end in @group), for GROUP_SECONDS:
+    python -c 'from tests.parallel import *; record_group_seconds(Path("run.xml"))'."""
+    import xml.etree.ElementTree as ET
+
+    seconds: dict[str, float] = {}
+    for case in ET.parse(junit_xml).iter("testcase"):
+        # JUnit splits the node id at its last "::" (outside the parameters): "...@tests/x.py" + "browser"
+        address = f"{case.get('classname', '')}::{case.get('name', '')}"
+        if "@" in address:
+            group = address.rsplit("@", 1)[1]
+            seconds[group] = seconds.get(group, 0.0) + float(case.get("time", 0))
+    seconds = {group: round(s, 1) for group, s in sorted(seconds.items())}
+    GROUP_SECONDS.write_text(json.dumps(seconds, indent=0) + "\n")
+    return seconds
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups (--dist loadgroup)

@@ -1,0 +1,31 @@
+"""The order in which `make test`'s workers are handed the groups (tests/parallel.py): the groups without the
+browser before the browser ones, each part longest first by the recorded seconds, a group never recorded at one
+second a test; and the recorded seconds read back from a pytest-xdist run's JUnit file."""
+
+from __future__ import annotations
+
+import json
+
+from tests import parallel
+from tests.parallel import group_order, record_group_seconds
+
+
+def test_browser_groups_last_and_each_part_longest_first():
+    groups = {"a.py": 3, "b.py": 40, "c.py::browser": 1, "d.py::browser": 9, "new.py": 20}
+    seconds = {"a.py": 150.0, "b.py": 12.0, "c.py::browser": 154.5, "d.py::browser": 30.0}
+    assert group_order(groups, seconds) == ["a.py", "new.py", "b.py", "c.py::browser", "d.py::browser"]
+
+
+def test_recorded_seconds_from_junit_node_ids_split_at_the_last_colons(tmp_path, monkeypatch):
+    junit = tmp_path / "run.xml"
+    junit.write_text(
+        '<testsuites><testsuite>'
+        '<testcase classname="tests.x.test_a" name="test_one@tests/x/test_a.py" time="1.25"/>'
+        '<testcase classname="tests.x.test_a" name="test_two[p-1]@tests/x/test_a.py" time="2.5"/>'
+        '<testcase classname="tests.x.test_b.test_page@tests/x/test_b.py" name="browser" time="154.4"/>'
+        '<testcase classname="tests.x.test_c" name="test_ungrouped" time="9"/>'
+        '</testsuite></testsuites>')
+    monkeypatch.setattr(parallel, "GROUP_SECONDS", tmp_path / "seconds.json")
+    seconds = record_group_seconds(junit)
+    assert seconds == {"tests/x/test_a.py": 3.8, "tests/x/test_b.py::browser": 154.4}
+    assert json.loads((tmp_path / "seconds.json").read_text()) == seconds
