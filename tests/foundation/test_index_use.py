@@ -117,6 +117,7 @@ SERVED_ALSO_BY = {
     # the moment (each was seen on a pytest-xdist worker's database).
     (A, "(item_id, rater_id)"): [(A, "(item_id, status)"), (A, "(rater_id)")],
     (A, "(study_id, rater_id, status, is_attention_check)"): [(A, "(rater_id)")],
+    (A, "(rater_id)"): [(A, "(study_id, rater_id, status, is_attention_check)")],  # one study: the same rows
     (I, "(study_id, id) WHERE ((NOT is_attention_check) AND (priority = 0))"): [(I, "(id)")],
 }
 
