@@ -474,7 +474,7 @@ def run_thousand(full: bool = False) -> dict:
         direct = urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path="/" + db_name))
         access_log = Path(tempfile.mkdtemp(prefix="concord-1k-")) / "access.log"
         args = ["--workers", str(POOLED_WEB_PROCESSES), "--worker-class", "gthread", "--threads", str(POOLED_THREADS),
-                "--worker-connections", str(THOUSAND), "--log-level", "warning", "--keep-alive", "75",
+                "--worker-connections", str(THOUSAND), "--log-level", "warning",
                 "--backlog", "2048"]
         if inside_rows:
             args += ["--access-logfile", str(access_log), "--access-logformat", ACCESS_FORMAT]

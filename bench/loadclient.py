@@ -46,7 +46,7 @@ RATINGS_PER_SUBMIT = 15  # rrgen-001: 3 responses x (4 Likert criteria + decisio
 
 # gunicorn's flags after --bind: kept here so that every load run serves the same way (tune here).
 GUNICORN_ARGS = ["--workers", "4", "--worker-class", "gthread", "--threads", "4", "--log-level", "warning",
-                 "--keep-alive", "75", "--backlog", "512"]
+                 "--backlog", "512"]
 
 
 def free_port() -> int:

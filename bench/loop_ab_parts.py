@@ -34,7 +34,7 @@ PROCESSES, THREADS = 2, 16  # as the 1,000-rater phase serves
 def _server_variants(port: int, log_dir: Path) -> dict[str, list[str]]:
     gunicorn = [sys.executable, "-m", "gunicorn", "bench.tiny_wsgi:application", "--bind", f"127.0.0.1:{port}",
                 "--workers", str(PROCESSES), "--worker-class", "gthread", "--threads", str(THREADS),
-                "--worker-connections", "1000", "--log-level", "warning", "--keep-alive", "75", "--backlog", "2048"]
+                "--worker-connections", "1000", "--log-level", "warning", "--backlog", "2048"]
     return {
         # Dockerfile's access log (gunicorn's default format), to a file instead of stdout
         "gunicorn, access log": [*gunicorn, "--access-logfile", str(log_dir / "access.log")],

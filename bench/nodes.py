@@ -265,7 +265,7 @@ def running_cluster(database_url: str, secret_key: str, *, media_root: Path, red
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
     work = Path(tempfile.mkdtemp(prefix="concord-nodes-"))
     args = gunicorn_args or ["--workers", "2", "--worker-class", "gthread", "--threads", "8", "--log-level", "warning",
-                             "--keep-alive", "75", "--backlog", "2048", "--worker-connections", "1000"]
+                             "--backlog", "2048", "--worker-connections", "1000"]
     web: list[WebNode] = []
     haproxy = worker = None
     try:

@@ -10,12 +10,19 @@ import sys
 from tests.conftest import REPO
 
 
-def test_gunicorn_started_in_the_checkout_preloads_the_app():
+# The longest a balancer in front keeps an idle connection to a node: HAProxy purges idle server connections
+# within pool-purge-delay (5 s), nginx closes them after its upstream keepalive_timeout (60 s).
+BALANCER_IDLE_S = 60
+
+
+def test_gunicorn_started_in_the_checkout_preloads_the_app_and_outlasts_the_balancers_idle_connections():
     printed = subprocess.run([sys.executable, "-m", "gunicorn", "--print-config", "config.wsgi:application"],
                              cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
     settings = {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in printed.splitlines())}
     assert settings["config"] == "./gunicorn.conf.py"
     assert settings["preload_app"] == "True"
+    # gunicorn closing first races the balancer's next request on that connection (gunicorn.conf.py says how)
+    assert int(settings["keepalive"]) > BALANCER_IDLE_S
 
 
 def test_the_wsgi_module_loads_every_view_when_imported():
