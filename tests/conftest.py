@@ -11,6 +11,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.signals import request_finished, request_started
 
+from tests.page_settle import tracked
+
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop in the test thread
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,12 +39,20 @@ class _Requests:
     def __init__(self):
         self.lock = threading.Lock()
         self.threads: dict[threading.Thread, int] = {}
+        self.workspace_served = False  # a page under /rate/, the only one that sends a beacon as it closes
 
-    def started(self, **_):
+    def started(self, environ=None, **_):
         thread = threading.current_thread()
         if thread is not threading.main_thread():
             with self.lock:
                 self.threads[thread] = self.threads.get(thread, 0) + 1
+                if environ and "/rate/" in environ.get("PATH_INFO", ""):
+                    self.workspace_served = True
+
+    def take_workspace_served(self) -> bool:
+        with self.lock:
+            served, self.workspace_served = self.workspace_served, False
+            return served
 
     def finished(self, **_):
         thread = threading.current_thread()
@@ -75,7 +85,8 @@ def _live_server_settles(request):
     yield
     if "live_server" not in request.fixturenames:
         return
-    time.sleep(0.3)  # a beacon sent as the page closed reaches the server
+    if _LIVE_REQUESTS.take_workspace_served():
+        time.sleep(0.3)  # a draft's beacon sent as the workspace page closed reaches the server
     deadline = time.monotonic() + 15
     while _LIVE_REQUESTS.busy() and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -233,7 +244,7 @@ def log_in(page, live_server, user) -> None:
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = tracked(browser.new_context(viewport={"width": 1400, "height": 900}))
     page = context.new_page()
     yield page
     context.close()
@@ -245,7 +256,7 @@ def new_context(browser):
     contexts = []
 
     def _new(**options):
-        contexts.append(browser.new_context(**options))
+        contexts.append(tracked(browser.new_context(**options)))
         return contexts[-1]
 
     yield _new

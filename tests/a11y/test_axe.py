@@ -13,6 +13,7 @@ from django.urls import get_resolver, reverse
 from tests.a11y.axe import axe_run, counts, describe
 from tests.a11y.inventory import NOT_PAGES, PAGES, ROLES, SIGNED_OUT, CROWD
 from tests.conftest import REPO, log_in
+from tests.page_settle import settle
 from tests.ui.conftest import WIDTHS, shot
 
 ARTIFACTS = REPO / "test-artifacts" / "a11y"
@@ -81,7 +82,7 @@ def test_no_serious_or_critical_violation(page_at, live_server, site, role, widt
         if response.status != spec.status:
             failures.append(f"{spec.title}: status {response.status}, expected {spec.status}")
         page.wait_for_selector(spec.ready)
-        page.wait_for_load_state("networkidle")
+        settle(page)
         check(page, path, spec.title, rows, failures, shot_name=f"{role}-{width}-{spec.title.replace(' ', '_')}")
     record(role, width, rows)
     assert rows, "no page checked"

@@ -14,6 +14,7 @@ from annotation.services.items import items_import
 from annotation.simulation.items import items_for
 from tests.a11y.axe import axe_run, describe
 from tests.a11y.conftest import TRAINING_ITEM
+from tests.page_settle import settle
 from tests.ui.conftest import WIDTHS, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -28,7 +29,7 @@ def _answer_pair(page) -> None:
 
 
 def _check(page, name: str, failures: list) -> None:
-    page.wait_for_load_state("networkidle")
+    settle(page)
     failures.extend(f"{name}: {d}" for d in describe(axe_run(page)))
     shot(page, f"a11y-crowd-{name}")
 

@@ -11,6 +11,7 @@ import pytest
 from tests.a11y.axe import axe_run, counts, describe
 from tests.a11y.phase_flow import phases_study_and_link, walk_phases
 from tests.a11y.test_axe import record
+from tests.page_settle import settle
 from tests.ui.conftest import WIDTHS, page_at, shot  # noqa: F401 (page_at: a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -24,7 +25,7 @@ def test_every_phase_state_has_no_serious_or_critical_violation(page_at, live_se
     rows, failures = [], []
 
     def visit(name: str) -> None:
-        page.wait_for_load_state("networkidle")
+        settle(page)
         violations = axe_run(page)
         rows.append({"page": f"phase: {name}", "path": page.url.removeprefix(live_server.url),
                      "counts": counts(violations),

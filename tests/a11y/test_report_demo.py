@@ -15,6 +15,7 @@ import pytest
 
 from tests.a11y.axe import axe_run, describe
 from tests.commands.lived_in import fresh_demo  # noqa: F401  (loaded once for the module)
+from tests.page_settle import settle
 from tests.ui.conftest import shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -51,7 +52,7 @@ def test_every_demo_report_with_every_section_open(demo, live_server, new_contex
             for slug in demo:
                 page.goto(f"{live_server.url}/studies/{slug}/report/")
                 page.wait_for_selector("#agreement", timeout=60_000)  # the report itself, not its pending page
-                page.wait_for_load_state("networkidle")
+                settle(page)
                 page.eval_on_selector_all("details", "all => all.forEach(d => { d.open = true; })")
                 regions += page.locator("[role=region][tabindex='0']").count()
                 failures += [f"{slug} {username} {width}px: {d}" for d in describe(axe_run(page))]

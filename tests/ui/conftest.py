@@ -8,6 +8,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.page_settle import tracked
+
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
 WIDTHS = (390, 1400)
 
@@ -19,7 +21,7 @@ def page_at(browser, live_server):
     own_host = urlsplit(live_server.url).netloc
 
     def _page(width: int):
-        context = browser.new_context(viewport={"width": width, "height": 860 if width > 600 else 780})
+        context = tracked(browser.new_context(viewport={"width": width, "height": 860 if width > 600 else 780}))
         contexts.append(context)
         page = context.new_page()
         page.foreign = []

@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import log_in, make_user
 from tests.ui.conftest import WIDTHS, horizontal_overflow, shot
+from tests.page_settle import settle
 from tests.workspace.conftest import items_jsonl
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -29,7 +30,7 @@ def _walk(page, live_server, role: str, width: int) -> list[str]:
             continue
         seen.append(path)
         response = page.goto(live_server.url + path)
-        page.wait_for_load_state("networkidle")
+        settle(page)
         status = response.status if response else 0
         if status >= 500 or status == 0:
             failures.append(f"{path}: status {status}")
