@@ -54,12 +54,20 @@ def _codes(df: pd.DataFrame, key: str) -> dict[str, Any] | None:
     if not rows.any():
         return None
     key_ = df["item_id"].to_numpy(np.int64)[rows] * 4096 + (df["output"].to_numpy(np.int64)[rows] + 1)
-    unit, unit_keys = pd.factorize(key_)
-    rater, rater_codes = pd.factorize(df["rater"].cat.codes.to_numpy()[rows])
-    names = df["rater"].cat.categories
-    return {"unit": unit.astype(np.int64), "rater": rater.astype(np.int64), "x": df["x"].to_numpy(float)[rows],
+    names = np.asarray(df["rater"].cat.categories, dtype=object)
+    by_name = np.argsort(names, kind="stable")
+    rank = np.empty(len(names), np.int64)
+    rank[by_name] = np.arange(len(names))
+    rater_rank = rank[df["rater"].cat.codes.to_numpy()[rows]]
+    # The database returns the rows, and so the raters' categories, in no set order; the fits' sums run in
+    # array order, so in SQL's order a release's rater estimates differed in the last bits from one build to
+    # the next. By (unit, rater name) they are the same arrays every time.
+    order = np.argsort(key_ * len(names) + rater_rank, kind="stable")
+    unit, unit_keys = pd.factorize(key_[order])
+    rater, rater_ranks = pd.factorize(rater_rank[order], sort=True)
+    return {"unit": unit.astype(np.int64), "rater": rater.astype(np.int64), "x": df["x"].to_numpy(float)[rows][order],
             "units": [(int(k // 4096), int(k % 4096) - 1) for k in unit_keys],
-            "raters": [str(names[c]) for c in rater_codes]}
+            "raters": [str(names[by_name[r]]) for r in rater_ranks]}
 
 
 def _chosen(choice: Any) -> tuple[Any, str]:

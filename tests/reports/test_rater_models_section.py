@@ -138,3 +138,20 @@ def test_payments_and_assignments_are_untouched_by_the_flags(crowd_study):
     before = list(Assignment.objects.filter(study=crowd_study).values_list("id", "status", "ignored"))
     study_report(crowd_study, n_boot=50)
     assert list(Assignment.objects.filter(study=crowd_study).values_list("id", "status", "ignored")) == before
+
+
+def test_a_releases_rater_estimates_do_not_depend_on_the_order_the_database_returns_the_ratings(crowd_study,
+                                                                                                monkeypatch):
+    """PostgreSQL returns the rows in no set order; a release's raters table (and its sha256) must come out the
+    same, to the last bit, in any order."""
+    from annotation.reports import rater_models
+
+    read = rater_models.stats_frame
+    first = rater_models.study_rater_models(crowd_study)
+    for seed in (1, 2):
+        monkeypatch.setattr(rater_models, "stats_frame", lambda study, keys, seed=seed: read(study, keys).sample(
+            frac=1.0, random_state=seed))
+        again = rater_models.study_rater_models(crowd_study)
+        assert again["raters"] == first["raters"]
+        assert again["labels"] == first["labels"]
+    assert first["raters"] and first["labels"]
