@@ -18,6 +18,7 @@ from judges.backends.base import Backend, JudgeRequest, JudgeResponse, Result
 from judges.providers import GENERIC, HttpRequest, ProviderSettings, get_provider
 from judges.providers.base import api_key
 from judges.providers.openai_compat import api_root
+from judges.backends.tls import tls_context
 from judges.backends.errors import (
     BackendError, BackendNotAvailable, BackendTimeout, PermanentBackendError, RateLimited, RetryableBackendError,
 )
@@ -121,6 +122,7 @@ class OpenAICompatBackend(Backend):
         n = self.config.max_concurrency
         return httpx.AsyncClient(
             headers=headers,  # set once per client: merging per request costs more than the parsing
+            verify=tls_context(),
             timeout=httpx.Timeout(self.config.timeout_s, connect=self.config.connect_timeout_s),
             limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
         )

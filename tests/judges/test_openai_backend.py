@@ -167,3 +167,46 @@ def test_retry_after_and_backoff():
     assert all(0 <= d <= 4.0 for d in delays)
     assert max(backoff_delay(0, 0.5, 4.0, rng) for _ in range(200)) <= 0.5  # full jitter: cap = base at attempt 0
     assert isinstance(RateLimited("x"), RetryableBackendError)
+
+
+def test_an_https_endpoint_with_a_certificate_nobody_signed_is_refused(tmp_path):
+    """Every client shares one TLS context (judges/backends/tls.py), and it still verifies: a real TLS server on
+    loopback with a self-signed certificate gets no judge request, the slot ends as a connection error."""
+    import http.server
+    import ssl
+    import subprocess
+    import threading
+
+    from judges.backends.tls import tls_context
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    served = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            served.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        judge = backend(f"https://127.0.0.1:{server.server_address[1]}/v1", max_retries=0)
+        (out,) = run(judge.score_many([chat("Rate from 1 to 5")]))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not isinstance(out, JudgeResponse)
+    assert "CERTIFICATE_VERIFY_FAILED" in str(out), out
+    assert served == []
+    assert judge._new_client({})._transport._pool._ssl_context is tls_context()
+    assert tls_context().verify_mode == ssl.CERT_REQUIRED and tls_context().check_hostname
