@@ -75,11 +75,19 @@ request_started.connect(_LIVE_REQUESTS.started, weak=False, dispatch_uid="tests-
 request_finished.connect(_LIVE_REQUESTS.finished, weak=False, dispatch_uid="tests-live-requests-finished")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _flush_by_delete():
+    """A transactional test's database is emptied by DELETE while it is small (tests/fast_flush.py)."""
+    from tests.fast_flush import install
+
+    install()
+
+
 @pytest.fixture(autouse=True)
 def _live_server_settles(request):
     """After a test that served pages, wait until the live server has answered every request before
     the database is flushed. A page closed at the end of a test sends its draft on `pagehide`
-    (navigator.sendBeacon); a flush (TRUNCATE) running beside that request's transaction deadlocked
+    (navigator.sendBeacon); a flush (TRUNCATE then) running beside that request's transaction deadlocked
     with it once, failing the flush and the next test's setup. Set up after pytest-django's database
     fixture, so this runs before its flush, and after the browser fixtures have closed their pages."""
     yield

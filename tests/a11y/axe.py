@@ -18,17 +18,19 @@ def axe_source() -> str:
     return AXE_JS.read_text()
 
 
-def axe_run(page) -> list[dict]:
-    """The page's violations as axe reports them: [{id, impact, help, nodes: [{target, summary}]}]."""
+def axe_run(page, rules: list[str] | None = None) -> list[dict]:
+    """The page's violations as axe reports them: [{id, impact, help, nodes: [{target, summary}]}]. Every rule
+    of the WCAG tags, or only the axe `rules` named (a second look at one rule costs no full run)."""
     if not page.evaluate("typeof window.axe !== 'undefined'"):
         page.add_script_tag(content=axe_source())
+    only = {"type": "rule", "values": rules} if rules else {"type": "tag", "values": TAGS}
     return page.evaluate(
-        """async (tags) => {
-             const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']});
+        """async (only) => {
+             const r = await axe.run(document, {runOnly: only, resultTypes: ['violations']});
              return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                nodes: v.nodes.map(n => ({target: n.target.join(' '), summary: n.failureSummary}))}));
            }""",
-        TAGS,
+        only,
     )
 
 
