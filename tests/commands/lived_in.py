@@ -1,9 +1,9 @@
 """A lived-in demo database for the tests of the management commands and of the documented steps.
 
-`load_demo` once per module (it takes about a minute: it simulates every demo study, runs its judges
-and builds its releases), then what a database meets after some use: a stored rubric edited to a new
-version, a removed member, an erased participant (kept pseudonymised), a closed study, a stored judge
-loaded from a file. Each test then runs in a transaction that is rolled back, so the tests of a module
+`load_demo` once per test process (about 28 s: it simulates every demo study, runs its judges and builds its
+releases), its rows and files copied back for each later module (tests/demo_snapshot.py), then what a
+database meets after some use: a stored rubric edited to a new version, a removed member, an erased
+participant (kept pseudonymised), a closed study, a stored judge loaded from a file. Each test then runs in a transaction that is rolled back, so the tests of a module
 share the demo and do not see each other's writes; the module's teardown empties the database again
 for the tests that expect an empty one.
 """
@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+
+from tests import demo_snapshot
 
 EDITED_RUBRIC = "rrgen-001"
 EDITED_DESCRIPTION = "how grammatically fluent the response reads (edited after the demo)"
@@ -48,10 +50,7 @@ def live_in(tmp: Path) -> LivedIn:
     from rubrics.services import rubric_version_create
     from rubrics.selectors import rubric_latest_version
 
-    out = io.StringIO()
-    started = time.monotonic()
-    call_command("load_demo", stdout=out)
-    load_demo_s = time.monotonic() - started
+    demo_output, load_demo_s = the_demo()
     admin = get_user_model().objects.get(username="admin")
 
     data = dict(rubric_latest_version(EDITED_RUBRIC).definition)
@@ -74,7 +73,24 @@ def live_in(tmp: Path) -> LivedIn:
     judge_file.write_text(f"name: {STORED_JUDGE}\nprovider: vllm\nmodel: Qwen/Qwen3-8B\n"
                           "endpoint: http://127.0.0.1:8001/v1\nmethod: all_in_one\nstructured_output: true\n")
     call_command("load_judge", str(judge_file), stdout=io.StringIO())
-    return LivedIn(out.getvalue(), load_demo_s, version.version, member.user.username, erasure.pseudonym, judge_file)
+    return LivedIn(demo_output, load_demo_s, version.version, member.user.username, erasure.pseudonym, judge_file)
+
+
+def load_demo() -> tuple[str, float]:
+    """What load_demo printed, and how long it took."""
+    out = io.StringIO()
+    started = time.monotonic()
+    call_command("load_demo", stdout=out)
+    return out.getvalue(), time.monotonic() - started
+
+
+def the_demo() -> tuple[str, float]:
+    """load_demo's database and files: loaded the first time in this test process, copied back from the first
+    load's rows and files after that (tests/demo_snapshot.py); what load_demo printed, and how long it took."""
+    from django.conf import settings
+    from django.db import connection
+
+    return demo_snapshot.demo(connection, Path(settings.MEDIA_ROOT), lambda: in_own_thread(load_demo))
 
 
 def in_own_thread(work):
@@ -105,10 +121,9 @@ def in_own_thread(work):
 def fresh_demo(django_db_setup, django_db_blocker) -> str:
     """The demo as a fresh `make run` has it, loaded once for the module (each test of it then runs in a
     transaction that is rolled back); what load_demo printed. The module's teardown empties the database."""
-    out = io.StringIO()
     with django_db_blocker.unblock():
-        in_own_thread(lambda: call_command("load_demo", stdout=out))
-    yield out.getvalue()
+        output, _ = in_own_thread(the_demo)
+    yield output
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
 

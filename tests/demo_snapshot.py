@@ -1,0 +1,85 @@
+"""The demo, loaded once per test process and copied back for each further module that needs it.
+
+`load_demo` takes about 28 s of CPU (it simulates every study, runs its judges over HTTP and builds its releases)
+and four modules start from it. After the first load this process keeps what it wrote: every table's rows
+(COPY ... TO STDOUT in PostgreSQL's binary format), the sequences and the media folder (the releases' files). A
+later module gets the same rows, ids and files back in about a second. Restoring needs the replica role
+(a superuser's), as tests/fast_flush.py does; without it the demo is loaded again."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.fast_flush import can_skip_triggers, tables_with_triggers
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    output: object  # what the first load returned (what load_demo printed, and its seconds)
+    tables: dict[str, bytes]
+    sequences: dict[str, tuple[int, bool]]
+    media: Path
+
+
+_kept: dict[str, Snapshot] = {}
+
+
+def _tables(connection) -> list[str]:
+    return sorted(connection.introspection.django_table_names(only_existing=True, include_views=False))
+
+
+def take(connection, output: object, media_root: Path) -> Snapshot:
+    tables: dict[str, bytes] = {}
+    with connection.cursor() as cursor:
+        for table in _tables(connection):
+            with cursor.copy(f'COPY "{table}" TO STDOUT (FORMAT binary)') as copy:
+                tables[table] = b"".join(bytes(block) for block in copy)
+        cursor.execute("SELECT sequencename, last_value, last_value IS NOT NULL FROM pg_sequences"
+                       " WHERE schemaname = current_schema()")
+        sequences = {name: (value or 1, called) for name, value, called in cursor.fetchall()}
+    media = Path(tempfile.mkdtemp(prefix="concord-demo-media-"))
+    if media_root.exists():
+        shutil.copytree(media_root, media, dirs_exist_ok=True)
+    return Snapshot(output, tables, sequences, media)
+
+
+def restore(connection, snapshot: Snapshot, media_root: Path) -> None:
+    """The database and media folder as they were when `snapshot` was taken (the database emptied first)."""
+    from django.db import transaction
+
+    triggered = tables_with_triggers(connection, list(snapshot.tables))
+    rest = [t for t in snapshot.tables if t not in triggered]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")  # no foreign key checked while copying
+        for table in snapshot.tables:
+            cursor.execute(f'DELETE FROM "{table}"')
+        for table in sorted(triggered):  # their triggers write to tables emptied and filled after them
+            _copy_in(cursor, table, snapshot.tables[table])
+        for table in rest:
+            cursor.execute(f'DELETE FROM "{table}"')
+            _copy_in(cursor, table, snapshot.tables[table])
+        for name, (value, called) in snapshot.sequences.items():
+            cursor.execute("SELECT setval(%s, %s, %s)", [name, value, called])
+    media_root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(snapshot.media, media_root, dirs_exist_ok=True)
+
+
+def _copy_in(cursor, table: str, data: bytes) -> None:
+    with cursor.copy(f'COPY "{table}" FROM STDIN (FORMAT binary)') as copy:
+        copy.write(data)
+
+
+def demo(connection, media_root: Path, load):
+    """The demo in the database and media folder: loaded by `load()` the first time in this process, copied back
+    from then on. Returns what that first `load()` returned."""
+    kept = _kept.get("demo")
+    if kept is not None and can_skip_triggers(connection):
+        restore(connection, kept, media_root)
+        return kept.output
+    output = load()
+    if can_skip_triggers(connection):
+        _kept["demo"] = take(connection, output, media_root)
+    return output
