@@ -79,6 +79,13 @@ def _chosen(choice: Any) -> tuple[Any, str]:
     if best.method == "majority":
         return majority, choice.reason
     gain = majority.bic - best.bic
+    k = best.posteriors.shape[1]
+    typical = float(np.median(best.rater_accuracy)) if len(best.rater_accuracy) else 1.0
+    if gain >= BIC_MARGIN and typical <= 1 / k + NEAR_CHANCE:
+        # a truth that makes the median rater a guesser is one of the likelihood's other peaks (on the demo's
+        # 33 outputs one-coin sided with the spammer and the strict rater now and then), not the raters' answer
+        return majority, (f"{best.method} fits best (BIC {best.bic:.1f}, {gain:.1f} below majority vote's) but "
+                          f"would put the median rater's accuracy at {typical:.2f}, near chance: the majority is kept")
     if gain >= BIC_MARGIN:
         return best, f"{choice.reason}; {gain:.1f} below majority vote's, at least {BIC_MARGIN:g}"
     return majority, (f"{best.method} fits best (BIC {best.bic:.1f}) but only {gain:.1f} below majority vote's, "
@@ -110,6 +117,8 @@ def _categorical(codes: Mapping[str, Any], choices: list[str]) -> tuple[dict[str
     fitted = np.zeros((data.n_raters, k))
     np.add.at(fitted, (data.rater, majority.labels[data.item]), 1)
     excess = (said - fitted) / np.maximum(n, 1)[:, None]
+    enough = n >= MIN_ANSWERS_TO_FLAG
+    median_agreement = float(np.median(agree[enough])) if enough.any() else 0.0
     raters = []
     for r, name in enumerate(codes["raters"]):
         accuracy, comp = float(estimates.rater_accuracy[r]), float(competence[r])
@@ -117,7 +126,10 @@ def _categorical(codes: Mapping[str, Any], choices: list[str]) -> tuple[dict[str
         if n[r] >= MIN_ANSWERS_TO_FLAG:
             if accuracy <= 1 / k + NEAR_CHANCE:
                 why.append(f"accuracy {accuracy:.2f}, near chance ({1 / k:.2f})")
-            if comp < SPAMMING:
+            # MACE's competence alone is unsteady on a small study (a rater who agreed with the majority as often
+            # as most came out "71% without looking" in some of the demo's draws): named only for a rater who also
+            # agrees with the majority less often than the median rater does
+            if comp < SPAMMING and agree[r] < median_agreement:
                 why.append(f"MACE: answers without looking {1 - comp:.0%} of the time")
             over = int(excess[r].argmax())
             if excess[r, over] >= OVERUSED:

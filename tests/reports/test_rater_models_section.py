@@ -155,3 +155,25 @@ def test_a_releases_rater_estimates_do_not_depend_on_the_order_the_database_retu
         assert again["raters"] == first["raters"]
         assert again["labels"] == first["labels"]
     assert first["raters"] and first["labels"]
+
+
+def test_a_better_fitting_model_that_makes_most_raters_guessers_is_not_the_consensus():
+    """On a small study a label model's likelihood has other peaks, where the truth is what one or two odd raters
+    said: a BIC far below majority vote's but the median rater at chance. The raters' majority is kept then."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from annotation.reports.rater_models import BIC_MARGIN, _chosen
+
+    majority = SimpleNamespace(method="majority", bic=230.0)
+
+    def choice(accuracies):
+        best = SimpleNamespace(method="one_coin", bic=230.0 - BIC_MARGIN - 3, posteriors=np.zeros((33, 2)),
+                               rater_accuracy=np.array(accuracies))
+        return SimpleNamespace(fits={"majority": majority, "one_coin": best}, best=best, reason="one_coin: lowest BIC")
+
+    used, why = _chosen(choice([0.58, 0.30, 0.45, 0.55, 0.97]))
+    assert used is majority and "median rater's accuracy at 0.55, near chance" in why
+    used, why = _chosen(choice([0.85, 0.80, 0.90, 0.55, 0.97]))
+    assert used.method == "one_coin" and "at least 10" in why
