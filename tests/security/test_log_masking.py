@@ -42,7 +42,9 @@ def test_the_web_handler_masks_messages_and_tracebacks(monkeypatch):
     monkeypatch.setenv("CONCORD_TEST_GATEWAY_TOKEN", GATEWAY)
     (console,) = [h for h in logging.getLogger().handlers if any(isinstance(f, SecretsFilter) for f in h.filters)]
     stream = io.StringIO()
-    before = console.setStream(stream)  # the handler settings.LOGGING made, written to here for the test
+    # the handler settings.LOGGING made, written to here for the test; not setStream(), which flushes the stream
+    # it had, and an earlier test's captured stderr may be closed by now
+    before, console.stream = console.stream, stream
     try:
         try:
             raise RuntimeError(f"provider said: bad token {GATEWAY}")
@@ -50,7 +52,7 @@ def test_the_web_handler_masks_messages_and_tracebacks(monkeypatch):
             logging.getLogger("judges.services.runs").exception(
                 "judge run %s failed with header Authorization: Bearer %s", 7, KEY)
     finally:
-        console.setStream(before)
+        console.stream = before
     err = stream.getvalue()
     assert "judge run 7 failed with header Authorization: Bearer sk-..." in err
     assert f"RuntimeError: provider said: bad token {GATEWAY[:3]}..." in err  # the traceback's text
