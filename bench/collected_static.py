@@ -1,10 +1,11 @@
 """STATIC_ROOT as the Dockerfile builds it (`collectstatic`: hashed names, .gz and .br beside each), made once
 per content of the static sources and kept under .data/collected-static/<digest>/.
 
-Compressing Swagger UI's and Redoc's bundles with Brotli takes about 46 s of CPU (2026-11-28, 2-core
-python-svc machine): the test suite's two workers, the benches and a second run would each pay it again.
-The digest covers every file the static finders list, by path and content, and the storage and versions
-that shape the output, so a changed file collects afresh; a lock lets one process collect while the others wait.
+Compressing Swagger UI's and Redoc's bundles with Brotli took about 46 s of CPU (2026-11-28, 2-core
+python-svc machine), 10 s since only the hashed copies are kept and source maps are not compressed
+(config/settings.py): the test suite's two workers, the benches and a second run would each pay it again.
+The digest covers every file the static finders list, by path and content, and the storage, its settings
+and the versions that shape the output, so a changed file collects afresh; a lock lets one process collect while the others wait.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ KEEP = 3  # collections of earlier sources kept beside the current one (other ch
 
 
 def sources_digest() -> str:
-    """sha256 over the static files Django's finders list (path and bytes), the storage and the versions."""
+    """sha256 over the static files Django's finders list (path and bytes), the storage, its settings and the
+    versions."""
     import django
     from django.conf import settings
 
@@ -36,7 +38,9 @@ def sources_digest() -> str:
     django.setup()
     from django.contrib.staticfiles.finders import get_finders
 
-    digest = hashlib.sha256(f"{STORAGE} django {version('django')} whitenoise {version('whitenoise')}".encode())
+    shape = (STORAGE, version("django"), version("whitenoise"), settings.WHITENOISE_KEEP_ONLY_HASHED_FILES,
+             sorted(settings.WHITENOISE_SKIP_COMPRESS_EXTENSIONS))
+    digest = hashlib.sha256(repr(shape).encode())
     found = {}
     for finder in get_finders():
         for path, storage in finder.list(ignore_patterns=["CVS", ".*", "*~"]):

@@ -7,6 +7,7 @@ On every page reachable from the navigation: an answer below 500, the stylesheet
 
 from __future__ import annotations
 
+import json
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -269,6 +270,28 @@ def test_static_files_are_hashed_cached_for_ever_and_compressed(prod_server):
     assert any(f.read_bytes() == httpx.get(prod_server.url + css[0]).content for f in source)
     # a file that does not exist is a 404, not the 200 of a catch-all page
     assert httpx.get(prod_server.url + "/static/css/no-such-file.css").status_code == 404
+
+
+def test_only_hashed_copies_are_collected_and_source_maps_stay_uncompressed(prod_server):
+    """WHITENOISE_KEEP_ONLY_HASHED_FILES and the maps skipped by compression (config/settings.py): every file
+    the manifest names is there, nothing else is, and Swagger UI's style sheet's map is served as it is."""
+    root = prod_server.static_root
+    manifest = json.loads((root / "staticfiles.json").read_text())["paths"]
+    hashed = set(manifest.values())
+    stored = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} - {"staticfiles.json"}
+    assert hashed and hashed <= stored
+    plain = {s for s in stored if s.removesuffix(".br").removesuffix(".gz") not in hashed}
+    assert not plain, sorted(plain)[:5]  # no unhashed copy, which no page links
+    maps = [name for name in hashed if name.endswith(".map")]
+    assert maps and not [m for m in maps if m + ".br" in stored or m + ".gz" in stored]
+    styles = manifest["drf_spectacular_sidecar/swagger-ui-dist/swagger-ui.css"]  # links its map
+    link = re.search(rb"sourceMappingURL=([^\s*]+)", (root / styles).read_bytes()).group(1).decode()
+    assert re.fullmatch(r"swagger-ui\.css\.[0-9a-f]{12}\.map", link), link
+    folder = styles.rsplit("/", 1)[0]
+    answer = httpx.get(f"{prod_server.url}/static/{folder}/{link}", headers={"Accept-Encoding": "br"})
+    assert answer.status_code == 200 and "content-encoding" not in answer.headers
+    assert b'"mappings"' in answer.content
+    assert httpx.get(prod_server.url + "/static/css/concord.css").status_code == 404  # the plain name is gone
 
 
 def test_other_errors_are_our_pages_under_gunicorn(browser, prod_server, people):
