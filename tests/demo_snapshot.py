@@ -1,13 +1,19 @@
-"""The demo, loaded once per test process and copied back for each further module that needs it.
+"""The demo, loaded once per test run and copied back for each further module that needs it.
 
 `load_demo` takes about 28 s of CPU (it simulates every study, runs its judges over HTTP and builds its releases)
-and four modules start from it. After the first load this process keeps what it wrote: every table's rows
+and six modules start from it. After the first load the run keeps what it wrote: every table's rows
 (COPY ... TO STDOUT in PostgreSQL's binary format), the sequences and the media folder (the releases' files). A
-later module gets the same rows, ids and files back in about a second. Restoring needs the replica role
-(a superuser's), as tests/fast_flush.py does; without it the demo is loaded again."""
+later module gets the same rows, ids and files back in about a second. The pytest-xdist workers of a run share
+it through a folder of the run (the workers' temporary folders' parent), under a lock: the first worker to need
+the demo loads it while another that needs it then waits, since its own test database was migrated the same way.
+Restoring needs the replica role (a superuser's), as tests/fast_flush.py does; without it the demo is loaded
+again."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pickle
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -72,14 +78,49 @@ def _copy_in(cursor, table: str, data: bytes) -> None:
         copy.write(data)
 
 
-def demo(connection, media_root: Path, load):
-    """The demo in the database and media folder: loaded by `load()` the first time in this process, copied back
-    from then on. Returns what that first `load()` returned."""
+def run_folder(tmp_path_factory) -> Path | None:
+    """A folder every pytest-xdist worker of this run sees (the master's temporary folder, whose `popen-gw<n>`
+    folders are the workers'; pytest removes it with its other old runs), or None in a run of one process."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return None
+    return tmp_path_factory.getbasetemp().parent
+
+
+def write(snapshot: Snapshot, folder: Path) -> None:
+    """`snapshot` under `folder` (its rows and sequences in one file, its media folder beside), whole or not at all."""
+    partial = Path(tempfile.mkdtemp(prefix=".writing-", dir=folder.parent))
+    (partial / "rows.pickle").write_bytes(pickle.dumps((snapshot.output, snapshot.tables, snapshot.sequences)))
+    shutil.copytree(snapshot.media, partial / "media")
+    partial.rename(folder)
+
+
+def read(folder: Path) -> Snapshot | None:
+    if not (folder / "rows.pickle").exists():
+        return None
+    output, tables, sequences = pickle.loads((folder / "rows.pickle").read_bytes())
+    return Snapshot(output, tables, sequences, folder / "media")
+
+
+def demo(connection, media_root: Path, load, shared: Path | None = None):
+    """The demo in the database and media folder: loaded by `load()` the first time in this run (in this process
+    when `shared` is None; else the first process of those that share the folder `shared`), copied back from
+    then on. Returns what that first `load()` returned."""
+    if not can_skip_triggers(connection):
+        return load()
     kept = _kept.get("demo")
-    if kept is not None and can_skip_triggers(connection):
+    if kept is None and shared is not None:
+        with open(shared / "demo.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another worker loading the demo: wait for its rows
+            kept = read(shared / "demo")
+            if kept is None:
+                output = load()
+                _kept["demo"] = take(connection, output, media_root)
+                write(_kept["demo"], shared / "demo")
+                return output
+        _kept["demo"] = kept
+    if kept is not None:
         restore(connection, kept, media_root)
         return kept.output
     output = load()
-    if can_skip_triggers(connection):
-        _kept["demo"] = take(connection, output, media_root)
+    _kept["demo"] = take(connection, output, media_root)
     return output

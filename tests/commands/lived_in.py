@@ -1,6 +1,6 @@
 """A lived-in demo database for the tests of the management commands and of the documented steps.
 
-`load_demo` once per test process (about 28 s: it simulates every demo study, runs its judges and builds its
+`load_demo` once per test run (about 28 s: it simulates every demo study, runs its judges and builds its
 releases), its rows and files copied back for each later module (tests/demo_snapshot.py), then what a
 database meets after some use: a stored rubric edited to a new version, a removed member, an erased
 participant (kept pseudonymised), a closed study, a stored judge loaded from a file. Each test then runs in a transaction that is rolled back, so the tests of a module
@@ -39,7 +39,7 @@ class LivedIn:
     judge_file: Path
 
 
-def live_in(tmp: Path) -> LivedIn:
+def live_in(tmp: Path, shared: Path | None = None) -> LivedIn:
     """Load the demo and use it a little; return what was done."""
     from django.contrib.auth import get_user_model
 
@@ -50,7 +50,7 @@ def live_in(tmp: Path) -> LivedIn:
     from rubrics.services import rubric_version_create
     from rubrics.selectors import rubric_latest_version
 
-    demo_output, load_demo_s = the_demo()
+    demo_output, load_demo_s = the_demo(shared)
     admin = get_user_model().objects.get(username="admin")
 
     data = dict(rubric_latest_version(EDITED_RUBRIC).definition)
@@ -84,13 +84,14 @@ def load_demo() -> tuple[str, float]:
     return out.getvalue(), time.monotonic() - started
 
 
-def the_demo() -> tuple[str, float]:
-    """load_demo's database and files: loaded the first time in this test process, copied back from the first
-    load's rows and files after that (tests/demo_snapshot.py); what load_demo printed, and how long it took."""
+def the_demo(shared: Path | None = None) -> tuple[str, float]:
+    """load_demo's database and files: loaded the first time in this test run, copied back from the first
+    load's rows and files after that (tests/demo_snapshot.py; `shared`: a folder of the run that the pytest-xdist
+    workers share it through); what load_demo printed, and how long it took."""
     from django.conf import settings
     from django.db import connection
 
-    return demo_snapshot.demo(connection, Path(settings.MEDIA_ROOT), lambda: in_own_thread(load_demo))
+    return demo_snapshot.demo(connection, Path(settings.MEDIA_ROOT), lambda: in_own_thread(load_demo), shared)
 
 
 def in_own_thread(work):
@@ -118,11 +119,11 @@ def in_own_thread(work):
 
 
 @pytest.fixture(scope="module")
-def fresh_demo(django_db_setup, django_db_blocker) -> str:
+def fresh_demo(django_db_setup, django_db_blocker, tmp_path_factory) -> str:
     """The demo as a fresh `make run` has it, loaded once for the module (each test of it then runs in a
     transaction that is rolled back); what load_demo printed. The module's teardown empties the database."""
     with django_db_blocker.unblock():
-        output, _ = in_own_thread(the_demo)
+        output, _ = in_own_thread(lambda: the_demo(demo_snapshot.run_folder(tmp_path_factory)))
     yield output
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
@@ -132,7 +133,7 @@ def fresh_demo(django_db_setup, django_db_blocker) -> str:
 def lived_in(django_db_setup, django_db_blocker, tmp_path_factory):
     folder = tmp_path_factory.mktemp("lived-in")
     with django_db_blocker.unblock():
-        facts = in_own_thread(lambda: live_in(folder))
+        facts = in_own_thread(lambda: live_in(folder, demo_snapshot.run_folder(tmp_path_factory)))
     yield facts
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)

@@ -55,3 +55,36 @@ def test_a_snapshot_gives_back_the_same_rows_sequences_and_files(make_study, tmp
     assert sequences() == seqs
     assert (media / "releases" / "1" / "data.jsonl").read_bytes() == b'{"a": 1}\n'
     assert snapshot.output == "what load_demo printed"
+
+
+def test_the_workers_of_a_run_load_the_demo_once_through_their_shared_folder(make_study, tmp_path, monkeypatch):
+    """The first worker to need the demo loads it and leaves its snapshot in the run's folder; another worker (here:
+    this process with its own snapshot forgotten, its database emptied) copies that back instead of loading."""
+    from tests import demo_snapshot
+
+    shared, media = tmp_path / "run", tmp_path / "media"
+    shared.mkdir()
+    loads = []
+
+    def load():
+        loads.append(1)
+        rater = make_user("shared-rater")
+        study = make_study("aqua-003", annotators=[rater])
+        assignment_submit(assignment=assignment_next(study=study, rater=rater),
+                          answers={"responses": {"1": {"label": "TP"}}})
+        (media / "releases").mkdir(parents=True)
+        (media / "releases" / "data.jsonl").write_bytes(b"{}\n")
+        return "printed", 1.5
+
+    monkeypatch.setattr(demo_snapshot, "_kept", {})
+    assert demo_snapshot.demo(connection, media, load, shared) == ("printed", 1.5)
+    rows, seqs = rows_by_table(), sequences()
+    assert (shared / "demo" / "rows.pickle").exists() and not list(shared.glob(".writing-*"))
+
+    monkeypatch.setattr(demo_snapshot, "_kept", {})  # another worker: nothing of its own yet
+    call_command("flush", interactive=False, verbosity=0)
+    shutil.rmtree(media)
+    assert demo_snapshot.demo(connection, media, load, shared) == ("printed", 1.5)
+    assert len(loads) == 1
+    assert rows_by_table() == rows and sequences() == seqs
+    assert (media / "releases" / "data.jsonl").read_bytes() == b"{}\n"
