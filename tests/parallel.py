@@ -66,26 +66,6 @@ def group_order(groups: dict[str, int], seconds: dict[str, float]) -> list[str]:
     return sorted(groups, key=lambda g: (g.endswith("::browser"), -seconds.get(g, float(groups[g]))))
 
 
-BROWSER_WORKERS = 2  # the workers (gw0, gw1) that run browser groups; a third runs only the others
-
-
-def worker_index(worker: str) -> int:
-    return int(worker.removeprefix("gw"))
-
-
-def next_group(queue: list[str], worker: int) -> str | None:
-    """The group worker `worker` takes next from `queue` (in group_order): the first, but a worker past
-    BROWSER_WORKERS takes only groups without the browser, and None once none is left.
-
-    Why a third worker that never opens a browser: the groups without the browser (1,099 s of 1,728 in the run
-    of 2026-11-29) include many that wait (restarted brokers, killed workers, visibility timeouts, servers
-    starting), and with two workers the cores were 25% idle in the run's first 200 s; the browser groups keep
-    both cores busy, and three Chromiums at once loaded the machine to 10-11 and made tests fail (2026-11-28)."""
-    if worker < BROWSER_WORKERS:
-        return queue[0] if queue else None
-    return next((g for g in queue if not g.endswith("::browser")), None)
-
-
 def pytest_xdist_make_scheduler(config, log):
     """--dist loadgroup, the groups handed out in group_order."""
     if config.getvalue("dist") == "loadgroup":
@@ -106,11 +86,6 @@ def pytest_xdist_make_scheduler(config, log):
                     order = group_order({g: len(tests) for g, tests in units.items()}, seconds)
                     self.workqueue.clear()
                     self.workqueue.update((g, units[g]) for g in order)
-                group = next_group(list(self.workqueue), worker_index(node.gateway.id))
-                if group is None:
-                    node.shutdown()  # it finishes what it has; only browser groups are left
-                    return
-                self.workqueue.move_to_end(group, last=False)
                 super()._assign_work_unit(node)
 
         return LongestFirstBrowserLast(config, log)

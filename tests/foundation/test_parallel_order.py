@@ -1,13 +1,13 @@
 """The order in which `make test`'s workers are handed the groups (tests/parallel.py): the groups without the
 browser before the browser ones, each part longest first by the recorded seconds, a group never recorded at one
-second a test; a third worker never handed a browser group; and the recorded seconds read back from a pytest-xdist run's JUnit file."""
+second a test; and the recorded seconds read back from a pytest-xdist run's JUnit file."""
 
 from __future__ import annotations
 
 import json
 
 from tests import parallel
-from tests.parallel import group_order, next_group, record_group_seconds
+from tests.parallel import group_order, record_group_seconds
 
 
 def test_browser_groups_last_and_each_part_longest_first():
@@ -29,13 +29,3 @@ def test_recorded_seconds_from_junit_node_ids_split_at_the_last_colons(tmp_path,
     seconds = record_group_seconds(junit)
     assert seconds == {"tests/x/test_a.py": 3.8, "tests/x/test_b.py::browser": 154.4}
     assert json.loads((tmp_path / "seconds.json").read_text()) == seconds
-
-
-def test_a_worker_past_the_browser_workers_takes_only_groups_without_the_browser():
-    queue = ["a.py", "b.py", "c.py::browser", "d.py::browser"]
-    assert next_group(queue, 0) == next_group(queue, 1) == "a.py"
-    assert next_group(queue, 2) == "a.py"
-    assert next_group(["c.py::browser", "b.py", "d.py::browser"], 2) == "b.py"
-    assert next_group(["c.py::browser", "d.py::browser"], 2) is None  # it ends; the others take them
-    assert next_group(["c.py::browser", "d.py::browser"], 1) == "c.py::browser"
-    assert next_group([], 0) is None
