@@ -1,9 +1,10 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.stats.report import LEVELS, DuplicateRating, LevelError, agreement_report, applicable
 from annotation.stats.tables import TableError, read_ratings
+from config.commands import ConcordCommand
 
 ROWS = [
     ("alpha nominal", ("krippendorff_alpha", "nominal")),
@@ -27,13 +28,12 @@ def _get(tree, path):
     return tree
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Inter-rater agreement from a long CSV with columns item,rater,score and optionally "
             "criterion. Scores are numbers or text labels (Yes/No, TP/FP3/FP2/FP1, ACCEPT/REJECT: nominal "
             "codes). Only the statistics that make sense at the level of measurement are reported; the "
             "others are null. Needs no database. Judges (--judge) are compared with the human mean per item "
             "(numbers), the human majority label per item, and by the alternative annotator test.")
-    requires_system_checks = []
     requires_migrations_checks = False
 
     def add_arguments(self, parser):

@@ -1,12 +1,13 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.stats.comparison_files import comparisons_report, read_comparisons
 from annotation.stats.tables import TableError
+from config.commands import ConcordCommand
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Bradley–Terry strengths (log, centred to mean 0, 95%% intervals; ties half a win), win rates, "
             "and per kind: best–worst counts, Kendall's W with its chi-square test, or the share of pairs "
             "the first-shown output won. Reads a long CSV recognised by its header: "
@@ -14,7 +15,6 @@ class Command(BaseCommand):
             "ranking item,rater,system,rank (1 = best; ties as equal ranks or average ranks such as 3.5; "
             "Kendall's W uses mid-ranks with the tie correction); "
             "best-worst item,rater,shown,best,worst (shown joined by '|'). No database.")
-    requires_system_checks = []
     requires_migrations_checks = False
 
     def add_arguments(self, parser):

@@ -8,18 +8,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.models import Study
 from annotation.reports.ratings import rater_names, stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure
 from annotation.stats.raters import METHODS, best_label_model, label_data, rater_effects
 from annotation.stats.raters.tables import effects_tables, label_tables
+from config.commands import ConcordCommand
 
 CHOICES = ["best", *(m.replace("_", "-") for m in METHODS)]
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Consensus that models the raters, from a study's stored ratings (attention checks left out). "
             "Categorical criteria (binary, choice): each output's posterior per choice and each rater's "
             "estimated accuracy, agreement and the method's own estimate (best: the lowest BIC). Likert and "

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.datasets import FORMATS, export_chunks
 from annotation.datasets.formatters import DEFAULT_DELTA, UNRELEASED
 from annotation.datasets.writers import write_file, write_stream
 from annotation.models import Study
 from annotation.peers.label_studio_export import label_studio_chunks, labeling_config
+from config.commands import ConcordCommand
 
 LABEL_STUDIO = "label-studio"
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Export a study's ratings: csv, jsonl or parquet (long format, one row per rating), pairs "
             "(RLHF preference pairs, seed 002 schema), consensus (per-output consensus table) or label-studio (items "
             "and judge scores as Label Studio tasks with predictions; with --out, the labeling config beside it). "

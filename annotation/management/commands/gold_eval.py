@@ -1,18 +1,18 @@
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.stats.classification import gold_eval, seed_table
 from annotation.stats.tables import TableError, read_labels
+from config.commands import ConcordCommand
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Evaluate predicted labels against gold labels (CSV files with columns id,label; an optional "
             "cost column in PRED gives the cost per 10K). Every gold id counts: a prediction that is missing, "
             "empty, 'Error' or an unknown label is wrong, and how many there were is reported. "
             "The same figures as a judge run's report.txt. Needs no database.")
-    requires_system_checks = []
     requires_migrations_checks = False
 
     def add_arguments(self, parser):

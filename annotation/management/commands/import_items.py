@@ -1,13 +1,14 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.importers import ItemFileError
 from annotation.models import Study
 from annotation.services.items import items_import
+from config.commands import ConcordCommand
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = "Import items into a study from a JSONL or CSV file (docs/item-format.md). All or nothing."
 
     def add_arguments(self, parser):

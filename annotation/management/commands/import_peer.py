@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.models import Study
 from annotation.peers.mapping import MappingError
 from annotation.peers.readers import SOURCES, PeerFileError
 from annotation.peers.services import peer_import, peer_import_new_study
 from annotation.services.studies import StudyError
+from config.commands import ConcordCommand
 from rubrics.selectors import UnknownRubric
 from rubrics.services import rubric_version_for_slug
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Import a Label Studio JSON export (PATH: the export file) or a Potato project (PATH: the folder with "
             "config.yaml and its annotation output): items and ratings, mapped onto the study's rubric by "
             "--mapping (see annotation/peers/mapping.py). Into an open study (--study), or into a new one made "

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.models import Study
 from annotation.planning.pilot import pilot_estimates
 from annotation.planning.plan import study_plan
 from annotation.stats.power import InvalidArgument
+from config.commands import ConcordCommand
 
 # argument name in annotation.stats.power -> this command's option
 OPTIONS = {"delta": "--delta", "sd": "--sd", "icc": "--icc", "corr": "--corr", "raters": "--raters",
@@ -17,7 +18,7 @@ OPTIONS = {"delta": "--delta", "sd": "--sd", "icc": "--icc", "corr": "--corr", "
            "ties": "--ties", "criterion": "--criterion"}
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Plan a study before its first rating. Scores: items needed (and for R = 1..6 raters per output) "
             "for a two-sided paired t-test to detect a mean difference --delta between two systems, given the "
             "SD of one rating, the inter-rater reliability ICC(1) and the correlation of the systems' true "

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.datasets.writers import write_file
 from annotation.models import Study
 from annotation.reports.downloads import DOWNLOADS, report_bytes
 from annotation.reports.study import DEFAULT_ICC_THRESHOLD
+from config.commands import ConcordCommand
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Write a study's report: html (standalone, plots inline), csv (tidy rows: section, criterion, "
             "subject, statistic, value, CI, reason) or json (the whole report). The same bytes as the "
             "report page's downloads. Writes to --out, or to standard output.")

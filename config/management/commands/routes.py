@@ -1,11 +1,10 @@
 """`manage.py routes`: the route inventory (config/routes.py) as the Markdown table of docs/security.md."""
 
-from django.core.management.base import BaseCommand
-
+from config.commands import ConcordCommand
 from config.routes import counts, markdown_table
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = "Print every route with its access rule, the data it serves and its audit action (Markdown)."
 
     def add_arguments(self, parser):

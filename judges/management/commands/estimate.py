@@ -1,9 +1,10 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.stats.ppi import estimate_systems, read_judged_items
 from annotation.stats.tables import TableError
+from config.commands import ConcordCommand
 
 
 def _fmt(block) -> str:
@@ -13,12 +14,11 @@ def _fmt(block) -> str:
     return f"{block['mean']:7.3f}" + (f"  [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Bias-corrected system scores: per system, the mean human score estimated from the judge's "
             "scores on every item, corrected by the items humans rated (PPI and PPI++), beside the "
             "human-only and judge-only means. Reads a CSV item,system,human,judge (human empty where no "
             "human rated the item; several rows of one item are several raters, averaged). No database.")
-    requires_system_checks = []
     requires_migrations_checks = False
 
     def add_arguments(self, parser):

@@ -1,12 +1,13 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from config.commands import ConcordCommand
 from judges.config import METHOD_NAMES, JudgeConfigError, parse_judges_text, validate_judge
 from rubrics.selectors import UnknownRubric, rubric_definition
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Print, sending nothing, the exact HTTP request(s) a judge file's judge(s) would send for a stand-in "
             "item: method, URL, headers (API key masked) and JSON body, as each judge's provider builds them.")
 

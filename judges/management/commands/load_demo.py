@@ -1,11 +1,11 @@
-from django.core.management.base import BaseCommand
 
 from annotation.demo import demo_install
 from annotation.models import Study
+from config.commands import ConcordCommand
 from judges.simulation import demo_judges_and_release, demo_provider_judges
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Create the demo accounts and one simulated demo study per seed preset, with ratings, judge runs "
             "and a release (idempotent: existing demo studies are kept); print the accounts. Judge chunks and "
             "release builds run in this process, so no worker is needed yet.")

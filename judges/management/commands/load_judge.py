@@ -1,12 +1,13 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from config.commands import ConcordCommand
 from judges.config import JudgeConfigError
 from judges.services.configs import judge_configs_load
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Add or update judge configurations from a YAML/JSON file (one judge, or several under `judges:`). "
             "All or nothing. API keys are never read from the file: set api_key_env to a variable NAME.")
 

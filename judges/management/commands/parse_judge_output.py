@@ -1,13 +1,14 @@
 import json
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from config.commands import ConcordCommand
 from judges.methods.answers import KNOWN_METHODS, AnswerError, as_report, parse_answer
 from rubrics.selectors import UnknownRubric, rubric_definition
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Parse one raw judge answer exactly as a judge run of RUBRIC and METHOD would, and print JSON "
             '{"<criterion>": {"value", "status": "parsed"|"unparsed", "detail"}} for every criterion the answer is for. '
             "FILE '-' reads standard input.")

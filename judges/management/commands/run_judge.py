@@ -1,14 +1,15 @@
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.models import Study
+from config.commands import ConcordCommand
 from judges.models import JudgeConfig, JudgeRun
 from judges.selectors import run_progress
 from judges.services.runs import JudgeRunError, judge_run_start
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = ("Start a judge run on a study: its chunks go to the judge's Celery queue. "
             "With --wait, print progress until the run ends (exit status 1 unless it is done).")
 

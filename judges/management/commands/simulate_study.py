@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.models import Rating, Study
 from annotation.simulation.items import COMPARE_PRESETS, PRESETS
 from annotation.simulation.latent import Knobs
 from annotation.simulation.study import simulated_study_create
 from annotation.services.studies import StudyError
+from config.commands import ConcordCommand
 from judges.simulation import simulated_judges_run
 
 HELP = """Create a study from a seed preset with synthetic items that look like the protocol's data,
@@ -32,7 +33,7 @@ mode (the same task code); --worker yes waits for a worker, --worker no always r
 The fake server runs inside this command, so it stays until the runs end."""
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = HELP
 
     def create_parser(self, *args, **kwargs):

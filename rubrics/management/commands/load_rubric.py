@@ -1,12 +1,13 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from config.commands import ConcordCommand
 from rubrics.loader import RubricError, parse_rubric_text
 from rubrics.services import rubric_version_create
 
 
-class Command(BaseCommand):
+class Command(ConcordCommand):
     help = "Add a rubric, or its next version, from a YAML or JSON file (see docs/rubric-format.md)."
 
     def add_arguments(self, parser):

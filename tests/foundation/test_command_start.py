@@ -1,0 +1,40 @@
+"""Concord's management commands start without Django's URL checks (config/commands.py): started from the shell,
+a command does not import the views (and with them pandas, SciPy and matplotlib) before its own work, while
+`manage.py check` still runs every check."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from django.core.management import get_commands, load_command_class
+
+from config.commands import ConcordCommand
+from tests.conftest import REPO
+
+OURS = ("annotation", "judges", "rubrics", "config")
+
+
+def test_every_command_of_ours_is_a_concord_command():
+    ours = {name: app for name, app in get_commands().items() if app.split(".")[0] in OURS}
+    assert len(ours) >= 18
+    assert {name for name, app in ours.items() if not isinstance(load_command_class(app, name), ConcordCommand)} == set()
+
+
+def _started_from_the_shell(*argv: str) -> subprocess.CompletedProcess:
+    """argv as `python manage.py ...` runs it, then which heavy modules that process had imported."""
+    code = ("import sys; from django.core.management import execute_from_command_line\n"
+            "try:\n    execute_from_command_line(['manage.py', *sys.argv[1:]])\n"
+            "except SystemExit:\n    pass\n"
+            "print('views' if 'annotation.views.manage_phases' in sys.modules else 'no views')")
+    return subprocess.run([sys.executable, "-c", "import os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
+                           f"'config.settings'); exec({code!r})", *argv], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_command_started_from_the_shell_skips_the_url_checks_and_check_still_runs_them(tmp_path):
+    done = _started_from_the_shell("load_judge", str(tmp_path / "missing.yaml"))
+    assert "missing.yaml" in done.stderr  # the command ran, and said what was wrong
+    assert done.stdout.strip().endswith("no views"), done.stdout
+    checked = _started_from_the_shell("check")
+    assert "System check identified no issues" in checked.stdout and checked.stdout.strip().endswith("\nviews")
