@@ -75,6 +75,26 @@ request_started.connect(_LIVE_REQUESTS.started, weak=False, dispatch_uid="tests-
 request_finished.connect(_LIVE_REQUESTS.finished, weak=False, dispatch_uid="tests-live-requests-finished")
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The test database, also when no collected test is marked django_db. pytest-django makes it only for the
+    marked tests it collected; a module whose fixtures alone use the database (the documentation reader's,
+    through django_db_blocker) run by itself then wrote the demo into DATABASE_URL's own database, a
+    contributor's `make run` data, and emptied it after."""
+    from django.db import connection
+
+    if connection.settings_dict["NAME"].startswith("test_"):
+        yield
+        return
+    from django.test.utils import setup_databases, teardown_databases
+
+    with django_db_blocker.unblock():
+        made = setup_databases(verbosity=0, interactive=False, aliases={"default"})
+    yield
+    with django_db_blocker.unblock():
+        teardown_databases(made, verbosity=0)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _flush_by_delete():
     """A transactional test's database is emptied by DELETE while it is small (tests/fast_flush.py)."""
