@@ -1,9 +1,10 @@
 """Concord's management commands start without Django's URL checks (config/commands.py): started from the shell,
 a command does not import the views (and with them pandas, SciPy and matplotlib) before its own work, while
-`manage.py check` still runs every check."""
+`manage.py check` still runs every check; and a Celery worker starts without them too."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -18,7 +19,8 @@ OURS = ("annotation", "judges", "rubrics", "config")
 def test_every_command_of_ours_is_a_concord_command():
     ours = {name: app for name, app in get_commands().items() if app.split(".")[0] in OURS}
     assert len(ours) >= 18
-    assert {name for name, app in ours.items() if not isinstance(load_command_class(app, name), ConcordCommand)} == set()
+    others = {name for name, app in ours.items() if not isinstance(load_command_class(app, name), ConcordCommand)}
+    assert others == set()
 
 
 def _started_from_the_shell(*argv: str) -> subprocess.CompletedProcess:
@@ -38,3 +40,20 @@ def test_a_command_started_from_the_shell_skips_the_url_checks_and_check_still_r
     assert done.stdout.strip().endswith("no views"), done.stdout
     checked = _started_from_the_shell("check")
     assert "System check identified no issues" in checked.stdout and checked.stdout.strip().endswith("\nviews")
+
+
+def test_a_celery_worker_starts_without_the_url_checks():
+    """config/celery.py: Celery's Django fixup checks as the worker starts; without CELERY_SKIP_CHECKS that
+    imports every view."""
+    code = ("import sys, config.celery as c; from celery.fixups.django import DjangoWorkerFixup; "
+            "DjangoWorkerFixup(c.app).validate_models(); "
+            "print('views' if 'annotation.views.manage_phases' in sys.modules else 'no views')")
+
+    def start(**env):
+        done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                              env={**{k: v for k, v in os.environ.items() if k != "CELERY_SKIP_CHECKS"}, **env})
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    assert start() == "no views"
+    assert start(CELERY_SKIP_CHECKS="") == "views"  # what the checks would load
