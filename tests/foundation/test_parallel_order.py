@@ -1,13 +1,13 @@
 """The order in which `make test`'s workers are handed the groups (tests/parallel.py): the groups without the
 browser before the browser ones, each part longest first by the recorded seconds, a group never recorded at one
-second a test; and the recorded seconds read back from a pytest-xdist run's JUnit file."""
+second a test; one worker takes the groups that wait first, the other the rest; and the recorded seconds read back from a pytest-xdist run's JUnit file."""
 
 from __future__ import annotations
 
 import json
 
 from tests import parallel
-from tests.parallel import group_order, record_group_seconds
+from tests.parallel import group_order, next_group, record_group_seconds
 
 
 def test_browser_groups_last_and_each_part_longest_first():
@@ -29,3 +29,12 @@ def test_recorded_seconds_from_junit_node_ids_split_at_the_last_colons(tmp_path,
     seconds = record_group_seconds(junit)
     assert seconds == {"tests/x/test_a.py": 3.8, "tests/x/test_b.py::browser": 154.4}
     assert json.loads((tmp_path / "seconds.json").read_text()) == seconds
+
+
+def test_one_worker_takes_the_waiting_groups_first_and_the_other_the_rest():
+    queue = ["tests/docs/a.py", "tests/stats/b.py", "tests/faults/c.py", "tests/ui/d.py::browser"]
+    assert next_group(queue, "gw0") == "tests/docs/a.py"
+    assert next_group(queue, "gw1") == "tests/stats/b.py"
+    assert next_group(queue[2:], "gw1") == "tests/faults/c.py"  # none of its kind left: any without the browser
+    assert next_group(queue[3:], "gw0") == "tests/ui/d.py::browser"  # browser groups after all the others
+    assert next_group(["tests/ui/d.py::browser", "tests/stats/b.py"], "gw0") == "tests/stats/b.py"
