@@ -71,14 +71,30 @@ def group_order(groups: dict[str, int], seconds: dict[str, float]) -> list[str]:
 WAITING = ("tests/faults/", "tests/judges_platform/", "tests/judges_thirdparty/", "tests/docs/", "tests/notebooks/")
 
 
+def uses_demo(group: str) -> bool:
+    """Whether the group's module starts from the demo (tests/commands/lived_in.py's fixtures), which the run
+    loads once (tests/demo_snapshot.py) while any other worker that needs it waits."""
+    if group not in _uses_demo:
+        module = Path(__file__).parent.parent / group.removesuffix("::browser")
+        _uses_demo[group] = module.is_file() and "tests.commands.lived_in import" in module.read_text()
+    return _uses_demo[group]
+
+
+_uses_demo: dict[str, bool] = {}
+
+
 def next_group(queue: list[str], worker: str) -> str:
     """The group `worker` ('gw0', ...) takes next from `queue` (in group_order): the groups without the browser
     first, even workers those that wait first and odd ones the others first, so that while one waits the other
     keeps the cores busy. Handed out longest first regardless, the waiting groups (the longest) all ran at the
-    start and left the cores 25-60% idle for the run's first 300 s (vmstat, 2026-11-29)."""
+    start and left the cores 25-60% idle for the run's first 300 s (vmstat, 2026-11-29). An odd worker takes
+    the groups that start from the demo after its others: the even one's first waiting group (the documentation
+    reader) loads it, and the odd one had waited 21 s for that load at its own start."""
     waits_first = int(worker.removeprefix("gw")) % 2 == 0
     without = [g for g in queue if not g.endswith("::browser")]
     mine = [g for g in without if g.startswith(WAITING) == waits_first]
+    if not waits_first:
+        mine.sort(key=uses_demo)  # stable: longest first within each kind
     return (mine or without or queue)[0]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from tests import parallel
-from tests.parallel import group_order, next_group, record_group_seconds
+from tests.parallel import group_order, next_group, record_group_seconds, uses_demo
 
 
 def test_browser_groups_last_and_each_part_longest_first():
@@ -38,3 +38,13 @@ def test_one_worker_takes_the_waiting_groups_first_and_the_other_the_rest():
     assert next_group(queue[2:], "gw1") == "tests/faults/c.py"  # none of its kind left: any without the browser
     assert next_group(queue[3:], "gw0") == "tests/ui/d.py::browser"  # browser groups after all the others
     assert next_group(["tests/ui/d.py::browser", "tests/stats/b.py"], "gw0") == "tests/stats/b.py"
+
+
+def test_the_worker_that_does_not_wait_first_takes_the_demo_modules_after_its_others():
+    queue = ["tests/protocols/test_demo.py", "tests/commands/test_lived_in.py", "tests/docs/test_docs_blocks.py",
+             "tests/stats/test_comparisons.py", "tests/a11y/test_report_demo.py::browser"]
+    assert uses_demo("tests/protocols/test_demo.py") and uses_demo("tests/docs/test_docs_blocks.py")
+    assert not uses_demo("tests/stats/test_comparisons.py") and not uses_demo("tests/no_such_module.py")
+    assert next_group(queue, "gw1") == "tests/stats/test_comparisons.py"
+    assert next_group(queue[:3] + queue[4:], "gw1") == "tests/protocols/test_demo.py"  # when nothing else is left
+    assert next_group(queue, "gw0") == "tests/docs/test_docs_blocks.py"  # the other loads it first
