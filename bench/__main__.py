@@ -16,13 +16,18 @@ import time
 import traceback
 from pathlib import Path
 
+from bench.machine_speed import probe_ms
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 
-def machine() -> dict:
+def machine(probe_before_ms: float | None = None) -> dict:
+    """What ran the bench; python_probe_ms: bench/machine_speed.py's figure before and after it (the same kind
+    of machine ran the same code at very different speeds, so a figure needs the speed beside it)."""
     return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
+            "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+            "python_probe_ms": {"before": probe_before_ms, "after": probe_ms()}}
 
 
 def main(argv: list[str]) -> int:
@@ -37,6 +42,7 @@ def main(argv: list[str]) -> int:
     RESULTS.mkdir(exist_ok=True)
     table, failed = [], []
     for name in names:
+        probe_before = probe_ms()
         started = time.perf_counter()
         try:
             result = importlib.import_module(f"bench.bench_{name}").run(full=args.full)
@@ -44,7 +50,7 @@ def main(argv: list[str]) -> int:
             traceback.print_exc()
             failed.append(name)
             continue
-        result.update(machine=machine(), full=args.full, seconds=round(time.perf_counter() - started, 1),
+        result.update(machine=machine(probe_before), full=args.full, seconds=round(time.perf_counter() - started, 1),
                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         (RESULTS / f"{result['name']}.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
         table += [(result["name"], row) for row in result["rows"]]

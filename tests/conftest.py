@@ -21,6 +21,25 @@ CHROMIUM = os.environ.get("CONCORD_CHROMIUM", "/usr/bin/chromium")
 PASSWORD = "pw-for-tests-only"
 
 
+_PROBE = pytest.StashKey[float]()
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controlling process, once a run
+        from bench.machine_speed import probe_ms
+
+        session.config.stash[_PROBE] = probe_ms()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The machine's speed as the run starts and ends, to read its wall time by (bench/machine_speed.py)."""
+    if _PROBE in config.stash:
+        from bench.machine_speed import probe_ms
+
+        terminalreporter.write_line(f"machine speed (bench/machine_speed.py, CPU ms, lower is faster): "
+                                    f"{config.stash[_PROBE]} at the start, {probe_ms()} at the end")
+
+
 @pytest.fixture(autouse=True)
 def _default_language():
     """A test client's request activates a study's language in this thread (rater_study); the next
