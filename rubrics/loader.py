@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import math
@@ -262,7 +263,15 @@ def load_preset(slug: str) -> dict:
     if slug not in list_presets():
         raise KeyError(f"unknown rubric preset {slug!r}; known: {', '.join(list_presets())}")
     path = PRESETS_DIR / f"{slug}.yaml"
+    # A copy: callers may change what they get, and the parsed preset is kept for the next call
+    return copy.deepcopy(_preset_from_text(path.read_text(encoding="utf-8"), path.name))
+
+
+@functools.lru_cache(maxsize=32)
+def _preset_from_text(text: str, filename: str) -> dict:
+    """Parsing and validating the seven presets took 80 ms a call (presets are installed for every new study on
+    one, and for each test that makes one); kept by the file's text, so an edited preset is read again."""
     try:
-        return load_rubric_text(path.read_text(encoding="utf-8"), filename=path.name)
+        return load_rubric_text(text, filename=filename)
     except RubricError as exc:  # a broken preset is a bug; say which file
-        raise RubricError([(f"{path.name}: {p}" if p else path.name, m) for p, m in exc.errors]) from None
+        raise RubricError([(f"{filename}: {p}" if p else filename, m) for p, m in exc.errors]) from None
