@@ -66,11 +66,11 @@ def _demo_passwords_as_served(django_db_blocker) -> None:
     """The tests hash passwords with MD5 (config/settings.py, TESTING); the reader's server is not a test and
     knows only Django's default hashers, so the demo accounts get their passwords again in its first one."""
     from django.contrib.auth import get_user_model
-    from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
     from annotation.demo import ACCOUNTS, demo_password
+    from tests.doubles.quick_hashing import QuickPBKDF2PasswordHasher
 
-    hasher = PBKDF2PasswordHasher()
+    hasher = QuickPBKDF2PasswordHasher()  # production's PBKDF2, at fewer iterations
     with django_db_blocker.unblock():
         for user in get_user_model().objects.filter(username__in=list(ACCOUNTS)):
             user.password = hasher.encode(demo_password(user.username), hasher.salt())

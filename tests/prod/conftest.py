@@ -23,6 +23,7 @@ import pytest
 
 from bench.loadclient import collected_static_root, free_port
 from tests.conftest import REPO, current_database_url
+from tests.doubles.quick_hashing import QUICK_HASHER
 
 # Production knows nothing of these: the server must start as a fresh deployment would.
 NOT_IN_PRODUCTION = {"DEBUG", "CONCORD_TESTING", "SECRET_KEY", "ALLOWED_HOSTS", "STATIC_ROOT", "DATABASE_URL"}
@@ -103,5 +104,5 @@ def _wait_until_answering(server: ProdServer, timeout_s: float = 60) -> None:
 @pytest.fixture(autouse=True)
 def production_password_hashing(settings):
     """Users made here must be able to log in to gunicorn, which hashes as production does (PBKDF2);
-    the test settings' fast MD5 hasher is unknown there."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    the test settings' fast MD5 hasher is unknown there. PBKDF2 at few iterations, which production reads."""
+    settings.PASSWORD_HASHERS = [QUICK_HASHER]
