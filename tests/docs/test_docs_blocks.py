@@ -129,15 +129,16 @@ def reader_env(lived_in, tmp_path_factory, django_db_blocker):  # noqa: F811
 
 def _wait_until_up(url: str, started: list, logs: Path, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(p.poll() is not None for p in started):
-            break
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
+    with httpx.Client(timeout=2) as poll:  # one SSL context for every poll (bench.loadclient.start_server)
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in started):
+                break
+            try:
+                if poll.get(url).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
     pytest.fail("the servers did not start:\n" + "\n".join(f"{p.name}: {p.read_text()[-2000:]}"
                                                              for p in sorted(logs.glob("*.log"))))
 

@@ -89,15 +89,16 @@ def prod_server(django_db_setup, django_db_blocker, collected_static, tmp_path_f
 
 def _wait_until_answering(server: ProdServer, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if server.proc.poll() is not None:
-            pytest.fail(f"gunicorn exited with {server.proc.returncode}:\n{server.log_tail()}")
-        try:
-            if httpx.get(server.url + "/login/", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
+    with httpx.Client(timeout=5) as poll:  # one SSL context for every poll (bench.loadclient.start_server)
+        while time.monotonic() < deadline:
+            if server.proc.poll() is not None:
+                pytest.fail(f"gunicorn exited with {server.proc.returncode}:\n{server.log_tail()}")
+            try:
+                if poll.get(server.url + "/login/").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
     pytest.fail(f"gunicorn did not answer /login/ within {timeout_s} s:\n{server.log_tail()}")
 
 

@@ -53,14 +53,15 @@ def _serve(database_url: str, **extra: str):
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(base + "/static/css/", timeout=1)
-            return proc, base
-        except httpx.TransportError:
-            if proc.poll() is not None:
-                raise AssertionError(f"runserver stopped: {proc.stderr.read()[-2000:]}") from None
-            time.sleep(0.2)
+    with httpx.Client(timeout=1) as poll:  # one SSL context for every poll (bench.loadclient.start_server)
+        while time.monotonic() < deadline:
+            try:
+                poll.get(base + "/static/css/")
+                return proc, base
+            except httpx.TransportError:
+                if proc.poll() is not None:
+                    raise AssertionError(f"runserver stopped: {proc.stderr.read()[-2000:]}") from None
+                time.sleep(0.2)
     proc.kill()
     raise AssertionError("runserver did not answer within 60 s")
 
