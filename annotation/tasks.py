@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from annotation.datasets.releases import release_build as release_build_service, releases_requeue_lost
+# Services are imported inside each task: the release builder pulls in pandas, SciPy and pyarrow (about
+# 1.5 s of CPU), which a worker that never builds a release need not pay at every start.
 
 
 @shared_task(name="annotation.tasks.release_build", acks_late=True, reject_on_worker_lost=True,
@@ -12,7 +13,9 @@ from annotation.datasets.releases import release_build as release_build_service,
 def release_build(release_id: int) -> str:
     """Build one dataset release. Idempotent: a ready release is left as it is, so a
     redelivered task (acks_late) costs one query."""
-    return release_build_service(release_id=release_id).status
+    from annotation.datasets.releases import release_build as build
+
+    return build(release_id=release_id).status
 
 
 def broker_held_builds() -> set[int]:
@@ -33,6 +36,8 @@ def broker_held_builds() -> set[int]:
 @shared_task(name="annotation.tasks.requeue_lost_builds", ignore_result=True)
 def requeue_lost_builds(settle_s: float = 5.0) -> list[int]:
     """Send again the builds whose messages the broker lost (config/celery.py RequeueLostWork)."""
+    from annotation.datasets.releases import releases_requeue_lost
+
     return releases_requeue_lost(held=broker_held_builds, settle_s=settle_s)
 
 

@@ -57,3 +57,18 @@ def test_a_celery_worker_starts_without_the_url_checks():
 
     assert start() == "no views"
     assert start(CELERY_SKIP_CHECKS="") == "views"  # what the checks would load
+
+
+def test_a_celery_worker_loads_its_tasks_without_the_report_libraries():
+    """annotation/tasks.py imports each service inside its task: the release builder brings pandas, SciPy's
+    statistics and pyarrow (about 1.5 s of CPU), which a worker that never builds a release need not pay."""
+    code = ("import sys, django; django.setup(); from config.celery import app; "
+            "app.loader.import_default_modules(); "
+            "print(sorted(m for m in ('annotation.tasks', 'judges.tasks') if m in sys.modules)); "
+            "print(sorted(m for m in ('pandas', 'scipy.stats', 'matplotlib', 'pyarrow') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    tasks, heavy = done.stdout.strip().splitlines()
+    assert tasks == "['annotation.tasks', 'judges.tasks']"  # the tasks were loaded
+    assert heavy == "[]", heavy
