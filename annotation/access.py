@@ -23,6 +23,7 @@ import enum
 import uuid
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
@@ -210,6 +211,49 @@ def get_study_and_own_assignment(user, slug: str, token) -> tuple[Study, Assignm
     assignment = assignment_from_row(row[n:])
     assignment.study = study  # already loaded with its rubric version
     return study, assignment
+
+
+# ---------------------------------------------------------------- the same, led by the session's user row
+
+def _led_by_user(sql: str) -> str:
+    """`sql` (one of the two above) as a LATERAL subquery under the user's row: one statement reads the
+    signed-in user and what they may rate, instead of one for each (annotation.loop_auth). The user's
+    row comes back whether or not the study does, so that signing in and access stay apart."""
+    User = get_user_model()
+    inner = sql.replace("m.user_id = %s", "m.user_id = u.id", 1)
+    return (f"SELECT {select_columns(User, 'u')}, q.* FROM {User._meta.db_table} u"
+            f" LEFT JOIN LATERAL ({inner}) q ON true WHERE u.id = %s")
+
+
+_USER_STUDY_SQL = _led_by_user(_ANNOTATOR_STUDY_SQL)
+_USER_ASSIGNMENT_SQL = _led_by_user(_ANNOTATOR_ASSIGNMENT_SQL)
+
+
+def read_user_and_study(user_pk, slug: str, token=None):
+    """(user or None, study or None, assignment or None) in one statement: the user with primary key
+    `user_pk` as stored (not yet checked against a session: annotation.loop_auth does that), and what
+    get_study_for_annotator (no `token`) or get_study_and_own_assignment would return for them, None
+    where those raise 404."""
+    User = get_user_model()
+    with prepared_cursor() as cursor:
+        if token is None:
+            cursor.execute(_USER_STUDY_SQL, [ANNOTATOR, slug, user_pk])
+        else:
+            cursor.execute(_USER_ASSIGNMENT_SQL, [ANNOTATOR, token, slug, user_pk])
+        row = cursor.fetchone()
+    if row is None:
+        return None, None, None
+    nu = len(User._meta.concrete_fields)
+    user, row = instance_from_row(User, row[:nu]), row[nu:]
+    if row[0] is None:  # the study's id: no study of this slug that the user rates in
+        return user, None, None
+    n = _STUDY_COLUMNS + 1
+    study = _study_from_row(row[:n])
+    if token is None or row[n] is None:
+        return user, study, None
+    assignment = assignment_from_row(row[n:])
+    assignment.study = study
+    return user, study, assignment
 
 
 # ---------------------------------------------------------------- the names the views use

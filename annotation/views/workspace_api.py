@@ -19,11 +19,12 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status
+from rest_framework.authentication import TokenAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.access import get_study_and_own_assignment, get_study_for_annotator
+from annotation.loop_auth import LoopSessionAuthentication, confirm_claim, signed_in_study
 from annotation.models import Assignment, Study
 from annotation.services.crowd import crowd_state
 from annotation.services.phases import PhaseOrderError, PhaseState, phase_require, phase_state
@@ -82,8 +83,19 @@ def _refuse_out_of_order(study: Study, rater, assignment: Assignment) -> Respons
     return None
 
 
-class NextView(APIView):
+class LoopView(APIView):
+    """The participant's endpoints: signed in by session (its user read with the study:
+    annotation.loop_auth) or by token; each handler starts with signed_in_study."""
+
+    authentication_classes = [LoopSessionAuthentication, TokenAuthentication]
     permission_classes = [permissions.IsAuthenticated]
+
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        confirm_claim(request)  # a session that is not signed in hears that first, as on every other route
+        return super().http_method_not_allowed(request, *args, **kwargs)
+
+
+class NextView(LoopView):
 
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT, summary="The participant's phase and what it needs",
                    description="`state` is one of consent, questionnaire, instructions, training, training_failed "
@@ -93,25 +105,23 @@ class NextView(APIView):
                                "the comprehension `check` and the `attention_policy`. Each is answered through "
                                "its own endpoint; a call out of order gets 409 with the current `state`.")
     def post(self, request: Request, slug: str) -> Response:
-        study = get_study_for_annotator(request.user, slug)
+        study = signed_in_study(request, slug)
         return Response(next_payload(study, request.user))
 
 
-class AssignmentView(APIView):
-    permission_classes = [permissions.IsAuthenticated]
+class AssignmentView(LoopView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="One of the rater's own assignments")
     def get(self, request: Request, slug: str, token) -> Response:
-        study, assignment = get_study_and_own_assignment(request.user, slug, token)
+        study, assignment = signed_in_study(request, slug, token)
         return Response({"state": "rate", "assignment": assignment_payload(study, assignment)})
 
 
-class DraftView(APIView):
-    permission_classes = [permissions.IsAuthenticated]
+class DraftView(LoopView):
 
     @extend_schema(request=AnswersSerializer, responses=OpenApiTypes.OBJECT, summary="Autosave a draft")
     def post(self, request: Request, slug: str, token) -> Response:
-        study, assignment = get_study_and_own_assignment(request.user, slug, token)
+        study, assignment = signed_in_study(request, slug, token)
         if (refused := _refuse_out_of_order(study, request.user, assignment)) is not None:
             return refused
         body = AnswersSerializer(data=request.data)
@@ -126,14 +136,13 @@ class DraftView(APIView):
         return Response({"saved": True})
 
 
-class SubmitView(APIView):
-    permission_classes = [permissions.IsAuthenticated]
+class SubmitView(LoopView):
 
     @extend_schema(request=AnswersSerializer, responses=OpenApiTypes.OBJECT, summary="Submit (or revise) ratings",
                    parameters=[OpenApiParameter("next", OpenApiTypes.BOOL, description=(
                        "Also return the next item (the body of rate/next/) under `next`: one round trip per item."))])
     def post(self, request: Request, slug: str, token) -> Response:
-        study, assignment = get_study_and_own_assignment(request.user, slug, token)
+        study, assignment = signed_in_study(request, slug, token)
         if (refused := _refuse_out_of_order(study, request.user, assignment)) is not None:
             return refused
         body = AnswersSerializer(data=request.data)
