@@ -27,6 +27,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.utils.crypto import constant_time_compare
+from drf_spectacular.authentication import SessionScheme
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotAuthenticated
 
@@ -120,3 +121,11 @@ def _session_verified(django_request, claim: SessionClaim, user) -> bool:
         return True
     session.flush()
     return False
+
+
+class LoopSessionScheme(SessionScheme):
+    """The API schema documents it as the session cookie it is (drf-spectacular matches classes exactly and
+    wants a name of its own for each class)."""
+
+    target_class = LoopSessionAuthentication
+    name = "participantCookieAuth"
