@@ -1,12 +1,14 @@
 """Where the web process's CPU for a rated item goes, with no HTTP server and no other load: the rating loop's
 two requests (next, then submit) run in this process, the arms interleaved in blocks of 25 items so that the
-machine's drift (bench/machine_speed.py) falls on every arm alike.
+machine's drift (bench/machine_speed.py) falls on every arm alike. Each arm's PostgreSQL CPU is read from its
+backend's /proc entry where PostgreSQL runs on this machine.
 
 - "WSGI, every middleware": Django's WSGI handler as gunicorn calls it, with settings.MIDDLEWARE;
 - "WSGI, the loop's middleware only": the same without the middleware the JSON loop does not use (WhiteNoise,
-  locale, common, messages, X-Frame-Options, htmx, django-axes): what a handler of its own for the loop would save;
+  locale, common, messages, X-Frame-Options, htmx, django-axes): what a handler of its own for the loop would save.
+  Both read the session's user in the loop's first statement (annotation.loop_auth);
 - "services after reading the session and its user": the services below, each request's user read from its
-  session as Django's session auth does it (the session from Redis, the user by one statement);
+  session as Django's session auth does it (the session from Redis, the user by a statement of its own);
 - "services alone": the loop's own work, the same calls the views make (the access statements, the phase and
   assignment engine, the answer check and store, the payload) for users already loaded: no session, no user
   read, no middleware, DRF or URL resolution.
@@ -35,6 +37,16 @@ KEEP = ("SecurityMiddleware", "SessionMiddleware", "CsrfViewMiddleware", "Authen
 def _cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def _backend_cpu_s(pid: int | None) -> float:
+    """CPU seconds of the PostgreSQL backend serving this process (one connection: the arms' own), read from
+    /proc; 0.0 where PostgreSQL runs elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def _wsgi_arm(app, slug: str, sessions: list[str], rng: random.Random):
@@ -99,8 +111,8 @@ def _services_arm(slug: str, users: list, rng: random.Random, sessions: list[str
 
 
 def measure(slug: str, sessions: list[str], users: list, *, items: int = ITEMS, warm: int = WARM) -> dict:
-    """{arm: (web CPU seconds, SQL statements, of which reads of the signed-in user)} over `items` rated items an
-    arm, in the current database, whose study `slug` has the raters `users` signed in by `sessions`
+    """{arm: (web CPU seconds, SQL statements, of which reads of the signed-in user, PostgreSQL CPU seconds)} over
+    `items` rated items an arm, in the current database, whose study `slug` has the raters `users` signed in by `sessions`
     (bench.loadclient.setup_study)."""
     from django.conf import settings
     from django.contrib.auth import get_user_model
@@ -133,20 +145,30 @@ def measure(slug: str, sessions: list[str], users: list, *, items: int = ITEMS, 
         for _ in range(warm):
             item(i)
             i += 1
+    # One connection for the whole measurement (CONN_MAX_AGE would replace it every minute), so that its backend's
+    # CPU is every arm's; gunicorn's connections are as long-lived.
+    max_age, connection.settings_dict["CONN_MAX_AGE"] = connection.settings_dict["CONN_MAX_AGE"], None
+    connection.close()
+    connection.ensure_connection()
+    backend = connection.connection.info.backend_pid
     spent = dict.fromkeys(arms, 0.0)
+    db_spent = dict.fromkeys(arms, 0.0)
     counted = {name: [0, 0] for name in arms}
     for _ in range(max(items // BLOCK, 1)):
         for name, item in arms.items():
             statements[:] = [0, 0]
             with connection.execute_wrapper(count):
-                started = _cpu_s()
+                started, db_started = _cpu_s(), _backend_cpu_s(backend)
                 for _ in range(min(BLOCK, items)):
                     item(i)
                     i += 1
                 spent[name] += _cpu_s() - started
+                db_spent[name] += _backend_cpu_s(backend) - db_started
             counted[name][0] += statements[0]
             counted[name][1] += statements[1]
-    return {name: (spent[name], *counted[name]) for name in arms}
+    connection.settings_dict["CONN_MAX_AGE"] = max_age
+    assert connection.connection.info.backend_pid == backend, "the connection was replaced during the measurement"
+    return {name: (spent[name], *counted[name], db_spent[name]) for name in arms}
 
 
 def run() -> dict:
@@ -170,8 +192,9 @@ def run() -> dict:
         users = list(get_user_model().objects.filter(username__startswith="inproc").order_by("username"))
         spent = measure(slug, sessions, users)
     rows = []
-    for name, (cpu_s, statements, user_reads) in spent.items():
+    for name, (cpu_s, statements, user_reads, db_cpu_s) in spent.items():
         rows.append({"metric": f"{name}: web CPU a rated item", "value": 1000 * cpu_s / ITEMS, "unit": "ms"})
+        rows.append({"metric": f"{name}: PostgreSQL CPU a rated item", "value": 1000 * db_cpu_s / ITEMS, "unit": "ms"})
         rows.append({"metric": f"{name}: SQL statements a rated item", "value": statements / ITEMS, "unit": ""})
         rows.append({"metric": f"{name}: of which reads of the signed-in user", "value": user_reads / ITEMS, "unit": ""})
     return {"name": "loop_inprocess", "rows": rows, "items_per_arm": ITEMS, "machine": machine(probe_before),
