@@ -38,7 +38,7 @@ import httpx
 from bench.bench_annotator_loop import _cpu_s, _database_backends, _pct, _server_cpu_s
 from bench.faults_web import _progress, _when_progress
 from bench.loadclient import (REQUEST_TIMEOUT_S, LoadStats, answers, audit, rater_client, send_until_answered,
-                              setup_study, warm_up)
+                              server_log_tail, setup_study, warm_up)
 from bench.nodes import Cluster, running_cluster, signed_in_session
 
 RATERS_PER_ITEM = 3
@@ -135,7 +135,9 @@ async def reader(base: str, slug: str, session_key: str, run: FailoverRun, load:
                 elif resp.status_code in SIGNED_OUT:
                     run.signed_out.append(f"read: HTTP {resp.status_code}")
                 else:
-                    run.reads_failed.append(f"{run.window(sent)}: HTTP {resp.status_code}")
+                    # the body says who answered: HAProxy's "No server is available" or a node's own error
+                    body = " ".join(resp.text.split())[:120]
+                    run.reads_failed.append(f"{run.window(sent)}: HTTP {resp.status_code} {body}")
             await asyncio.sleep(READER_PAUSE_S)
 
 
@@ -260,6 +262,9 @@ def verdict(slug: str, run: FailoverRun, cluster: Cluster, expected_submits: int
         "kill_to_down_s": run.down_at - run.killed_at if run.down_at else None,
         "restart_to_up_s": run.back_at - run.restarted_at if run.back_at else None,
         "failover_window_s": run.back_at - run.killed_at if run.back_at else None,
+        # what went wrong, as HAProxy and the nodes logged it (HAProxy logs only failed or retried requests)
+        "haproxy_log": cluster.haproxy.log_tail(),
+        "node_logs": {n.name: server_log_tail(n.proc, 1500) for n in cluster.nodes if n.proc is not None},
     }
 
 
@@ -327,8 +332,8 @@ def run(full: bool = False) -> dict:
         "config": {"raters": raters, "items": n_items, "raters_per_item": RATERS_PER_ITEM, "think_s": THINK_SECONDS,
                    "kill_at_share": KILL_AT, "back_at_share": BACK_AT, "nodes": 3,
                    "node": "gunicorn 2 workers x 8 threads (gthread), DEBUG=0, its own loopback address",
-                   "haproxy": "leastconn, maxconn 16 a node, httpchk GET /login/ every 0.5 s (timeout 5 s), fall 2 rise 2, "
-                              "L7 retries for GET only",
+                   "haproxy": "leastconn, maxconn 16 a node, httpchk GET /login/ every 0.5 s (timeout 5 s), fall 2 "
+                              "rise 2, down at the first refused connection (observe layer4), L7 retries for GET only",
                    "worker": "celery, one process, both queues",
                    "load_average_before_after": [load_before, load_after],
                    "seconds_of_load": failover.ended - failover.started},

@@ -60,9 +60,12 @@ HAPROXY_CONFIG = """\
 global
     maxconn 4096               # 1,000 raters' connections and the nodes', with room
     stats socket {admin_socket} mode 600 level admin
+    log stdout format raw local0 # into haproxy.log: each 5xx answer, with its termination state
 
 defaults
     mode http
+    log global
+    option httplog             # a line has the termination state: SC-- the node refused, sQ-- the queue timed out
     option forwardfor          # the client's address for django-axes (TRUSTED_PROXY_COUNT=1)
     timeout connect 2s
     timeout client 60s
@@ -77,6 +80,8 @@ defaults
 frontend concord
     bind 127.0.0.1:{port}
     http-request disable-l7-retry unless METH_GET   # METH_GET is GET and HEAD
+    # the log keeps a node's 5xx answers; HAProxy's own errors (503 with no node, 502) it always keeps
+    http-response set-log-level silent if {{ status lt 500 }}
     default_backend web
 
 backend web
@@ -87,6 +92,10 @@ backend web
     # maxconn: a node's worker threads. More requests wait in HAProxy's queue (timeout queue), not in the
     # node's accept queue, where the health check would wait behind them and time out when the node is busy
     default-server check inter {inter}ms fastinter {fastinter}ms downinter {inter}ms fall {fall} rise {rise} maxconn {maxconn}
+    # A node whose connection is refused is down at once, not at the next two checks: meanwhile `leastconn`
+    # would pick it (it holds no connection) whenever the others are at maxconn, retries included, and a
+    # request refused four times gets 503 (CI, 2026-11-29: two GETs in the half second after the kill).
+    default-server observe layer4 error-limit 1 on-error mark-down
 {servers}
 """
 
@@ -208,6 +217,11 @@ class HAProxy:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"HAProxy: {names} not {status} within {timeout_s} s")
             time.sleep(0.05)
+
+    def log_tail(self, lines: int = 30) -> list[str]:
+        """HAProxy's last log lines: its warnings (a node going down or up) and each failed or retried
+        request with its termination state (e.g. `SC--`: the server refused; `sQ--`: the queue timed out)."""
+        return self.log.read_text(errors="replace").splitlines()[-lines:] if self.log.exists() else []
 
     def stop(self) -> None:
         stop_server(self.proc)  # its process group: SIGTERM, then SIGKILL if it lingers

@@ -10,6 +10,7 @@ worker node is downloaded whole from every web node."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 from urllib.parse import urlsplit, urlunsplit
@@ -68,6 +69,7 @@ def test_a_node_killed_mid_run_loses_nothing_and_comes_back(unblocked, tmp_path)
                 pages = [client.get("/api/").status_code for _ in range(30)]
             served_after_reads = victim.served()
             downloads = release_from_every_node(cluster, slug, admin)
+    print(json.dumps(found, indent=1, default=str))  # whole on a failure (an assertion shows it cut short)
 
     # the kill happened mid-run, HAProxy marked the node down, and it came back
     assert run.killed_at is not None and run.down_at is not None and run.back_at is not None, found
