@@ -158,7 +158,10 @@ class HAProxy:
         self.port = free_port()
         self.admin_socket = work / "admin.sock"
         self.config_path = work / "haproxy.cfg"
-        servers = "\n".join(f"    server {n.name} {n.host}:{n.port}" for n in nodes)
+        # a node may be checked on another port (`check_port`): tests/prod/test_haproxy_config.py's node whose
+        # checks pass while its service refuses, the moment between a death and the checks that notice it
+        servers = "\n".join(f"    server {n.name} {n.host}:{n.port}"
+                             + (f" port {n.check_port}" if getattr(n, "check_port", None) else "") for n in nodes)
         self.config_path.write_text(HAPROXY_CONFIG.format(
             admin_socket=self.admin_socket, port=self.port, health_path=HEALTH_PATH, inter=CHECK_INTERVAL_MS,
             fastinter=CHECK_INTERVAL_MS // 2, fall=FALL, rise=RISE, check_timeout=CHECK_TIMEOUT_S, maxconn=node_slots,

@@ -3,12 +3,14 @@ at the moment a node dies: before two failed health checks mark it down, the oth
 `maxconn` and `leastconn` would pick the dead one (it holds no connection), again on every retry, and answer
 503 once the retries are spent. The configuration marks a node down on its first refused connection.
 
-The nodes are small threaded HTTP servers that take a while to answer (the nodes are busy); the active checks
-run once a minute here, so only the passive check can mark the dead node down within the test."""
+The nodes are small threaded HTTP servers that take a while to answer (the nodes are busy). The dead node's
+active checks go to a live server's port and keep passing: the moment between a node's death and the checks that
+notice it, held open for the whole test, so that only the passive check can mark it down."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 from collections import Counter
@@ -46,17 +48,21 @@ def _serve() -> ThreadingHTTPServer:
 
 
 @pytest.fixture
-def three_nodes_behind_haproxy(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench.nodes, "CHECK_INTERVAL_MS", 60_000)  # one active check at start, the next in 30 s
-    servers = [_serve() for _ in range(3)]
-    nodes = [SimpleNamespace(name=f"node{i + 1}", host="127.0.0.1", port=s.server_address[1])
-             for i, s in enumerate(servers)]
+def three_nodes_behind_haproxy(tmp_path):
+    """node1 and node3 live; node2's port refuses (nothing listens there) while its checks reach node1."""
+    live = [_serve(), _serve()]
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there now
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]
+    ports = [live[0].server_address[1], dead_port, live[1].server_address[1]]
+    nodes = [SimpleNamespace(name=f"node{i + 1}", host="127.0.0.1", port=port) for i, port in enumerate(ports)]
+    nodes[1].check_port = ports[0]
     haproxy = bench.nodes.HAProxy(nodes, tmp_path, node_slots=SLOTS)  # returns once every node is UP
     try:
-        yield haproxy, servers
+        yield haproxy
     finally:
         haproxy.stop()
-        for server in servers:
+        for server in live:
             server.shutdown()
             server.server_close()
 
@@ -68,18 +74,14 @@ async def _get_at_once(url: str) -> Counter:
 
 
 def test_a_node_that_refuses_is_down_at_once_and_no_request_gets_503(three_nodes_behind_haproxy):
-    haproxy, servers = three_nodes_behind_haproxy
-    dead = servers[1]
-    dead.shutdown()
-    dead.server_close()  # its port refuses connections from now on, as a SIGKILLed node's does
+    haproxy = three_nodes_behind_haproxy
 
     answered = asyncio.run(_get_at_once(haproxy.url))
 
-    stats = haproxy.stats()
-    assert answered == {200: REQUESTS}, (answered, haproxy.log_tail())
-    # down through the passive check, which counts the refused connection, long before the next active check
-    assert stats["node2"]["status"] == "DOWN", stats["node2"]
-    assert any("Health analyze" in line and "node2 is DOWN" in line for line in haproxy.log_tail()), haproxy.log_tail()
+    stats, log = haproxy.stats(), haproxy.log_tail()
+    assert answered == {200: REQUESTS}, (answered, log)
+    # down through the passive check, which counts the refused connection (its active checks pass)
+    assert any("node2 is DOWN" in line and "Health analyze" in line for line in log), log
     # the live nodes served every request, never more than their slots at once
     assert int(stats["node1"]["stot"]) + int(stats["node3"]["stot"]) == REQUESTS, stats
     assert max(int(stats["node1"]["smax"]), int(stats["node3"]["smax"])) <= SLOTS, stats
