@@ -342,7 +342,7 @@ def run(full: bool = False) -> dict:
 # ---------------------------------------------------------------- 1,000 raters through PgBouncer
 
 THOUSAND = 1000
-POOLED_WEB_PROCESSES = 2
+POOLED_WEB_PROCESSES = int(os.environ.get("BENCH_1K_WORKERS", "2"))  # the Dockerfile runs 4 x 4
 POOLED_THREADS = int(os.environ.get("BENCH_1K_THREADS", "16"))  # per web process (each a PgBouncer client)
 POOL_SIZE = 10  # PostgreSQL connections PgBouncer keeps for the two web processes
 # How the web processes reach PgBouncer: "unix" (its socket, as a PgBouncer beside them) or "tcp" (127.0.0.1).
