@@ -1,13 +1,19 @@
 """Peer platforms under the same load as Concord's annotator loop: the parts every peer driver shares.
 
 Each peer (bench/peers/<name>.py) is installed into a virtualenv of its own under .peers/<name>/venv,
-so its dependencies never meet Concord's; it exposes run(items, seconds, raters) -> dict, which
+so its dependencies never meet Concord's; it exposes run(items, seconds, raters, lean=True) -> dict, which
 `python -m bench.peers <name>` prints and writes to bench/results/peer_<name>.json. Here: that
-virtualenv, the server's process group and its CPU time, and the raters' shared tally.
+virtualenv, the server's process group and its CPU time, the raters' shared tally and their measured
+client.
+
+Raters sign up and warm up with httpx (forms, redirects); the measured phase sends its requests through
+bench.leanhttp unless lean=False, as Concord's raters do, so that the load generator, which runs on
+the same cores, takes as little of them from the system measured as it can.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -129,6 +135,18 @@ async def send(tally: RaterTally, kind: str, request, ok_status: tuple[int, ...]
         tally.failed[f"{kind}: HTTP {resp.status_code}"] += 1
         return None
     return resp
+
+
+def measured_client(client: httpx.AsyncClient, *, lean: bool, headers: tuple[str, ...] = (), timeout: float):
+    """The client a signed-in rater's measured phase uses, to enter: `client` itself (already open), or with
+    `lean` a bench.leanhttp client with its cookies and the driver's own `headers` (names in client.headers),
+    keeping cookies as the server sets them."""
+    if not lean:
+        return contextlib.nullcontext(client)
+    from bench.leanhttp import LeanClient
+
+    return LeanClient(str(client.base_url).rstrip("/"), cookies={c.name: c.value for c in client.cookies.jar},
+                      headers={"Accept": "*/*", **{name: client.headers[name] for name in headers}}, timeout=timeout)
 
 
 def print_result(result: dict) -> None:

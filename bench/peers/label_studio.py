@@ -38,8 +38,8 @@ from pathlib import Path
 import httpx
 
 from bench.loadclient import LIKERT, free_port, items_jsonl
-from bench.peers import (PeerUnavailable, RaterTally, installed_version, log_tail, peer_python, process_tree_cpu_s, send,
-                         start_process, stop_process)
+from bench.peers import (PeerUnavailable, RaterTally, installed_version, log_tail, measured_client, peer_python,
+                         process_tree_cpu_s, send, start_process, stop_process)
 
 REQUIREMENTS = ["label-studio==1.23.2", "gunicorn==27.0.1"]  # gunicorn: the version Concord's bench serves with
 GUNICORN_ARGS = ["--workers", "4", "--worker-class", "gthread", "--threads", "4", "--timeout", "120"]
@@ -203,8 +203,9 @@ async def rater(i: int, client: httpx.AsyncClient, project: int, tally: RaterTal
             tally.acknowledged[saved.json()["id"]] = (rater_email(i), task_id, signature(regions))
 
 
-async def drive(base: str, n_items: int, raters: int, seconds: float, server_pid: int) -> dict:
-    """Sign everyone up, create the project, warm up, then run the raters for `seconds`."""
+async def drive(base: str, n_items: int, raters: int, seconds: float, server_pid: int, lean: bool = True) -> dict:
+    """Sign everyone up, create the project, warm up, then run the raters for `seconds` (with bench.leanhttp
+    where `lean`)."""
     logging.getLogger("httpx").setLevel(logging.WARNING)
     async with contextlib.AsyncExitStack() as stack:
         owner = await stack.enter_async_context(httpx.AsyncClient(base_url=base, timeout=REQUEST_TIMEOUT_S))
@@ -214,9 +215,11 @@ async def drive(base: str, n_items: int, raters: int, seconds: float, server_pid
                    for _ in range(raters)]
         await sign_up_all(clients)
         await warm_up(clients[0], project)
+        measured = [await stack.enter_async_context(measured_client(c, lean=lean, headers=("X-CSRFToken", "Referer"),
+                                                                    timeout=REQUEST_TIMEOUT_S)) for c in clients]
         tally = RaterTally()
         server_cpu, client_cpu, started = process_tree_cpu_s(server_pid), time.process_time(), time.perf_counter()
-        await asyncio.gather(*(rater(i, c, project, tally, started + seconds) for i, c in enumerate(clients)))
+        await asyncio.gather(*(rater(i, c, project, tally, started + seconds) for i, c in enumerate(measured)))
         window = time.perf_counter() - started
         return {"tally": tally, "project": project, "window_s": window,
                 "server_cpu_s": process_tree_cpu_s(server_pid) - server_cpu,
@@ -251,7 +254,7 @@ def audit(project: int, acknowledged: dict[int, tuple[str, int, list]]) -> dict:
 # ---------------------------------------------------------------- the run
 
 
-def run(items: int, seconds: float, raters: int) -> dict:
+def run(items: int, seconds: float, raters: int, lean: bool = True) -> dict:
     python = peer_python("label_studio", REQUIREMENTS)
     version = installed_version(python, "label-studio")
     print(f"label-studio {version} in {python.parent.parent}", flush=True)
@@ -260,7 +263,7 @@ def run(items: int, seconds: float, raters: int) -> dict:
         port = free_port()
         server = start_server(python, data_dir, port)
         try:
-            measured = asyncio.run(drive(f"http://127.0.0.1:{port}", items, raters, seconds, server.pid))
+            measured = asyncio.run(drive(f"http://127.0.0.1:{port}", items, raters, seconds, server.pid, lean))
         finally:
             stop_process(server)
         tally = measured["tally"]
@@ -269,7 +272,8 @@ def run(items: int, seconds: float, raters: int) -> dict:
         checked = audit(measured["project"], tally.acknowledged)
     rated = len(tally.acknowledged)
     return {
-        "name": "label_studio", "version": version, "items": items, "raters": raters, "seconds": seconds,
+        "name": "label_studio", "version": version, "client": "bench.leanhttp" if lean else "httpx", "items": items,
+        "raters": raters, "seconds": seconds,
         "rated_items_per_s": rated / measured["window_s"],
         "cpu_ms_per_item": 1000 * measured["server_cpu_s"] / max(rated, 1),
         "lost": checked["lost_or_incomplete"], "duplicated": checked["rater_task_twice"],

@@ -44,8 +44,8 @@ from pathlib import Path
 import httpx
 
 from bench.loadclient import LIKERT, free_port, items_jsonl
-from bench.peers import (RaterTally, installed_version, log_tail, peer_python, process_tree_cpu_s, send,
-                         start_process, stop_process)
+from bench.peers import (RaterTally, installed_version, log_tail, measured_client, peer_python, process_tree_cpu_s,
+                         send, start_process, stop_process)
 
 REQUIREMENTS = ["potato-annotation==2.12.1", "gunicorn==27.0.1"]  # gunicorn: the version Concord's bench serves with
 RATERS_PER_ITEM = 3
@@ -184,17 +184,20 @@ async def rater(i: int, client: httpx.AsyncClient, tally: RaterTally, stop_at: f
                                               headers=NAVIGATION_HEADERS), (200, 302))
 
 
-async def drive(base: str, raters: int, seconds: float, server_pid: int) -> dict:
-    """Sign the raters up, warm up, then run them for `seconds`; the tally, the window and the CPU it cost."""
+async def drive(base: str, raters: int, seconds: float, server_pid: int, lean: bool = True) -> dict:
+    """Sign the raters up, warm up, then run them for `seconds` (with bench.leanhttp where `lean`); the tally,
+    the window and the CPU it cost."""
     logging.getLogger("httpx").setLevel(logging.WARNING)
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(httpx.AsyncClient(base_url=base, timeout=REQUEST_TIMEOUT_S))
                    for _ in range(raters)]
         await sign_up_all(clients)
         await warm_up(clients[0])
+        measured = [await stack.enter_async_context(measured_client(c, lean=lean, timeout=REQUEST_TIMEOUT_S))
+                    for c in clients]
         tally = RaterTally()
         server_cpu, client_cpu, started = process_tree_cpu_s(server_pid), time.process_time(), time.perf_counter()
-        await asyncio.gather(*(rater(i, c, tally, started + seconds) for i, c in enumerate(clients)))
+        await asyncio.gather(*(rater(i, c, tally, started + seconds) for i, c in enumerate(measured)))
         window = time.perf_counter() - started
         return {"tally": tally, "window_s": window, "server_cpu_s": process_tree_cpu_s(server_pid) - server_cpu,
                 "client_cpu_s": time.process_time() - client_cpu}
@@ -240,7 +243,7 @@ def audit(output_dir: Path, acknowledged: dict[tuple[str, str], dict[str, str]])
 # ---------------------------------------------------------------- the run
 
 
-def run(items: int, seconds: float, raters: int) -> dict:
+def run(items: int, seconds: float, raters: int, lean: bool = True) -> dict:
     python = peer_python("potato", REQUIREMENTS)
     version = installed_version(python, "potato-annotation")
     print(f"potato-annotation {version} in {python.parent.parent}", flush=True)
@@ -250,7 +253,7 @@ def run(items: int, seconds: float, raters: int) -> dict:
         port = free_port()
         server = start_server(python, project_dir, config, port)
         try:
-            measured = asyncio.run(drive(f"http://127.0.0.1:{port}", raters, seconds, server.pid))
+            measured = asyncio.run(drive(f"http://127.0.0.1:{port}", raters, seconds, server.pid, lean))
         finally:
             stop_process(server)
         tally = measured["tally"]
@@ -259,7 +262,8 @@ def run(items: int, seconds: float, raters: int) -> dict:
         checked = audit(project_dir / "annotation_output", tally.acknowledged)
     rated = len(tally.acknowledged)
     return {
-        "name": "potato", "version": version, "items": items, "raters": raters, "seconds": seconds,
+        "name": "potato", "version": version, "client": "bench.leanhttp" if lean else "httpx", "items": items,
+        "raters": raters, "seconds": seconds,
         "rated_items_per_s": rated / measured["window_s"],
         "cpu_ms_per_item": 1000 * measured["server_cpu_s"] / max(rated, 1),
         "lost": checked["lost_or_incomplete"], "duplicated": checked["duplicated_answers"],

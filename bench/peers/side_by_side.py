@@ -5,10 +5,12 @@ second to the best peer's at each level.
     .venv/bin/python -m bench.peers.side_by_side [--levels 10 50 100] [--seconds 40] [--items 4000]
 
 Concord is served as the saturation bench serves it (gunicorn, bench.loadclient.GUNICORN_ARGS: 4 workers
-× 4 threads, a fresh database per level) and driven by the same httpx client as the peers, one request
-per rated item as its browser workspace sends it (`submit?next=1`); each peer as its own driver serves
-and drives it (bench/peers/potato.py, label_studio.py: three and two requests per item, as their pages
-send them). Every system's stored answers are audited afterwards. Writes
+× 4 threads, a fresh database per level), one request per rated item as its browser workspace sends it
+(`submit?next=1`); each peer as its own driver serves and drives it (bench/peers/potato.py,
+label_studio.py: three and two requests per item, as their pages send them). All three are driven in
+their measured phase by the same client, bench.leanhttp (`--client httpx` for httpx, as the runs of
+2026-11-29 and before were): the load generator runs on the machine's cores, and httpx's CPU an item cut the fastest
+system's rate most. Every system's stored answers are audited afterwards. Writes
 bench/results/peers_side_by_side.json.
 """
 
@@ -30,13 +32,13 @@ PEERS = ("potato", "label_studio")
 RATERS_PER_ITEM = 3
 
 
-def concord(items: int, seconds: float, raters: int) -> dict:
+def concord(items: int, seconds: float, raters: int, lean: bool = True) -> dict:
     """Concord under the peers' load, in the shape of a peer driver's result."""
     from bench.bench_annotator_loop import SERVER_APP_NAME, Phase, _measured_phase
     from bench.dbtools import bench_database
     from bench.loadclient import audit, free_port, setup_study, start_server, stop_server, warm_up
 
-    phase = Phase(f"{raters} raters", seconds, None, one_trip=True)
+    phase = Phase(f"{raters} raters", seconds, None, one_trip=True, lean_client=lean)
     with bench_database(f"side{raters}") as db_name:
         secret_key = secrets.token_urlsafe(40)
         slug, sessions = setup_study(items, secret_key, raters=raters, raters_per_item=RATERS_PER_ITEM,
@@ -50,12 +52,14 @@ def concord(items: int, seconds: float, raters: int) -> dict:
             stop_server(server)
         checked = audit(slug, phase.acknowledged)
     rated, window = len(phase.acknowledged), phase.ended - phase.started
-    return {"name": "concord", "items": items, "raters": raters, "seconds": seconds,
+    return {"name": "concord", "client": "bench.leanhttp" if lean else "httpx", "items": items, "raters": raters,
+            "seconds": seconds,
             "rated_items_per_s": rated / window, "cpu_ms_per_item": 1000 * phase.server_cpu_s / max(rated, 1),
             "db_cpu_ms_per_item": (1000 * phase.db_cpu_s / max(rated, 1)) if phase.db_cpu_s is not None else None,
             "lost": checked["lost_or_incomplete"], "duplicated": checked["duplicate_ratings"],
             "over_assigned": checked["over_assigned_items"], "failed_requests": len(phase.errors),
-            "window_s": round(window, 2), "rated_items": rated, "audit": checked}
+            "window_s": round(window, 2), "rated_items": rated, "audit": checked,
+            "load_generator_cpu_ms_per_item": 1000 * phase.client_cpu_s / max(rated, 1)}
 
 
 def ratios(level_results: dict[str, dict]) -> dict:
@@ -81,20 +85,25 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--levels", type=int, nargs="+", default=[10, 50, 100])
     parser.add_argument("--seconds", type=float, default=40.0)
     parser.add_argument("--items", type=int, default=4000)
+    parser.add_argument("--client", choices=("lean", "httpx"), default="lean",
+                        help="the raters' client in the measured phase, the same for every system")
     args = parser.parse_args(argv)
     probe = probe_ms()
     levels = []
+    lean = args.client == "lean"
     for raters in args.levels:
-        results: dict[str, dict | None] = {"concord": concord(args.items, args.seconds, raters)}
+        results: dict[str, dict | None] = {"concord": concord(args.items, args.seconds, raters, lean)}
         for peer in PEERS:
             try:
-                results[peer] = importlib.import_module(f"bench.peers.{peer}").run(args.items, args.seconds, raters)
+                results[peer] = importlib.import_module(f"bench.peers.{peer}").run(args.items, args.seconds, raters,
+                                                                                    lean)
             except PeerUnavailable as exc:
                 print(f"{peer} unavailable: {exc}", file=sys.stderr)
                 results[peer] = None
         levels.append({"raters": raters, "results": results, **ratios(results)})
         print(_line(levels[-1]), flush=True)
     out = {"name": "peers_side_by_side", "levels": levels, "seconds": args.seconds, "items": args.items,
+           "client": "bench.leanhttp" if lean else "httpx",
            "machine": machine(probe), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "peers_side_by_side.json").write_text(json.dumps(out, indent=2) + "\n")

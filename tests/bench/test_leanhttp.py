@@ -1,15 +1,18 @@
 """bench/leanhttp.py against a real HTTP/1.1 server (the standard library's): JSON bodies, keep-alive,
-answers by Content-Length and by chunks, and a refused connection as a transport error."""
+answers by Content-Length and by chunks, GET, per-request headers, cookies kept from Set-Cookie as a
+browser keeps them, and a refused connection as a transport error; the peers' drivers' measured client."""
 
 import asyncio
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
 
 from bench.leanhttp import LeanClient, LeanTransportError
+from bench.peers import measured_client
 
 
 class Echo(BaseHTTPRequestHandler):
@@ -36,6 +39,23 @@ class Echo(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
             self.wfile.write(answer)
+
+
+    def do_GET(self):  # noqa: N802
+        """Sets the cookies its query names (`name=value`, or `name=` to delete one as Django does) and
+        echoes what came."""
+        Echo.connections.add(self.client_address)
+        answer = json.dumps({"cookie": self.headers["Cookie"], "nav": self.headers["X-Nav"],
+                             "accept": self.headers["Accept"], "path": self.path}).encode()
+        self.send_response(200)
+        for name, value in parse_qsl(urlsplit(self.path).query, keep_blank_values=True):
+            if value:
+                self.send_header("Set-Cookie", f"{name}={value}; Path=/; HttpOnly; SameSite=Lax")
+            else:
+                self.send_header("Set-Cookie", f'{name}=""; expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/')
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
 
 
 @pytest.fixture
@@ -81,3 +101,34 @@ def test_a_refused_connection_is_a_transport_error_as_httpx_s():
     with pytest.raises(LeanTransportError) as caught:
         asyncio.run(run())
     assert isinstance(caught.value, httpx.TransportError)
+
+
+def test_get_with_its_own_headers_and_cookies_kept_and_deleted_as_set(server):
+    async def run():
+        async with LeanClient(server, cookies={"sessionid": "s1", "old": "o"}, headers={}, timeout=5) as client:
+            first = await client.get("/page?csrftoken=abc&sessionid=s2&old=", headers={"X-Nav": "1"})
+            second = await client.get("/page")
+            return first, second, dict(client.cookies)
+
+    first, second, kept = asyncio.run(run())
+    assert first.json() == {"cookie": "sessionid=s1; old=o", "nav": "1", "accept": "application/json",
+                            "path": "/page?csrftoken=abc&sessionid=s2&old="}
+    assert kept == {"sessionid": "s2", "csrftoken": "abc"}
+    assert second.json()["cookie"] == "sessionid=s2; csrftoken=abc" and second.json()["nav"] is None
+
+
+def test_a_peer_rater_signed_in_with_httpx_is_measured_with_its_cookies_and_headers(server):
+    async def run():
+        async with httpx.AsyncClient(base_url=server, timeout=5) as signed_in:
+            await signed_in.get("/signup?sessionid=peer-session&csrftoken=tok")
+            signed_in.headers.update({"X-Nav": "from-driver"})
+            async with measured_client(signed_in, lean=True, headers=("X-Nav",), timeout=5) as lean:
+                assert isinstance(lean, LeanClient)
+                lean_answer = await lean.get("/annotate")
+            async with measured_client(signed_in, lean=False, timeout=5) as same:
+                assert same is signed_in
+            return lean_answer
+
+    answer = asyncio.run(run())
+    assert answer.json()["cookie"] == "sessionid=peer-session; csrftoken=tok"
+    assert answer.json()["nav"] == "from-driver" and answer.json()["accept"] == "*/*"
