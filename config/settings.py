@@ -260,7 +260,7 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {"judges.tasks.*": {"queue": "judges"}}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_WORKER_CONSUMER = "config.worker_consumer:Consumer"  # survives a failed close after a Redis restart
+CELERY_BROKER_TRANSPORT = "config.broker_transport:Transport"  # a dropped connection fails as a lost broker
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing (a run's chunks, a release build, a task's own retry) waits out a Redis restart
 # of a few seconds (0.5 + 1 + 1.5 + 2 + 2 + 2 = 9 s) instead of Celery's default ~1 s, after
