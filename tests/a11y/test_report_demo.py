@@ -7,9 +7,15 @@ no table outgrew its card at 1400 px and the judges' sections were absent; it op
 presets only; and the tables inside closed <details> (a plot's data, all statistics of a criterion, the
 fit of each rater model) are not rendered, so axe skipped them. A scroll container that is not focusable
 cannot be scrolled from the keyboard (axe `scrollable-region-focusable`, WCAG 2.1.1): each is a named
-region with tabindex=0 now."""
+region with tabindex=0 now.
+
+The admin reads every report at both widths; the researcher one report at each (the first demo study's): the two
+readers' reports differ only in their navigation (the admin's study menu has a few more links), which the test
+checks there element for element, so the researcher's pages add their navigation to what axe sees, not a body."""
 
 from __future__ import annotations
+
+import difflib
 
 import pytest
 
@@ -22,6 +28,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 READERS = ("admin", "researcher")
 WIDTHS = (1400, 390)
+# Every element of the page's main part outside a <nav>, as tag, id and classes.
+BODY_OUTSIDE_NAV = ("m => [...m.querySelectorAll('*')].filter(e => !e.closest('nav'))"
+                    ".map(e => `${e.tagName}#${e.id}.${e.getAttribute('class')}`)")
 
 
 @pytest.fixture(scope="module")
@@ -44,17 +53,19 @@ def sign_in(page, live_server, username: str) -> None:
 def test_every_demo_report_with_every_section_open(demo, live_server, new_context, celery_worker_session):
     """A worker computes the reports the pages queue, as `make run`'s does."""
     assert len(demo) >= 8
-    failures, checked, regions, unfocusable = [], 0, 0, set()
+    failures, checked, regions, unfocusable, bodies = [], 0, 0, set(), {}
     for width in WIDTHS:
         for username in READERS:
             page = new_context(viewport={"width": width, "height": 900}).new_page()
             sign_in(page, live_server, username)
-            for slug in demo:
+            for slug in demo if username == "admin" else demo[:1]:
                 page.goto(f"{live_server.url}/studies/{slug}/report/")
                 page.wait_for_selector("#agreement", timeout=60_000)  # the report itself, not its pending page
                 settle(page)
                 page.eval_on_selector_all("details", "all => all.forEach(d => { d.open = true; })")
                 regions += page.locator("[role=region][tabindex='0']").count()
+                if slug == demo[0]:
+                    bodies.setdefault(width, {})[username] = page.eval_on_selector("#main", BODY_OUTSIDE_NAV)
                 failures += [f"{slug} {username} {width}px: {d}" for d in describe(axe_run(page))]
                 checked += 1
                 if width == 1400 and username == "admin":  # the same page without the fix: axe sees it
@@ -63,7 +74,10 @@ def test_every_demo_report_with_every_section_open(demo, live_server, new_contex
                     if axe_run(page, rules=["scrollable-region-focusable"]):
                         unfocusable.add(slug)
             shot(page, f"a11y-report-demo-{username}-{width}", full_page=False)
-    assert checked == len(demo) * len(READERS) * len(WIDTHS)
+    assert checked == (len(demo) + 1) * len(WIDTHS)
+    for width, seen in bodies.items():
+        changed = list(difflib.unified_diff(seen["admin"], seen["researcher"], "admin", "researcher", n=2))
+        assert not changed, f"{demo[0]} at {width}px, the report outside the navigation:\n" + "\n".join(changed)
     assert regions > checked  # the wide tables' scroll containers are there to be checked
     assert len(unfocusable) >= 3, unfocusable  # wide tables at 1400 px in several demo studies
     print("reports whose tables scroll sideways at 1400 px:", sorted(unfocusable))
