@@ -3,7 +3,8 @@ files, gunicorn, DEBUG unset) in real Chromium, at a phone's width and a desktop
 
 On every page reachable from the navigation: an answer below 500, the stylesheets and htmx loaded
 (a computed style, `window.htmx`), no request to another host, no horizontal overflow at 390 px and
-1400 px. Screenshots of every page go to test-artifacts/prod/ for a person to look at."""
+1400 px; each role reaches its study's pages, and an annotator no report or item list. Screenshots of every page
+go to test-artifacts/prod/ for a person to look at."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from tests.prod.conftest import ARTIFACTS
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WIDTHS = (1400, 390)
-MAX_PAGES = 40  # per role; paths are deduplicated, query strings ignored
+MAX_PAGES = 60  # per role; paths are deduplicated, query strings ignored
 MAX_DEPTH = 3  # clicks from the home page
 # Links the walk does not follow: leaving the session, or deeper into Django's own admin (its index,
 # linked from the navigation, is walked; its change lists are Django's, not ours).
@@ -180,16 +181,24 @@ def people(db):
 def studies(make_study, people):
     members = {"annotators": [people["annotator"]], "researchers": [people["researcher"]]}
     return [make_study("rrgen-001", **members), make_study("aqua-003", **members),
-            make_study("feedback-000", status="draft", **members)]
+            make_study("feedback-000", status="draft", **members),
+            make_study("aqua-003", slug="closed-aqua-003", status="closed", annotators=[people["annotator"]])]
 
 
 @pytest.mark.parametrize("role", ["admin", "annotator", "researcher"])
 def test_every_page_from_the_navigation_works_at_both_widths(browser, prod_server, people, studies, role):
-    walked = walk(browser, prod_server, people[role], role)
-    study = studies[0]
-    expected = {"admin": f"/studies/{study.slug}/manage/", "annotator": f"/studies/{study.slug}/rate/",
-                "researcher": f"/studies/{study.slug}/report/"}[role]
-    assert "/" in walked and expected in walked, walked
+    """Each role reaches its study's pages from the navigation, and an annotator no report or item list."""
+    walked = set(walk(browser, prod_server, people[role], role))
+    study = f"/studies/{studies[0].slug}/"
+    assert "/" in walked
+    if role in ("admin", "researcher"):
+        judges = f"/judges{study}"
+        assert {f"{study}report/", f"{study}plan/", f"{study}progress/", f"{study}datasets/", judges,
+                f"{judges}gold/", f"{judges}doubt/"} <= walked, sorted(walked)
+    if role == "admin":
+        assert {f"{study}manage/", f"{study}items/"} <= walked, sorted(walked)
+    if role == "annotator":
+        assert f"{study}rate/" in walked and not any("/report/" in p or "/items/" in p for p in walked), walked
 
 
 def test_annotator_rates_an_item_end_to_end(browser, prod_server, people, studies):
