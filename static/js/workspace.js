@@ -32,7 +32,7 @@
       baseTime: parseInt(form.dataset.time || "0", 10) || 0,
       visibleSince: document.visibilityState === "visible" ? performance.now() : null,
       counted: 0,
-      dirty: false, saving: false, again: false, timer: null,
+      dirty: false, saving: false, again: false, timer: null, problem: null,
       current: 1, crit: null, digits: "", digitTimer: null,
       spans: [],
     };
@@ -168,6 +168,7 @@
       if (fs) fs.classList.remove("has-error");
     }
     refreshStates();
+    ws.problem = null;  // an edit may have answered it; the next submit checks again
     if (!ws.autosave) return;
     ws.dirty = true;
     clearTimeout(ws.timer);
@@ -196,7 +197,9 @@
         headers: { "X-CSRFToken": csrf(), "X-Requested-With": "fetch" },
       });
       if (!resp.ok) throw new Error(await resp.text());
-      if (ws === mine) status(gettext("Draft saved") + " " + new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }), false, true);
+      // A refused submit's problem stays on the line until the rater edits: an autosave finishing after it
+      // must not replace what is missing with "Draft saved".
+      if (ws === mine && !mine.problem) status(gettext("Draft saved") + " " + new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }), false, true);
     } catch (err) {
       mine.dirty = true;
       if (ws === mine) status(interpolate(gettext("Not saved yet (%s); retrying…"), [(err.message || gettext("offline")).slice(0, 80)]), true);
@@ -611,6 +614,7 @@
     p.fs.classList.add("has-error");
     if (p.fs.classList.contains("criterion")) setCurrentCriterion(p.fs, true);
     else { const input = $("select, input", p.fs); if (input) input.focus(); }
+    ws.problem = p.text;
     status(p.text, true);
   }
 
@@ -627,6 +631,7 @@
     }
     clearTimeout(ws.timer);
     ws.dirty = false;
+    ws.problem = null;
     ws.form.querySelector("input[name=time_on_task_ms]").value = String(timeOnTask());
     status(gettext("Submitting…"));
   }, true);

@@ -168,5 +168,17 @@ def test_a_half_answered_ranking_is_refused_by_name(page_at, live_server, make_s
     _click(page, "#item-best_worst-worst-2")
     page.select_option("#item-order-rank-1", "1")
     page.click("button.submit-btn")
-    assert "Ranking" in page.inner_text("#save-status") or page.locator(".error-summary").count()
+    # The page refuses it before sending and names what is missing on the status line ...
+    page.wait_for_function("() => document.querySelector('#save-status').textContent.includes('Ranking')")
+    assert page.locator(".criterion.has-error").count() == 1
+    # ... and the autosave that the last edit scheduled, finishing after the refusal, does not replace it.
+    assignment = Assignment.objects.get(rater=rater)
+    for _ in range(100):
+        assignment.refresh_from_db()
+        if assignment.draft:
+            break
+        page.wait_for_timeout(100)
+    assert assignment.draft, "the draft was never saved"
+    page.wait_for_timeout(300)  # time for the draft's answer to reach the page
+    assert "Ranking" in page.inner_text("#save-status")
     assert not Rating.objects.filter(assignment__rater=rater).exists()

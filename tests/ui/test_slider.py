@@ -75,7 +75,7 @@ def test_slider_by_keyboard_at_1400(new_context, live_server, slider_study):
     assert [t.get_attribute("data-tick") for t in conf_ticks.all()] == [str(v) for v in range(0, 101, 10)]
     # a submit with nothing placed stores nothing
     page.click(".submit-btn")
-    page.wait_for_timeout(300)
+    page.wait_for_selector("#save-status.bad:has-text('required')")  # refused in the page, the scale named
     assert not Rating.objects.filter(assignment__study=study).exists()
 
     thumb = page.locator(".criterion[data-name$=quality] [role=slider]")
