@@ -125,7 +125,7 @@ def agreement_intervals(report: dict[str, Any]) -> str | None:
                 rows.append((f"{names.get(key, key)} · {label}", s["value"], s.get("bootstrap_ci") or s.get("ci")))
     if not rows:
         return None
-    fig = Figure(figsize=(7, 0.9 + 0.32 * len(rows)))
+    fig = Figure(figsize=(7, 1.2 + 0.32 * len(rows)))
     ax = fig.subplots()
     for y, (label, value, ci) in enumerate(rows):
         color = COLORS[0] if "α" in label else COLORS[1]
@@ -133,11 +133,13 @@ def agreement_intervals(report: dict[str, Any]) -> str | None:
             ax.plot(ci, [y, y], color=color, lw=2, alpha=0.6)
         ax.plot([value], [y], "o", color=color)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, half a row of room around each
     threshold = report.get("settings", {}).get("icc_threshold")
     if threshold is not None:
         ax.axvline(threshold, color=COLORS[3], ls="--", lw=1)
-        ax.text(threshold, -0.7, f" ICC ≥ {threshold:g}", color=COLORS[3], va="bottom")
+        # Just above the axes whatever the number of rows (x in data, y in axes units).
+        ax.text(threshold, 1.0, f" ICC ≥ {threshold:g}", color=COLORS[3], va="bottom",
+                transform=ax.get_xaxis_transform())
     lo = min(0.0, min(min(r[2]) if r[2] else r[1] for r in rows))
     ax.set_xlim(lo - 0.05, 1.02)
     ax.set_xlabel("agreement (95% bootstrap CI)")
