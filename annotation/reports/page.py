@@ -40,7 +40,8 @@ def report_view(report: dict[str, Any], plots: dict[str, Any] | None = None) -> 
             "systems": systems, "accept": accept, "raters": raters,
             "groups": consensus.get("groups", []),
             "comparisons": _comparisons(report, (plots or {}).get("comparisons") or {}),
-            "plot_tables": plot_tables(report), "rater_models": rater_models_view(report)}
+            "plot_tables": plot_tables(report), "rater_models": rater_models_view(report),
+            "scales_shown": [c for c in report.get("criteria", []) if c.get("widget")]}
 
 
 def _comparisons(report: dict[str, Any], plots: dict[str, Any]) -> list[dict[str, Any]]:

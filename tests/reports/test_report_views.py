@@ -201,3 +201,21 @@ def test_other_apps_add_sections_through_the_setting(rated_study, researcher, cl
     html = c.get(reverse("report", args=[rated_study.slug])).content.decode()
     assert "Judges vs humans" in html and "<p id='extra'>hooked 5</p>" in html
     assert report_json(c, rated_study)["sections"] == {"Judges vs humans": {"n": 1}}
+
+
+def _methods_widgets(client, study) -> str:
+    import re
+
+    html = client.get(reverse("report", args=[study.slug])).content.decode()
+    paragraph = re.search(r'<p class="muted" id="methods-widgets">(.*?)</p>', html, re.S).group(1)
+    return " ".join(paragraph.split())
+
+
+def test_the_methods_name_each_scale_shown_or_say_there_was_none(rated_study, make_study, researcher, client_for):
+    client = client_for(researcher)
+    scales = _methods_widgets(client, rated_study)
+    assert scales.startswith("Scales shown to raters (rubric rrgen-001 v")
+    assert "(1–7) as buttons or a number box" in scales and not scales.endswith("; .")
+    labels_only = make_study("aqua-003", researchers=[researcher])  # one criterion, a choice of labels
+    assert _methods_widgets(client, labels_only) == (
+        "Rubric aqua-003 v1 shows raters no scale (no Likert, numeric or confidence criterion).")
