@@ -276,9 +276,12 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # A consumer whose BRPOP connection went stale in a Redis restart (celery#8030, #9054: the worker
 # reconnects, then consumes nothing) is dropped and reconnected once its reply is overdue by the
 # health-check interval: kombu's default of 25 s left a CI run idle for over a minute; a PING
-# every 5 s costs nothing.
+# every 5 s costs nothing. kombu 5.7 looks for unacknowledged messages past the visibility timeout every
+# 10 s but scans only on every 10th look: a chunk whose consumer was lost in a broker restart came back
+# up to 100 s after it was due (a CI run waited 90 s for it). One look, one scan (a ZRANGE a worker).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=900),
-                                   "health_check_interval": env.int("CELERY_BROKER_HEALTH_CHECK_S", default=5)}
+                                   "health_check_interval": env.int("CELERY_BROKER_HEALTH_CHECK_S", default=5),
+                                   "unacked_restore_throttle": 1}
 # Workers look for judge chunks and release builds whose messages the broker lost after each
 # (re)connection and also this often: a message lost without a reconnection the consumer noticed
 # (a Redis restart kombu absorbed below it) would otherwise leave its run waiting forever. 0: only

@@ -261,3 +261,52 @@ def test_a_run_whose_chunks_cannot_be_queued_fails_visibly_and_resumes(private_r
     assert run.status == JudgeRun.Status.DONE, (run.status, run.error)
     assert JudgeScore.objects.filter(run=run).count() == run.n_expected == run.n_scored == 30
     assert duplicated_slots(run) == 0
+
+
+def test_a_chunk_left_unacknowledged_by_a_lost_consumer_comes_back_soon_after_its_visibility_timeout(
+        private_redis, make_study, make_judge, media_root, tmp_path, record_property):
+    """A consumer lost with the broker leaves its delivered chunk in the unacknowledged set, where the lost-work
+    sweep counts it as held: only kombu's restore after the visibility timeout hands it out again. kombu 5.7
+    scans for such messages on every 10th look of its 10 s timer, so the kill -9 restart above once waited
+    100 s for one (CI). Here a run's chunks are published to a queue no worker reads and moved to the
+    unacknowledged set, as a lost consumer of the worker's queue leaves them, after the worker's start-up
+    scan: they must come back within a look or two of their timeout, not ten."""
+    import json
+
+    from judges.fakeserver import running_fake_server
+
+    study = make_study("rrgen-001", items_text=one_output_items(4))
+    log = tmp_path / "worker.log"
+    worker = None
+    parked = f"{QUEUE}-unread"
+    with running_fake_server() as server, app_broker(private_redis.url):
+        judge = make_judge(endpoint=server.base_url, queue=parked, method_options={"chunk_size": 2})
+        try:
+            worker = start_worker(log, queues=QUEUE, redis_url=private_redis.url, visibility_s=VISIBILITY_S,
+                                  name="redis-unacked")
+            wait_for(lambda: "ready." in log.read_text(), 60, what="the worker to start")
+            run = judge_run_start(study=study, judge=judge)
+            client = private_redis.client()
+            wait_for(lambda: client.llen(parked) == 2, 30, what="the run's two chunks to be published")
+            with client.pipeline() as pipe:  # what kombu records when it delivers a message of QUEUE
+                for raw in client.lrange(parked, 0, -1):
+                    message = json.loads(raw)
+                    tag = message["properties"]["delivery_tag"]
+                    pipe.zadd("unacked_index", {tag: time.time()})
+                    pipe.hset("unacked", tag, json.dumps([message, QUEUE, QUEUE]))
+                pipe.delete(parked)
+                pipe.execute()
+            moved = time.monotonic()
+            try:
+                wait_run_ends(run, timeout=60)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{worker_events(log)}") from None
+            back_s = time.monotonic() - moved
+        finally:
+            stop_worker(worker)
+    record_property("visibility_timeout_s", VISIBILITY_S)
+    record_property("restored_after_s", round(back_s, 2))
+    assert run.status == JudgeRun.Status.DONE, (run.status, run.error)
+    assert JudgeScore.objects.filter(run=run).count() == run.n_expected == run.n_scored == 20
+    assert back_s < VISIBILITY_S + 25  # two of kombu's 10 s looks at most; every 10th look took 100 s
+    assert duplicated_slots(run) == 0
