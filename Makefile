@@ -29,10 +29,9 @@ install: $(STAMP)
 install-dev: $(DEV_STAMP)
 
 ## Serve Concord at http://127.0.0.1:8000 with demo studies (embedded PostgreSQL/Redis unless DATABASE_URL/REDIS_URL are set).
+## The docs site builds in the background when its sources changed (config/run_console.py).
 run: install
-	@if [ -x $(VENV)/bin/mkdocs ]; then $(MAKE) --no-print-directory docs || echo "The documentation site did not build (see above); /docs/ serves the last build."; \
-	else echo "The documentation at /docs/ is not built: 'make docs' installs MkDocs (the dev extra's pins) and builds it."; fi
-	$(PY) -m config.launcher run
+	@$(PY) -m config.launcher run
 
 ## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium, spread over two
 ## pytest-xdist workers (tests/parallel.py), one per core of the machine CI runs on; they keep its cores 72%
@@ -49,6 +48,7 @@ DOCS_DEPS = $(shell grep -o '"mkdocs[a-z-]*==[^"]*"' pyproject.toml | tr -d '"')
 docs: install
 	@test -x $(VENV)/bin/mkdocs || $(PY) -m pip install -q $(DOCS_DEPS)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	@touch site/.concord-built
 
 ## The edit-test loop: statistics, judge parsing and methods, services and the API, with no browser, no model
 ## library or server written by others and no worker killed (`make test` is the suite CI and the README run).

@@ -13,13 +13,15 @@ set CONCORD_DEMO_PASSWORD to choose one password for every demo account.
 
 from __future__ import annotations
 
-import os
 from typing import Callable
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from annotation.demo_accounts import ACCOUNTS, ANNOTATORS, demo_account_rows, demo_password
+from annotation.demo_languages import SLUG as LANGUAGES_SLUG
 from annotation.demo_languages import demo_languages_install
+from annotation.demo_progress import demo_progress_done, demo_progress_end, demo_progress_start
 from annotation.models import Study, StudyMember
 from annotation.services.studies import study_members_add
 from annotation.simulation.items import COMPARE_PRESETS, PRESETS
@@ -27,8 +29,6 @@ from annotation.simulation.latent import SPAMMER, STRICT, Knobs
 from annotation.simulation.study import simulated_study_create
 from rubrics.loader import load_preset
 
-ANNOTATORS = ["annotator", "annotator2", "annotator3"]
-ACCOUNTS = {"admin": "admin", **{name: "annotator" for name in ANNOTATORS}, "researcher": "researcher"}
 N_ITEMS = 12
 N_SIM_RATERS = 3
 # Two more simulated raters in each rated (not comparative) study, as a crowd panel has them: one who
@@ -125,10 +125,6 @@ def _training_and_crowd(study: Study, admin) -> None:
                       items_per_participant=5, time_limit_minutes=30)
 
 
-def demo_password(username: str) -> str:
-    return os.environ.get("CONCORD_DEMO_PASSWORD") or f"{username}-demo"
-
-
 @transaction.atomic
 def demo_accounts() -> dict[str, object]:
     users = {}
@@ -147,7 +143,20 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
 
     judges_hook(study, preset, seed) runs after a study's ratings (judge runs, a release)."""
     users = demo_accounts()
-    for seed, preset in enumerate(PRESETS + COMPARE_PRESETS):
+    presets = PRESETS + COMPARE_PRESETS
+    missing = [f"demo-{p}" for p in presets if not Study.objects.filter(slug=f"demo-{p}").exists()]
+    if not Study.objects.filter(slug=LANGUAGES_SLUG).exists():
+        missing.append(LANGUAGES_SLUG)
+    demo_progress_start(missing)
+    try:
+        _demo_studies(users, presets, judges_hook)
+    finally:
+        demo_progress_end()
+    return demo_account_rows()
+
+
+def _demo_studies(users, presets, judges_hook) -> None:
+    for seed, preset in enumerate(presets):
         slug = f"demo-{preset}"
         if Study.objects.filter(slug=slug).exists():
             continue
@@ -166,9 +175,10 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
             _simulated_answers(sim.study, sim.raters)
         if judges_hook is not None:
             judges_hook(sim.study, preset, seed)
+        demo_progress_done(slug)
     demo_languages_install(rubric_version=Study.objects.get(slug="demo-rrgen-001").rubric_version,
                            admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
     from annotation.demo_participants import demo_participant_erasure
 
     demo_participant_erasure(users["admin"], knobs=KNOBS)
-    return [(name, demo_password(name), role) for name, role in ACCOUNTS.items()]
+    demo_progress_done(LANGUAGES_SLUG)

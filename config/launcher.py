@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from config.embedded import services
@@ -21,7 +23,9 @@ PY = sys.executable
 
 def main(argv: list[str]) -> int:
     command, args = (argv[0], argv[1:]) if argv else ("run", [])
-    handler = {"run": _run, "test": _test, "bench": _bench}.get(command)
+    if command == "run":
+        return _serve(args)
+    handler = {"test": _test, "bench": _bench}.get(command)
     if handler is None:
         print(f"usage: python -m config.launcher run|test|bench [args]; got {command!r}", file=sys.stderr)
         return 2
@@ -30,8 +34,16 @@ def main(argv: list[str]) -> int:
         return handler(args)
 
 
-def _manage(*args: str) -> None:
-    subprocess.run([PY, "manage.py", *args], cwd=ROOT, check=True)
+def _serve(args: list[str]) -> int:
+    from config.run_console import Console
+
+    console = Console(DATA / "logs" / "run.log")
+    print("Starting Concord (the servers' logs: .data/logs/run.log)", flush=True)
+    with contextlib.ExitStack() as stack:
+        with console.step("PostgreSQL and Redis"):
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")  # pgserver's platformdirs, harmless
+            os.environ.update(stack.enter_context(services(DATA)))
+        return _run(args, console)
 
 
 # `make run`: a development server on loopback over plain http (config/settings.py LOCAL_SERVING), showing
@@ -39,27 +51,39 @@ def _manage(*args: str) -> None:
 LOCAL_ENV = {"CONCORD_LOCAL_SERVING": "1"}
 
 
-def _run(args: list[str]) -> int:
+def _run(args: list[str], console) -> int:
+    """Serve as soon as the schema is in place; the demo fills in the background (the home page shows how
+    far), the docs site builds in the background when its sources changed. The terminal gets one line a
+    step and the URL with the accounts last; the servers' and tasks' logs go to .data/logs/run.log."""
+    from config.run_console import docs_build_command, migrations_pending, note_migrated
+
     for name, value in LOCAL_ENV.items():
         os.environ.setdefault(name, value)
-    _manage("migrate", "--noinput", "-v", "0")
-    _manage("load_demo")
+    if migrations_pending(ROOT, DATA):
+        with console.step("Database schema"):
+            console.call([PY, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT)
+        note_migrated(ROOT, DATA)
     port = os.environ.get("PORT", "8000")
+    judge_port = os.environ.get("CONCORD_DEMO_JUDGE_PORT", "8011")
     children = [
-        subprocess.Popen([PY, "-m", "celery", "-A", "config", "worker", "-Q", "default,judges", "-c", "2",
-                          "--loglevel", "INFO"], cwd=ROOT),
+        console.start("web server", [PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload",
+                                     "--skip-checks"], cwd=ROOT),
+        console.start("Celery worker", [PY, "-m", "celery", "-A", "config", "worker", "-Q", "default,judges", "-c",
+                                        "2", "--loglevel", "INFO"], cwd=ROOT),
         # The scheduler of config.celery's beat_schedule (e.g. the retention purge), beside the worker.
-        subprocess.Popen([PY, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
-                          "--schedule", str(DATA / "celerybeat-schedule")], cwd=ROOT),
-        subprocess.Popen([PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"], cwd=ROOT),
+        console.start("Celery beat", [PY, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
+                                      "--schedule", str(DATA / "celerybeat-schedule")], cwd=ROOT),
     ]
     # The demo judges' endpoint (judges/simulation.py demo_judge_endpoint): a loopback fake model server,
     # so a judge run started from the demo's pages has something to talk to. Optional: not watched.
-    judge_port = os.environ.get("CONCORD_DEMO_JUDGE_PORT", "8011")
-    helpers = [subprocess.Popen([PY, "-m", "judges.fakeserver", "--port", judge_port, "--latency-ms", "20"], cwd=ROOT,
-                                stdout=subprocess.DEVNULL)]
-    print(f"\nConcord is serving http://127.0.0.1:{port}/  (Ctrl-C stops the web server, worker and databases)\n",
-          flush=True)
+    helpers = [console.start("demo judge server", [PY, "-m", "judges.fakeserver", "--port", judge_port,
+                                                   "--latency-ms", "20"], cwd=ROOT)]
+    demo = console.start("demo", [PY, "manage.py", "load_demo"], cwd=ROOT)
+    docs = docs_build_command(ROOT, PY)
+    docs_job = console.start("docs site", docs, cwd=ROOT) if docs else None
+    with console.step("Web server"):
+        console.wait_for_port(int(port), children)
+    console.serving(f"http://127.0.0.1:{port}/", docs_building=docs_job is not None)
     stop = {"now": False}
 
     def _stop(signum, frame):
@@ -68,11 +92,16 @@ def _run(args: list[str]) -> int:
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     while not stop["now"] and all(child.poll() is None for child in children):
+        console.report_finished(demo, "Demo studies ready", "The demo did not load")
+        if docs_job is not None:
+            console.report_finished(docs_job, "Documentation site built (/docs/)",
+                                    "The documentation site did not build; /docs/ serves the last build")
         time.sleep(0.5)
-    for child in children + helpers:
+    console.report_exits(children)
+    for child in children + helpers + [demo] + ([docs_job] if docs_job else []):
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
-    for child in children + helpers:
+    for child in children + helpers + [demo] + ([docs_job] if docs_job else []):
         try:
             child.wait(timeout=20)
         except subprocess.TimeoutExpired:

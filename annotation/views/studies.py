@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotation.access import is_admin
+from annotation.demo_progress import demo_progress
 from annotation.home import home_cards
 from annotation.forms import StudyCreateForm
 from annotation.services.studies import StudyError, study_create
@@ -24,7 +25,7 @@ def _admin_only(request: HttpRequest) -> HttpResponse | None:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    context = {"cards": home_cards(request.user), "is_admin": is_admin(request.user)}
+    context = {"cards": home_cards(request.user), "is_admin": is_admin(request.user), "demo": demo_progress()}
     return render(request, "annotation/home.html", context)
 
 
