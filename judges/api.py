@@ -42,13 +42,15 @@ class JudgeRunSerializer(serializers.ModelSerializer):
     progress = serializers.SerializerMethodField()
     config = serializers.SerializerMethodField(help_text="The judge's settings when the run started, secrets masked.")
     error = serializers.CharField(source="error_shown", read_only=True)
+    status_label = serializers.CharField(source="get_status_display", read_only=True,
+                                         help_text="The status in words, as the run list shows it.")
 
     class Meta:
         model = JudgeRun
-        fields = ["id", "study", "judge", "status", "criteria", "n_outputs", "n_expected", "n_scored", "n_unparsed",
+        fields = ["id", "study", "judge", "status", "status_label", "criteria", "n_outputs", "n_expected", "n_scored", "n_unparsed",
                   "n_refusal", "n_error", "n_truncated", "tokens_in", "tokens_out", "cost_usd", "error", "created_at",
                   "started_at", "finished_at", "config", "progress", "cost_cap_usd", "pause_reason",
-                  "n_rate_limited", "estimate"]
+                  "n_rate_limited", "estimate", "reused_from", "n_reused"]
 
     def get_progress(self, run: JudgeRun) -> dict:
         return run_progress(run).as_dict()

@@ -39,6 +39,7 @@ class Behaviour:
     garbage: bool = False  # text without any verdict
     logprobs_supported: bool = True
     model: str = "fake-judge"
+    api_key: str | None = None  # when set, a request without `Authorization: Bearer <api_key>` gets 401
     fixed_text: str | None = None  # answer exactly this (for parser tests through HTTP)
     # (prompt, model) -> the answer, or None for the default one: lets a simulation answer per prompt
     # (judges/simulation.py answers from the latent truth, in the prompt's own output format).
@@ -56,6 +57,9 @@ class Stats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     authorization: str | None = None  # the last Authorization header seen
+    # sum over completion requests of the output cap each carried (max_completion_tokens or max_tokens) x n:
+    # what the requests let the provider bill, read from the wire
+    output_caps: int = 0
 
 
 def text_hash(text: str) -> int:
@@ -172,6 +176,13 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout test)
 
+    def _unauthorised(self) -> bool:
+        want = self.server.behaviour.api_key
+        if want is None or self.headers.get("Authorization") == f"Bearer {want}":
+            return False
+        self._send(401, b'{"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}')
+        return True
+
     def do_GET(self) -> None:
         with self.server.lock:
             self.server.stats.requests += 1
@@ -180,6 +191,8 @@ class _Handler(BaseHTTPRequestHandler):
                 body = json.dumps(asdict(self.server.stats)).encode()
             return self._send(200, body)
         if self.path.rstrip("/").endswith("/models"):
+            if self._unauthorised():
+                return
             b = self.server.behaviour
             return self._send(200, json.dumps({"object": "list", "data": [
                 {"id": b.model, "object": "model", "owned_by": "concord-fake"}]}).encode())
@@ -205,6 +218,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if n is None:
                 return self._send(404, b'{"error": {"message": "not found"}}')
+            if self._unauthorised():
+                return
             self._complete(path, raw, n, b)
         finally:
             with srv.lock:
@@ -238,7 +253,9 @@ class _Handler(BaseHTTPRequestHandler):
         if b.garbage:
             text = "lorem ipsum " * 5 + "the quick brown fox"
         finish = "stop"
-        max_tokens = int(req.get("max_tokens") or 512)
+        max_tokens = int(req.get("max_completion_tokens") or req.get("max_tokens") or 512)
+        with self.server.lock:
+            self.server.stats.output_caps += max_tokens * int(req.get("n") or 1)
         words = text.split(" ")
         if b.truncate or len(words) > max_tokens:
             text = " ".join(words[: max(1, min(max_tokens, len(words) // 2))])

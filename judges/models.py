@@ -68,18 +68,20 @@ class JudgeRun(models.Model):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         DONE = "done", "Done"
+        DONE_WITH_ERRORS = "done_with_errors", "Done with errors"  # every slot has its row, some of them errors
         CANCELLED = "cancelled", "Cancelled"
-        FAILED = "failed", "Failed"
+        FAILED = "failed", "Failed"  # no call succeeded (or the run could not go on): left out of reports
         PAUSED = "paused", "Paused"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
+    FINISHED = (Status.DONE, Status.DONE_WITH_ERRORS)  # ended with verdicts: what reports and reuse read
     OPEN = (Status.QUEUED, Status.RUNNING, Status.PAUSED)  # not ended: one per judge and study
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_runs")
     judge = models.ForeignKey(JudgeConfig, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     config = models.JSONField(help_text="Snapshot of the judge's configuration when the run started.")
     criteria = models.JSONField(default=list, help_text="Criterion keys this run scores per output.")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     n_outputs = models.PositiveIntegerField(default=0)
     n_expected = models.PositiveIntegerField(default=0, help_text="(output, criterion) pairs to score.")
     # Live: each chunk adds the scores it inserted, in the same transaction (judges.services.runs
@@ -104,6 +106,7 @@ class JudgeRun(models.Model):
     key_parts = models.JSONField(default=dict, blank=True)
     reused_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
                                     help_text="The finished run with the same key whose scores this run copied.")
+    n_reused = models.PositiveIntegerField(default=0, help_text="Scores copied from reused_from (no model was asked).")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -197,8 +197,26 @@ def _plot_table(humans: np.ndarray, judges: Mapping[str, np.ndarray], criterion:
 def finished_runs_inputs(study: Study) -> str:
     """What the judges' report sections read besides the ratings (annotation.reports.sections): the
     study's finished runs as they stand (a run finished again, after a resume, has a new finish time)."""
-    return repr(list(JudgeRun.objects.filter(study=study, status=JudgeRun.Status.DONE).order_by("pk").values_list(
-        "pk", "finished_at", "n_scored", "n_unparsed", "n_refusal", "n_error", "criteria", "config")))
+    return repr(list(JudgeRun.objects.filter(study=study, status__in=(*JudgeRun.FINISHED, JudgeRun.Status.FAILED))
+                     .order_by("pk").values_list("pk", "status", "finished_at", "n_scored", "n_unparsed", "n_refusal",
+                                                 "n_error", "criteria", "config")))
+
+
+def failed_runs(study: Study) -> list[dict[str, Any]]:
+    """The failed runs the section leaves out, each with why: the latest of each judge that has
+    not finished a run since (a failed run has no verdict to compare; a later finished one speaks)."""
+    finished_after: dict[str, Any] = {}
+    for name, at in JudgeRun.objects.filter(study=study, status__in=JudgeRun.FINISHED).values_list(
+            "config__name", "created_at"):
+        finished_after[name] = max(at, finished_after.get(name, at))
+    out, seen = [], set()
+    for run in JudgeRun.objects.filter(study=study, status=JudgeRun.Status.FAILED).order_by("-created_at"):
+        if run.name in seen or (run.name in finished_after and finished_after[run.name] > run.created_at):
+            continue
+        seen.add(run.name)
+        out.append({"id": run.pk, "judge": run.name, "status": run.status,
+                    "reason": (run.error_shown or "no call succeeded").splitlines()[0][:300]})
+    return out[:MAX_RUNS]
 
 
 def _against_modelled(humans: np.ndarray, judges: Mapping[str, np.ndarray], n_classes: int) -> dict[str, Any] | None:
@@ -216,17 +234,23 @@ def _against_modelled(humans: np.ndarray, judges: Mapping[str, np.ndarray], n_cl
 
 
 def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    runs = list(JudgeRun.objects.filter(study=study, status=JudgeRun.Status.DONE).order_by("-finished_at")[:MAX_RUNS])
-    if not runs:
+    runs = list(JudgeRun.objects.filter(study=study, status__in=JudgeRun.FINISHED).order_by("-finished_at")[:MAX_RUNS])
+    left_out = failed_runs(study)
+    if not runs and not left_out:
         return None
+    if not runs:
+        return {"title": TITLE, "template": "judges/report_section.html",
+                "context": {"runs": [], "criteria": [], "answers": [], "left_out": left_out,
+                            "note": "No judge run finished: the failed ones below are left out."},
+                "data": {"runs": [], "criteria": {}, "left_out": left_out}}
     judged = {k for r in runs for k in (r.criteria or [])}
     crits = [c for c in study.rubric.get("criteria", []) if criterion_measure(c) and c["key"] in judged]
     answers = answer_counts(runs)
-    context: dict[str, Any] = {"runs": runs, "criteria": [], "answers": answers}
+    context: dict[str, Any] = {"runs": runs, "criteria": [], "answers": answers, "left_out": left_out}
     data: dict[str, Any] = {"runs": [{"id": r.pk, "judge": r.name, "method": r.config.get("method"),
                                       "model": r.config.get("model"),
                                       "answers": {k: v for k, v in a.items() if k != "run"}}
-                                     for r, a in zip(runs, answers)], "criteria": {}}
+                                     for r, a in zip(runs, answers)], "criteria": {}, "left_out": left_out}
     if not crits:
         context["note"] = "The finished judge runs score no criterion that the report analyses."
         return {"title": TITLE, "template": "judges/report_section.html", "context": context, "data": data}

@@ -267,7 +267,7 @@ def _win_rates(items: np.ndarray, systems: np.ndarray, scores: np.ndarray, human
 
 
 def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    runs = list(JudgeRun.objects.filter(study=study, status=JudgeRun.Status.DONE).order_by("-finished_at")[:MAX_RUNS])
+    runs = list(JudgeRun.objects.filter(study=study, status__in=JudgeRun.FINISHED).order_by("-finished_at")[:MAX_RUNS])
     if not runs:
         return None
     pairwise = _pairwise_runs(study, runs)

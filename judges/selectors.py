@@ -110,3 +110,59 @@ def judges_by_study() -> list[StudyJudges]:
     if unused:
         out.append(StudyJudges(None, unused))
     return out
+
+
+@dataclass(frozen=True)
+class JudgeChoice:
+    """One judge as the run form offers it on a study."""
+
+    judge: JudgeConfig
+    fits: bool  # it can score the study's rubric
+    note: str  # why it cannot, or the protocol it was made for; "" when it plainly fits
+    rank: int  # 0 ran on this rubric, 1 never ran, 2 made for another rubric, 3 cannot score it
+
+
+def _cannot_score(judge: JudgeConfig, study: Study) -> str:
+    """Why `judge` cannot score the study's rubric ("" when it can): its criteria, its label or
+    comparison key, or its prompts do not fit."""
+    from judges.services.engine import output_criteria
+    from judges.services.run_keys import run_key_parts
+    from judges.services.runs import judge_config_dict
+
+    config = judge_config_dict(judge)
+    rubric = study.rubric
+    try:
+        criteria = output_criteria(config, rubric)
+        known = {c["key"] for c in rubric.get("criteria", [])}
+        missing = [k for k in criteria if k not in known]
+        if missing:
+            return f"it scores {', '.join(missing)}, which this rubric does not have"
+        run_key_parts(config, rubric, criteria, study.rubric_version_id)  # renders its prompts for the rubric
+    except (ValueError, KeyError) as exc:
+        return str(exc) or type(exc).__name__
+    return ""
+
+
+def judges_for_study(study: Study) -> list[JudgeChoice]:
+    """Every judge for the study's run form, those that fit first: the ones that ran on this
+    rubric, then the ones never run, then those made for another rubric (every run of theirs is on
+    studies of other protocols), then the ones that cannot score it, each saying why."""
+    rubric_id = study.rubric_version.rubric_id
+    ran_on: dict[int, dict[int, str]] = {}
+    for judge_id, rid, slug in (JudgeRun.objects.filter(judge__isnull=False).order_by()
+                                .values_list("judge_id", "study__rubric_version__rubric_id",
+                                             "study__rubric_version__rubric__slug").distinct()):
+        ran_on.setdefault(judge_id, {})[rid] = slug
+    out = []
+    for judge in JudgeConfig.objects.all():
+        why = _cannot_score(judge, study)
+        rubrics = ran_on.get(judge.pk, {})
+        if why:
+            out.append(JudgeChoice(judge, False, f"cannot score this rubric: {why}", 3))
+        elif rubric_id in rubrics:
+            out.append(JudgeChoice(judge, True, "", 0))
+        elif not rubrics:
+            out.append(JudgeChoice(judge, True, "", 1))
+        else:
+            out.append(JudgeChoice(judge, True, f"made for {', '.join(sorted(rubrics.values()))}", 2))
+    return sorted(out, key=lambda c: (c.rank, c.judge.name))

@@ -275,7 +275,7 @@ def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
                                 knobs=JUDGE_KNOBS, seed=seed, worker="no", max_cost_usd=DEMO_CAP_USD)
     # The simulation's server is gone now; point the judges at the one `make run` keeps.
     JudgeConfig.objects.filter(pk__in=[r.judge_id for r in runs]).update(endpoint=demo_judge_endpoint())
-    done = [r for r in runs[:2] if r.status == JudgeRun.Status.DONE]
+    done = [r for r in runs[:2] if r.status in JudgeRun.FINISHED]
     if len(done) == 2 and methods[0] not in ("ranking", "best_worst"):  # juries combine scores and pair verdicts
         jury_create(study=study, runs=done, combine="mean", quorum=2, name=f"{preset}-jury")
     systems = study_systems(study)

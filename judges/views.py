@@ -20,7 +20,7 @@ from annotation.models import Item, Study
 from judges.config import JudgeConfigError
 from judges.models import JudgeConfig, JudgeRun
 from judges.routing_plot import intervals_over_time
-from judges.selectors import judges_by_study, run_key_comparison, run_progress, study_runs
+from judges.selectors import judges_by_study, judges_for_study, run_key_comparison, run_progress, study_runs
 from judges.services import gold as gold_svc
 from judges.services.configs import judge_configs_load
 from judges.services.doubt import SIGNALS, Thresholds
@@ -107,11 +107,11 @@ def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
     can_write = is_admin(request.user)
     runs = study_runs(study)
     context = {"study": study, "rows": [_run_context(request, r) for r in runs], "can_write": can_write,
-               "judges": JudgeConfig.objects.all() if can_write else [], "signals": SIGNALS,
+               "judges": judges_for_study(study) if can_write else [], "signals": SIGNALS,
                "targets": Study.objects.filter(rubric_version__rubric=study.rubric_version.rubric)
                .exclude(pk=study.pk).exclude(status=Study.Status.CLOSED) if can_write else [],
                "thresholds": Thresholds(), "combine": COMBINE,
-               "finished": [r for r in runs if r.status == JudgeRun.Status.DONE], **_routing_context(study)}
+               "finished": [r for r in runs if r.status in JudgeRun.FINISHED], **_routing_context(study)}
     return render(request, "judges/study.html", context)
 
 
@@ -133,7 +133,9 @@ def _amount(text: str | None) -> float | None:
 def run_estimate_view(request: HttpRequest, slug: str) -> HttpResponse:
     """The run form's estimate for the chosen judge (an htmx fragment)."""
     study = get_study_for_admin(request.user, slug)
-    judge = get_object_or_404(JudgeConfig, pk=request.GET.get("judge") or 0)
+    if not request.GET.get("judge"):  # no judge can score this study: every option is disabled
+        return render(request, "judges/study.html#estimate", {})
+    judge = get_object_or_404(JudgeConfig, pk=request.GET.get("judge"))
     context: dict = {"estimate_judge": judge.name}
     try:
         est = run_estimate(study=study, config=judge_config_snapshot(judge, study))
@@ -315,7 +317,7 @@ def doubt_view(request: HttpRequest, slug: str) -> HttpResponse:
     """GET: which items the chosen runs are unsure about (researchers too). POST (admins): send them to a study."""
     study = get_study_for_reader(request.user, slug)
     data = request.POST if request.method == "POST" else request.GET
-    all_runs = [r for r in study_runs(study) if r.status in (JudgeRun.Status.DONE, JudgeRun.Status.CANCELLED)]
+    all_runs = [r for r in study_runs(study) if r.status in (*JudgeRun.FINISHED, JudgeRun.Status.CANCELLED)]
     chosen = data.getlist("runs")
     runs = [r for r in all_runs if not chosen or str(r.pk) in chosen]
     signals = [s for s in data.getlist("signals") if s in SIGNALS] or list(SIGNALS)

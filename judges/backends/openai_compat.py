@@ -71,17 +71,19 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
 def build_body(request: JudgeRequest, config: ProviderSettings) -> tuple[str, dict[str, Any]]:
     """(path under the API root, JSON body) for one request, as the config's provider builds it."""
     provider = get_provider(config.provider)
-    body = provider.body(config, request)
-    body.update(config.extra_body)
+    body = provider.request_body(config, request)
     return provider.url(config, request).removeprefix(api_root(config.base_url)), body
 
 
-def request_tokens(body: dict[str, Any]) -> int:
+def request_tokens(body: dict[str, Any], provider: str | None = None) -> int:
     """What a provider's tokens-per-minute limit counts for a body: its input (approximated) and the
-    most it may generate."""
+    most it may generate (the same bound the run estimate counts)."""
     from judges.tokens import approximate
 
-    out = int(body.get("max_completion_tokens") or body.get("max_tokens") or 0) * int(body.get("n") or 1)
+    try:
+        out = get_provider(provider).output_limit(body)
+    except ValueError:
+        out = 0
     return approximate(body.get("messages"), body.get("prompt")) + out
 
 
@@ -101,7 +103,14 @@ class OpenAICompatBackend(Backend):
         self.limiter: Any = None  # judges.ratelimit.SharedRateLimiter when the judge sets rpm/tpm
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.config.model, "provider": self.provider.name}
+        """Who answers (the response cache's key): another server or another key's account may answer
+        otherwise, so the API root and the key's variable are part of it."""
+        ident = {"backend": self.name, "model": self.config.model, "provider": self.provider.name,
+                 "endpoint": self.provider.models_url(self.config).removesuffix("/models"),
+                 "key_env": self.config.api_key_env or ""}
+        if self.config.extra_body:
+            ident["extra_body"] = self.config.extra_body
+        return ident
 
     def _headers(self) -> dict[str, str]:
         return self.provider.headers(self.config, api_key(self.config))
@@ -131,7 +140,7 @@ class OpenAICompatBackend(Backend):
         import httpx
 
         if self.limiter is not None:
-            await self.limiter.acquire(request_tokens(req.json))
+            await self.limiter.acquire(request_tokens(req.json, self.provider.name))
         async with sem:
             start = time.perf_counter()
             try:

@@ -91,6 +91,17 @@ def build_request(judge: Mapping[str, Any], request: JudgeRequest, *, mask_key: 
     return out.masked() if mask_key else out
 
 
+def output_limit(judge: Mapping[str, Any], request: JudgeRequest) -> int:
+    """The most output tokens `judge` may be billed for `request`: read from the body it sends
+    (Provider.output_limit), so the estimate and the cap count exactly what the request allows. A
+    local model generates at most max_tokens per answer (one scored token in logprob mode)."""
+    if judge.get("backend") != "openai":
+        return (1 if request.mode == "logprob" else request.max_tokens) * request.n
+    settings = settings_from_judge(judge)
+    provider = get_provider(settings.provider)
+    return provider.output_limit(provider.request_body(settings, request))
+
+
 def read_response(judge: Mapping[str, Any], status: int, raw: bytes | str | Mapping[str, Any],
                   retry_after: float | None = None) -> JudgeResponse:
     """The provider's answer read back; raises the BackendError a non-200 status maps to."""
@@ -110,5 +121,5 @@ def check_judge(judge: Mapping[str, Any], path: Any) -> list[Problem]:
 
 
 __all__ = ["HttpRequest", "Provider", "ProviderSettings", "PROVIDERS", "NAMES", "GENERIC", "build_request",
-           "read_response", "request_for_judge", "settings_from_judge", "get_provider", "check_judge", "canonical",
+           "read_response", "output_limit", "request_for_judge", "settings_from_judge", "get_provider", "check_judge", "canonical",
            "is_reasoning_model", "mask_secret"]

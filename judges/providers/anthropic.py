@@ -73,8 +73,11 @@ class Anthropic(Provider):
         return problems
 
     def url(self, settings: ProviderSettings, request: JudgeRequest) -> str:
+        return self.models_url(settings).removesuffix("/models") + "/messages"
+
+    def models_url(self, settings: ProviderSettings) -> str:
         root = settings.base_url.rstrip("/")
-        return (root if root.endswith("/v1") else root + "/v1") + "/messages"
+        return (root if root.endswith("/v1") else root + "/v1") + "/models"
 
     def headers(self, settings: ProviderSettings, api_key: str | None) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "anthropic-version": API_VERSION, **settings.own_headers()}

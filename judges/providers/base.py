@@ -103,6 +103,10 @@ class Provider:
     def url(self, settings: ProviderSettings, request: JudgeRequest) -> str:
         raise NotImplementedError
 
+    def models_url(self, settings: ProviderSettings) -> str:
+        """The provider's list of models: one cheap GET that needs the key (the run's preflight)."""
+        raise NotImplementedError
+
     def headers(self, settings: ProviderSettings, api_key: str | None) -> dict[str, str]:
         headers = {"Content-Type": "application/json", **settings.own_headers()}
         if api_key:
@@ -112,10 +116,25 @@ class Provider:
     def body(self, settings: ProviderSettings, request: JudgeRequest) -> dict[str, Any]:
         raise NotImplementedError
 
-    def build(self, settings: ProviderSettings, request: JudgeRequest, *, api_key: str | None = None) -> HttpRequest:
+    def request_body(self, settings: ProviderSettings, request: JudgeRequest) -> dict[str, Any]:
+        """The JSON body as sent: the provider's fields, then the judge's extra_body over them."""
         body = self.body(settings, request)
         body.update(settings.extra_body)
-        return HttpRequest("POST", self.url(settings, request), self.headers(settings, api_key), body)
+        return body
+
+    def build(self, settings: ProviderSettings, request: JudgeRequest, *, api_key: str | None = None) -> HttpRequest:
+        return HttpRequest("POST", self.url(settings, request), self.headers(settings, api_key),
+                           self.request_body(settings, request))
+
+    def output_limit(self, body: Mapping[str, Any]) -> int:
+        """The most output tokens a request with this body lets the provider generate, and so bill:
+        its cap as sent (hidden reasoning and thinking budgets come out of it) times the answers it
+        asks for. The run estimate and the cost cap count this; ValueError for a body with no cap."""
+        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        if not cap:
+            raise ValueError("the request carries no output-token cap (max_tokens), so its cost has no bound; "
+                             "set sampling.max_tokens and leave it out of backend_options.extra_body")
+        return int(cap) * int(body.get("n") or 1)
 
     # ----------------------------------------------------------------------------- answers
     def read(self, data: Any, model: str) -> JudgeResponse:

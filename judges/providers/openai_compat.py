@@ -29,6 +29,9 @@ class OpenAICompatible(Provider):
     def root(self, settings: ProviderSettings) -> str:
         return api_root(settings.base_url)
 
+    def models_url(self, settings: ProviderSettings) -> str:
+        return self.root(settings) + "/models"
+
     def url(self, settings: ProviderSettings, request: JudgeRequest) -> str:
         chat = request.messages is not None or self.chat_only
         return self.root(settings) + ("/chat/completions" if chat else "/completions")

@@ -4,8 +4,9 @@ The prompts are rendered by the method itself: the run's own code path (engine.j
 is driven with a backend that records each request and sends nothing, on every item up to
 SAMPLE_ITEMS (beyond that, on evenly spread items, scaled up, and the estimate says so).
 Input tokens come from judges.tokens (the model's tokenizer where one is here, else an
-approximation that says so); output tokens are the most the judge allows (max_tokens x n per
-call, 1 per call in logprob mode); cost at the judge's prices (its batch prices for a batch
+approximation that says so); output tokens are the most the requests allow: each request's
+output cap as its provider puts it in the body (judges.providers.output_limit: reasoning and
+thinking budgets included, times n), summed over the calls; cost at the judge's prices (its batch prices for a batch
 judge); time at the judge's requests- and tokens-per-minute limits.
 """
 
@@ -18,6 +19,7 @@ from annotation.models import Item, Study
 from judges.backends.base import Backend, JudgeRequest, Result
 from judges.backends.errors import PermanentBackendError
 from judges.config import COMMON_METHOD_OPTIONS, METHOD_OPTIONS
+from judges.providers import output_limit
 from judges.services import engine
 from judges.services.run_items import item_payload
 from judges.tokens import token_counter
@@ -75,7 +77,7 @@ def _one_judge(config: Mapping[str, Any], rubric: Mapping[str, Any], items: Sequ
     requests = _requests(config, rubric, criteria, items)
     counter = token_counter(config)
     tokens_in = sum(counter.count(r.messages, r.prompt) for r in requests)
-    tokens_out = sum((1 if r.mode == "logprob" else r.max_tokens) * r.n for r in requests)
+    tokens_out = sum(output_limit(config, r) for r in requests)
     price = engine.pricing(config)
     return {"calls": round(len(requests) * scale), "input_tokens": round(tokens_in * scale),
             "max_output_tokens": round(tokens_out * scale),

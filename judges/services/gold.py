@@ -165,7 +165,7 @@ def ensemble_weights_from_gold(study: Study, judge_names: Sequence[str]) -> list
         raise GoldError(f"weights: gold needs gold labels for {criterion!r} on the study's items")
     preds = []
     for name in judge_names:
-        run = (JudgeRun.objects.filter(study=study, config__name=name, status=JudgeRun.Status.DONE)
+        run = (JudgeRun.objects.filter(study=study, config__name=name, status__in=JudgeRun.FINISHED)
                .exclude(config__has_key="members").order_by("-finished_at").first())  # its run alone
         if run is None:
             raise GoldError(f"weights: gold needs a finished run of judge {name!r} on this study "

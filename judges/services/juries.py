@@ -101,7 +101,7 @@ def jury_create(*, study: Study, runs: Sequence[JudgeRun], combine: str = "mean"
     if len(runs) < 2:
         raise JuryError("a jury needs at least two finished runs")
     for run in runs:
-        if run.study_id != study.pk or run.status != JudgeRun.Status.DONE:
+        if run.study_id != study.pk or run.status not in JudgeRun.FINISHED:
             raise JuryError(f"run {run.pk} is not a finished run of this study")
     quorum = len(runs) if quorum is None else quorum
     if not 1 <= quorum <= len(runs):

@@ -176,7 +176,7 @@ def routing_refresh(*, study: Study) -> dict[str, Any]:
     routing = StudyRouting.objects.filter(study=study).first()
     if routing is None or not routing.enabled:
         return {}
-    runs = list(JudgeRun.objects.filter(study=study, status=JudgeRun.Status.DONE))
+    runs = list(JudgeRun.objects.filter(study=study, status__in=JudgeRun.FINISHED))
     reasons: dict[int, set[str]] = defaultdict(set)
     for item_id, found in (find_doubtful(runs) if runs else {}).items():
         reasons[int(item_id)].update(found["reasons"])

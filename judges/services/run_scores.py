@@ -135,8 +135,25 @@ def add_to_totals(*, run_id: int, inserted: Sequence[tuple]) -> None:
         cost_usd=F("cost_usd") + sum(row[3] for row in inserted))
 
 
+def outcome(run: JudgeRun) -> tuple[str, str]:
+    """(status, error) of a run every slot of which has its row: `failed` when no call succeeded
+    (every row an error: a run with nothing to report, however many slots it counts), `done with
+    errors` when some did not, else `done`."""
+    if run.n_error and run.n_error >= run.n_done:
+        first = (JudgeScore.objects.filter(run=run, status="error").order_by("id")
+                 .values_list("detail", flat=True).first() or {})
+        texts = [v for v in first.values() if isinstance(v, str)]
+        texts += [x for v in first.values() if isinstance(v, list) for x in v if isinstance(x, str) and x]
+        why = "; ".join(dict.fromkeys(texts))
+        return JudgeRun.Status.FAILED, (f"no call succeeded: all {run.n_error} slots ended in error"
+                                        + (f"; the first: {why}" if why else ""))[:2000]
+    if run.n_error:
+        return JudgeRun.Status.DONE_WITH_ERRORS, run.error
+    return JudgeRun.Status.DONE, run.error
+
+
 def judge_run_finish_if_complete(*, run_id: int, recount: bool = False) -> bool:
-    """Mark the run done once every slot has its score; exactly one caller wins and writes the files.
+    """End the run (done, done with errors or failed: `outcome`) once every slot has its score; exactly one caller wins and writes the files.
 
     The live counters say when to look; the run ends only on a recount of its scores (once a run,
     in the transaction that ends it), so counters that drifted (scores deleted under a running
@@ -155,8 +172,9 @@ def judge_run_finish_if_complete(*, run_id: int, recount: bool = False) -> bool:
         judge_run_refresh_totals(run=run)
         if run.n_done < run.n_expected:
             return False
-        run.status, run.finished_at = JudgeRun.Status.DONE, timezone.now()
-        run.save(update_fields=["status", "finished_at"])
+        run.status, run.error = outcome(run)
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "error", "finished_at"])
     from judges.services.files import write_run_files
     from annotation.services.routing_flag import routing_refresh_request
 

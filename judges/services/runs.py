@@ -30,6 +30,7 @@ from judges.services.estimate import run_estimate
 from judges.services.run_items import (
     enqueue_chunks, enqueue_items, item_output_counts, item_payload, make_chunks, missing_item_ids, slots_per_item,
 )
+from judges.services.preflight import preflight_problem
 from judges.services.run_keys import run_key, run_key_parts
 from judges.services.run_scores import (
     ChunkOutcome, judge_run_finish_if_complete, judge_run_refresh_totals, write_judged,
@@ -124,7 +125,7 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None, max_cost_usd
         Study.objects.select_for_update().get(pk=study.pk)  # one start at a time per study
         if JudgeRun.objects.filter(study=study, judge=judge, status__in=JudgeRun.OPEN).exists():
             raise JudgeRunError(f"judge {judge.name} already has a run in progress on this study")
-        previous = (JudgeRun.objects.filter(study=study, key=key, status=JudgeRun.Status.DONE)
+        previous = (JudgeRun.objects.filter(study=study, key=key, status__in=JudgeRun.FINISHED)
                     .order_by("-finished_at").first() if reuse else None)
         run = JudgeRun.objects.create(study=study, judge=judge, config=config, criteria=criteria,
                                       n_outputs=n_outputs, n_expected=n_expected, created_by=user,
@@ -133,7 +134,8 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None, max_cost_usd
         if previous is None:
             enqueue_chunks(run, make_chunks(counts, config_chunk_size(config)))
             return run
-        _copy_scores(previous, run)
+        run.n_reused = _copy_scores(previous, run)
+        run.save(update_fields=["n_reused"])
         judge_run_refresh_totals(run=run)
         missing = missing_item_ids(run)  # items added since the previous run, and its failed slots
         if missing:
@@ -164,6 +166,12 @@ def _copy_scores(source: JudgeRun, target: JudgeRun) -> int:
         return cursor.rowcount
 
 
+def judge_run_fail(*, run_id: int, error: str) -> bool:
+    """End an active run as failed, saying why; False if it was no longer active."""
+    return bool(JudgeRun.objects.filter(pk=run_id, status__in=JudgeRun.ACTIVE).update(
+        status=JudgeRun.Status.FAILED, error=error[:2000], finished_at=timezone.now()))
+
+
 def judge_run_cancel(*, run: JudgeRun) -> JudgeRun:
     """Stop handing out work: chunks not yet started see the flag and do nothing."""
     with transaction.atomic():
@@ -185,15 +193,15 @@ def judge_run_resume(*, run: JudgeRun) -> JudgeRun:
     with transaction.atomic():
         run = JudgeRun.objects.select_for_update().get(pk=run.pk)
         errors = JudgeScore.objects.filter(run=run, status="error")
-        if run.status == JudgeRun.Status.DONE:
-            # A backend that was down longer than the retries last leaves a done run full of
-            # errors; without this its only cure was a whole new run.
+        if run.status in JudgeRun.FINISHED:
+            # A backend that was down longer than the retries last leaves a run done with errors;
+            # without this its only cure was a whole new run.
             if not errors.exists():
                 raise JudgeRunError("this run is done and none of its slots failed: nothing to resume")
         elif run.status == JudgeRun.Status.PAUSED:
             raise JudgeRunError(f"this run is paused: {run.pause_reason or 'raise its cap to resume it'}")
         elif run.status not in (JudgeRun.Status.CANCELLED, JudgeRun.Status.FAILED):
-            raise JudgeRunError(f"only a cancelled, failed or done-with-errors run can be resumed "
+            raise JudgeRunError(f"only a cancelled, failed or done with errors run can be resumed "
                                 f"(this one is {run.status})")
         if errors.delete()[0]:
             judge_run_refresh_totals(run=run)
@@ -305,6 +313,14 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         judge_run_finish_if_complete(run_id=run.pk, recount=True)
         return outcome
 
+    problem = preflight_problem(run.config)
+    if problem and problem.transient and not final_attempt:  # e.g. a server still starting: ask nothing yet
+        outcome.retry, outcome.skipped = True, "endpoint unreachable"
+        return outcome
+    if problem:  # this worker cannot ask the judge: fail the run now, saying why, not with a row of errors
+        judge_run_fail(run_id=run.pk, error=problem.why)
+        outcome.skipped = "failed"
+        return outcome
     if batch_run(run.config):
         return batch_chunk_process(run=run, payloads=payloads, pending=pending, where=where)
     reserved = 0.0
@@ -321,8 +337,7 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         judged = asyncio.run(_judge(run.config, run.study.rubric, payloads, pending, cache, limiter))
     except Exception as exc:  # a bug or a broken configuration: fail the run visibly, never loop on it
         log.exception("judge run %s failed", run.pk)
-        JudgeRun.objects.filter(pk=run.pk, status__in=JudgeRun.ACTIVE).update(
-            status=JudgeRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now())
+        judge_run_fail(run_id=run.pk, error=f"{type(exc).__name__}: {exc}")
         cost_release(run_id=run.pk, amount=reserved)
         return outcome
     finally:

@@ -124,6 +124,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.advance()
             parts = self.path.strip("/").split("/")
             st = self.server.state
+            if parts == ["v1", "models"]:  # both list models (a run's preflight asks, with the key)
+                return self._send(200, {"data": [{"id": "batch-double", "object": "model"}], "object": "list"})
             if self.server.api == "openai":
                 if parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in st.batches:
                     return self._send(200, self.server.public(st.batches[parts[2]]))

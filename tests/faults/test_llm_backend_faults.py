@@ -88,21 +88,18 @@ def test_backend_down_at_start_then_up_completes_with_nothing_invented(celery_wo
     assert asked == SLOTS  # the server, once up, was asked each slot exactly once
 
 
-def test_backend_down_past_every_retry_records_errors_then_resume_completes(celery_worker_session, make_study,
-                                                                            make_judge, media_root,
-                                                                            record_property):
+def test_backend_down_past_every_retry_fails_the_run_then_resume_completes(celery_worker_session, make_study,
+                                                                           make_judge, media_root,
+                                                                           record_property):
     study = make_study("rrgen-001")
     port, endpoint = down_endpoint()
     judge = make_judge(endpoint=endpoint, method_options={"task_max_retries": 2})
     run = judge_run_start(study=study, judge=judge)
     wait_run_ends(run, timeout=60)
-    # the run ends, each slot recorded once as an error saying why, and no value made up
+    # the worker's check before any call found nothing listening: the run fails saying why, no value made up
     errors = list(JudgeScore.objects.filter(run=run))
-    assert run.status == JudgeRun.Status.DONE and run.n_error == SLOTS and run.n_scored == 0
-    assert len(errors) == SLOTS and duplicated_slots(run) == 0
-    assert all(s.status == "error" and s.value is None and s.score is None for s in errors)
-    assert all("connection error" in s.detail.get("parse", "") for s in errors), errors[0].detail
-    assert f"error: {SLOTS}" in run_file(run, "report.txt").read_text()
+    assert run.status == JudgeRun.Status.FAILED and run.n_done == 0 and errors == []
+    assert "cannot reach judge fake-judge's endpoint" in run.error and endpoint in run.error
 
     with running_fake_server(port=port) as server:
         judge_run_resume(run=run)
@@ -111,7 +108,7 @@ def test_backend_down_past_every_retry_records_errors_then_resume_completes(cele
         recovery_s = time.monotonic() - up
         asked = server.stats().completion_requests
     record_property("scores_expected", run.n_expected)
-    record_property("errors_before_resume", len(errors))
+    record_property("rows_before_resume", len(errors))
     record_property("scores_stored", JudgeScore.objects.filter(run=run).count())
     record_property("slots_duplicated", duplicated_slots(run))
     record_property("recovery_s", round(recovery_s, 2))
@@ -181,13 +178,14 @@ def test_garbage_answers_invent_no_score_and_the_report_says_so(celery_worker_se
     record_property("scores_invented", sum(s.value is not None or s.score is not None for s in scores))
     record_property("slots_duplicated", duplicated_slots(run))
     record_property("requests", asked)
-    assert run.status == JudgeRun.Status.DONE
+    # garbage: every call answered (done); malformed: no call succeeded (failed)
+    assert run.status == (JudgeRun.Status.DONE if fault == "garbage" else JudgeRun.Status.FAILED)
     assert len(scores) == SLOTS and duplicated_slots(run) == 0
     assert all(s.status == status and s.value is None and s.score is None for s in scores)
     assert run.n_scored == 0 and getattr(run, f"n_{status}") == SLOTS
     assert asked == (SLOTS if fault == "garbage" else SLOTS * 3)  # malformed: first try + 2 task retries
     report = run_file(run, "report.txt").read_text()
-    assert "status: done" in report and "scored: 0" in report and f"{status}: {SLOTS}" in report
+    assert f"status: {run.status}" in report and "scored: 0" in report and f"{status}: {SLOTS}" in report
     if fault == "garbage":
         assert all("lorem ipsum" in s.raw_text for s in scores)
         assert run_file(run, "errors.txt").read_text().count("status: unparsed") == SLOTS

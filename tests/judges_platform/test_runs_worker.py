@@ -85,7 +85,7 @@ def test_rate_limits_are_retried_by_the_task(celery_worker_session, make_study, 
     assert_each_slot_once(run)
 
 
-def test_retries_exhausted_store_an_error_and_the_run_still_ends(celery_worker_session, make_study, make_judge):
+def test_retries_exhausted_store_an_error_and_the_run_ends_failed(celery_worker_session, make_study, make_judge):
     from judges.fakeserver import running_fake_server
 
     study = make_study("aqua-003")
@@ -96,7 +96,8 @@ def test_retries_exhausted_store_an_error_and_the_run_still_ends(celery_worker_s
         wait_run_ends(run)
         stats = server.stats()
     n = Output.objects.filter(item__study=study).count()
-    assert run.status == "done" and run.n_error == run.n_expected == n
+    assert run.status == "failed" and run.n_error == run.n_expected == n  # no call succeeded
+    assert run.error.startswith(f"no call succeeded: all {n} slots ended in error; the first: RetryableBackendError")
     assert stats.completion_requests == n * 3  # first try + 2 task retries
     assert all("RetryableBackendError" in s.detail.get("parse", "") for s in JudgeScore.objects.filter(run=run))
 

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from concord_client.errors import ConcordError
 
 Progress = Callable[[dict[str, Any]], None]
-FINISHED = {"done", "cancelled", "failed"}
+FINISHED = {"done", "done_with_errors", "cancelled", "failed"}  # judge run states that end a wait
 
 
 class ReleaseChecksumError(ConcordError):
@@ -165,7 +165,8 @@ class Client:
 
     def wait_for_run(self, run_id: int, *, poll_s: float = 1.0, timeout_s: float | None = None,
                      progress: Progress | None = print_progress) -> dict[str, Any]:
-        """Poll the run until it is done, cancelled or failed; `progress(run)` is called whenever its
+        """Poll the run until it ends (`done`, `done_with_errors`, `cancelled` or `failed`: the states
+        of the API and `run_judge`); `progress(run)` is called whenever its
         count changes (None: quiet). Raises TimeoutError after `timeout_s`."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         seen = None

@@ -11,7 +11,8 @@ from judges.services.runs import JudgeRunError, judge_run_start
 
 class Command(ConcordCommand):
     help = ("Start a judge run on a study: its chunks go to the judge's Celery queue. "
-            "With --wait, print progress until the run ends (exit status 1 unless it is done).")
+            "With --wait, print progress until the run ends: exit status 1 unless it is done (a run done "
+            "with errors or failed too, unless --allow-errors).")
 
     def add_arguments(self, parser):
         parser.add_argument("--study", help="study slug")
@@ -31,12 +32,15 @@ class Command(ConcordCommand):
                             help="with --ensemble: 'gold' (each judge's accuracy in its own latest run on the "
                                  "study) or one number per judge, comma-separated (default: equal)")
         parser.add_argument("--wait", action="store_true", help="follow the run until it ends")
+        parser.add_argument("--allow-errors", action="store_true",
+                            help="with --wait: exit 0 for a run done with errors (some slots failed) or failed "
+                                 "(no call succeeded)")
         parser.add_argument("--interval", type=float, default=2.0, help="seconds between progress lines")
         parser.add_argument("--timeout", type=float, default=0, help="with --wait: give up after this many seconds")
 
     def handle(self, *args, study: str | None, judge: list[str] | None, wait: bool, interval: float,
                timeout: float, ensemble: str | None = None, weights: str | None = None, dry_run: bool = False,
-               max_cost_usd: float | None = None, run: int | None = None, **options):
+               max_cost_usd: float | None = None, run: int | None = None, allow_errors: bool = False, **options):
         if run is not None:
             return self._set_cap(run, max_cost_usd)
         if not study or not judge:
@@ -64,6 +68,10 @@ class Command(ConcordCommand):
         if run.config.get("members"):
             w = run.config.get("ensemble_weights") or (run.config.get("method_options") or {}).get("weights")
             self.stdout.write(f"weighted ensemble {config.name}: members {', '.join(judge)}; weights {w or 'equal'}")
+        if run.reused_from_id:
+            self.stdout.write(f"reused {run.n_reused} scores of run {run.reused_from_id}: the same judge as the "
+                              f"provider sees it (endpoint, key variable, model, prompt, sampling, method, rubric); "
+                              f"no model was asked for them")
         self.stdout.write(f"run {run.pk}: {run.n_expected} slots ({run.n_outputs} outputs x "
                           f"{', '.join(run.criteria) or 'pairs'}) queued on {run.config.get('queue')}")
         if not wait:
@@ -86,7 +94,13 @@ class Command(ConcordCommand):
             self.stderr.write(run.error_shown)  # a key the provider echoed back, masked
         if run.status == JudgeRun.Status.PAUSED:
             raise CommandError(f"run {run.pk} {run.pause_reason} (run_judge --run {run.pk} --max-cost-usd X)")
-        if run.status != JudgeRun.Status.DONE:
+        if run.status in (JudgeRun.Status.DONE_WITH_ERRORS, JudgeRun.Status.FAILED):
+            failed = f"{run.n_error} of {run.n_expected} slots failed" if run.n_error else "no slot was judged"
+            what = f"run {run.pk} ended {run.status} ({run.get_status_display().lower()}): {failed}"
+            if not allow_errors:
+                raise CommandError(f"{what}; resume it to judge them again (or --allow-errors)")
+            self.stderr.write(what)
+        elif run.status != JudgeRun.Status.DONE:
             raise CommandError(f"run {run.pk} ended {run.status}")
         self.stdout.write(f"files: {', '.join(['report.txt', 'labeled.csv', 'errors.txt', 'correct.txt'])} "
                           f"under judge_runs/{run.pk}/")

@@ -11,6 +11,7 @@ from annotation.simulation.latent import Knobs
 from annotation.simulation.study import simulated_study_create
 from annotation.services.studies import StudyError
 from config.commands import ConcordCommand
+from judges.models import JudgeRun
 from judges.simulation import simulated_judges_run
 
 HELP = """Create a study from a seed preset with synthetic items that look like the protocol's data,
@@ -103,5 +104,5 @@ class Command(ConcordCommand):
                               f"{run.n_unparsed} unparsed, {run.n_error} errors of {run.n_expected}")
         self.stdout.write(f"report: /studies/{study.slug}/report/  judges: /judges/studies/{study.slug}/  "
                           f"datasets: /studies/{study.slug}/datasets/")
-        if any(run.status != "done" for run in runs):
+        if any(run.status not in JudgeRun.FINISHED for run in runs):
             raise CommandError("a judge run did not finish (see its error on the study's judges page)")
