@@ -17,7 +17,8 @@ from judges.backends.base import JudgeRequest, JudgeResponse
 from judges.backends.errors import (
     BackendError, MalformedResponseError, PermanentBackendError, RateLimited, RetryableBackendError,
 )
-from judges.masking import is_secret_header, mask_backend_options, mask_headers, mask_url, mask_value
+from judges.egress import check_key_variable
+from judges.masking import is_secret_header, mask_headers, mask_url, mask_value
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 Problem = tuple[str, str]  # (field path in the judge file, message naming the rule and the fix)
@@ -38,9 +39,10 @@ class HttpRequest:
         return urlsplit(self.url).path
 
     def masked(self) -> "HttpRequest":
-        """The same request with credentials (headers, the URL's, credential-like body fields) masked
-        by judges.masking, keeping at most the first 3 characters."""
-        return HttpRequest(self.method, mask_url(self.url), mask_headers(self.headers), mask_backend_options(self.json))
+        """The same request with its headers and URL masked by judges.masking, keeping at most the first
+        3 characters; the body's extras are masked before it is built (judges.providers.build_request),
+        since only the judge's settings tell them from the fields the provider adds."""
+        return HttpRequest(self.method, mask_url(self.url), mask_headers(self.headers), self.json)
 
     def as_dict(self) -> dict[str, Any]:
         return {"method": self.method, "url": self.url, "headers": dict(self.headers), "json": self.json}
@@ -163,7 +165,9 @@ def error_message(text: str) -> str:
 
 
 def env_value(name: str) -> str:
-    """A credential held by reference: the variable's value; PermanentBackendError when it is unset."""
+    """A credential held by reference: the variable's value; PermanentBackendError when it is unset or is
+    not a judge key variable (judges.egress: never SECRET_KEY, DATABASE_URL, ...), checked before it is read."""
+    check_key_variable(name)
     value = os.environ.get(name)
     if not value:
         raise PermanentBackendError(f"environment variable {name} is not set")
