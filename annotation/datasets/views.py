@@ -23,6 +23,7 @@ from annotation.datasets.card import LICENSES
 from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.models import DatasetRelease
 from annotation.datasets.releases import ReleaseError, next_version, release_path, releases_create, study_releases
+from config.parsers import BadNumber, parse_number
 
 
 class ReleaseForm(forms.Form):
@@ -40,10 +41,7 @@ def _delta(request: HttpRequest) -> float:
     raw = request.GET.get("delta", "").strip()
     if not raw:
         return DEFAULT_DELTA
-    value = float(raw)  # ValueError handled by the caller
-    if not value > 0:
-        raise ValueError("delta must be positive")
-    return value
+    return parse_number(raw, "delta", positive=True)  # BadNumber (a ValueError) answered by the caller
 
 
 def _page(request: HttpRequest, study, form: ReleaseForm | None = None, status: int = 200) -> HttpResponse:
@@ -74,8 +72,8 @@ def study_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
         raise Http404("No such format")
     try:
         delta = _delta(request)
-    except ValueError:
-        return HttpResponseBadRequest(f"delta: {request.GET.get('delta')!r} is not a positive number")
+    except BadNumber as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     audit_record(actor=request.user, action=Action.DATA_DOWNLOAD, study=study, target=export_filename(study, fmt),
                  detail={"format": fmt, "live": True})
     response = StreamingHttpResponse(export_chunks(study, fmt, delta=delta), content_type=FORMATS[fmt].content_type)
