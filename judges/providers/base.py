@@ -145,6 +145,9 @@ class Provider:
         return self.read(data, model)
 
 
+MESSAGE_MAX = 300  # a provider's message is a sentence; more is a body echoed back
+
+
 def error_message(text: str) -> str:
     """The message of an error body: OpenAI, llama.cpp `{"error": {"message"}}`, Anthropic
     `{"type": "error", "error": {"type", "message"}}`, TGI `{"error": "...", "error_type"}`, vLLM's
@@ -157,11 +160,15 @@ def error_message(text: str) -> str:
         return ""
     err = data.get("error")
     if isinstance(err, dict):
-        return str(err.get("message") or err.get("type") or "")
-    if isinstance(err, str):
-        return err
-    found = data.get("message") or data.get("detail")
-    return found if isinstance(found, str) else json.dumps(found) if found else ""
+        found = err.get("message") or err.get("type")
+    elif isinstance(err, str):
+        found = err
+    elif data.get("object") == "error" or "detail" in data:
+        found = data.get("message") or data.get("detail")
+    else:  # not a model server's error: what another service answers is not echoed to the run's readers
+        return ""
+    text = found if isinstance(found, str) else json.dumps(found) if found else ""
+    return text[:MESSAGE_MAX] + ("…" if len(text) > MESSAGE_MAX else "")
 
 
 def env_value(name: str) -> str:
