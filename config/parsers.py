@@ -3,6 +3,7 @@
 import math
 import re
 
+from django import forms
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
@@ -80,3 +81,26 @@ def _check_range(value: float, name: str, minimum: float | None, maximum: float 
         low = "" if minimum is None else f"from {minimum:g} "
         high = "" if maximum is None else f"to {maximum:g}"
         raise BadNumber(f"{name}: give a number {low}{high}".rstrip() + f", not {value:g}")
+
+
+class _AsciiField:
+    """Django's number fields read through float()/int(), which take '٣', '３' and '1_0': refused here as
+    the field's own 'invalid' error, before Django reads the value."""
+
+    pattern = _NUMBER
+
+    def to_python(self, value):
+        text = value.strip() if isinstance(value, str) else None
+        if text and (not self.pattern.fullmatch(text) or len(text) > 40):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+class NumberField(_AsciiField, forms.FloatField):
+    """A form's number: ASCII, finite (Django's FloatField refuses inf and nan itself)."""
+
+
+class WholeNumberField(_AsciiField, forms.IntegerField):
+    """A form's whole number, in ASCII digits ('5.0' read as 5, as Django does)."""
+
+    pattern = re.compile(r"[+-]?[0-9]+(?:\.0*)?", re.ASCII)

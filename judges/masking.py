@@ -31,7 +31,8 @@ MASK = "..."
 PUBLIC_FIELDS = frozenset({
     "name", "description", "provider", "backend", "model", "api_key_env", "method", "mode", "criteria", "sampling",
     "concurrency", "price_in_per_m", "price_out_per_m", "queue", "prompt_overrides", "method_options",
-    "structured_output", "ensemble_weights", "combine", "quorum", "inter_judge_alpha", "run", "weight"})
+    "structured_output", "ensemble_weights", "combine", "quorum", "inter_judge_alpha", "run", "weight",
+    "created_at", "updated_at"})
 NESTED_JUDGES = frozenset({"members", "stages"})  # lists of judges inside a snapshot, masked alike
 # backend_options shown as stored when their value is a plain number, flag or short word
 PUBLIC_BACKEND_OPTIONS = frozenset({

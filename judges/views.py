@@ -124,7 +124,7 @@ def _amount(text: str | None) -> float | None:
     try:
         return parse_number(text, "the cap", positive=True)
     except BadNumber:
-        raise JudgeRunError(f"the cap must be a positive amount of USD such as 5 or 12.50, not {text[:40]!r}") from None
+        raise JudgeRunError(f"the cap must be an amount of USD above 0, such as 5 or 12.50, not {text[:40]!r}") from None
 
 
 @login_required

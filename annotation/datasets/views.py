@@ -23,14 +23,14 @@ from annotation.datasets.card import LICENSES
 from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.models import DatasetRelease
 from annotation.datasets.releases import ReleaseError, next_version, release_path, releases_create, study_releases
-from config.parsers import BadNumber, parse_number
+from config.parsers import BadNumber, NumberField, parse_number
 
 
 class ReleaseForm(forms.Form):
     version = forms.CharField(max_length=64, help_text="Semantic version, e.g. 0.1.0")
     formats = forms.MultipleChoiceField(choices=[(f.key, f.label) for f in FORMATS.values()],
                                         widget=forms.CheckboxSelectMultiple)
-    delta = forms.FloatField(initial=DEFAULT_DELTA, min_value=0.01, required=False,
+    delta = NumberField(initial=DEFAULT_DELTA, min_value=0.01, required=False,
                              help_text="Preference pairs: minimum overall difference")
     license = forms.ChoiceField(choices=[("", "—")] + list(LICENSES.items()), required=False,
                                 help_text="The dataset's license (required for the Hugging Face format)")

@@ -259,3 +259,15 @@ def test_a_header_held_by_reference_is_sent(monkeypatch, db):
         (unset,) = asyncio.run(build_backend(config).score_many([request]))
         assert isinstance(unset, PermanentBackendError) and "JUDGE_TEST_GATEWAY_AUTH" in str(unset)
         assert server.stats().completion_requests == sent
+
+
+def test_the_schema_knows_every_field_a_judge_has():
+    """A field added to the model is masked until the schema lists it (fail here, not silently '...')."""
+    from judges.config import FIELDS
+    from judges.masking import NESTED_JUDGES, PUBLIC_FIELDS
+
+    shown_specially = {"id", "endpoint", "backend_options"}
+    model = {f.name for f in JudgeConfig._meta.concrete_fields}
+    assert model - PUBLIC_FIELDS - shown_specially == set()
+    assert set(FIELDS) - PUBLIC_FIELDS == {"endpoint", "backend_options"}
+    assert not NESTED_JUDGES & PUBLIC_FIELDS

@@ -98,3 +98,20 @@ def test_an_export_refuses_a_delta_that_is_not_a_finite_positive_number(make_stu
         assert answer.status_code == 400, (raw, answer.status_code)
         assert answer.content.decode().startswith("delta: give a"), answer.content
     assert client.get(f"/studies/{study.slug}/datasets/export/jsonl/", {"delta": "0.5"}).status_code == 200
+
+
+def test_forms_read_numbers_in_ascii_only():
+    """Django's FloatField and IntegerField read '٣' as 3; the forms' number fields refuse it."""
+    from annotation.datasets.views import ReleaseForm
+    from annotation.planning.forms import PlanForm
+    from config.parsers import NumberField, WholeNumberField
+
+    plan = PlanForm({"delta": "٣", "raters": "３"}, criteria=[("q", "Quality")])
+    assert not plan.is_valid() and {"delta", "raters"} <= set(plan.errors)
+    assert PlanForm({"delta": "0.5", "raters": "3"}, criteria=[("q", "Quality")]).is_valid()
+    release = ReleaseForm({"version": "1.0.0", "formats": ["jsonl"], "delta": "١"})
+    assert not release.is_valid() and "delta" in release.errors
+    assert NumberField().clean(" 2.5 ") == 2.5 and WholeNumberField().clean("5.0") == 5
+    for bad in ("inf", "1_0", "²"):
+        with pytest.raises(Exception, match="Enter a"):
+            NumberField().clean(bad)
