@@ -212,9 +212,9 @@ def check_endpoint(url: str) -> None:
 
 # ------------------------------------------------------------------------------- connect-time guard
 
-def checked_address(host: str, port: int, pol: Policy) -> str:
-    """The address to connect to for `host`: resolved once, every answer checked, the first one used
-    (so the connection goes where the check looked). EndpointRefused when any answer is refused."""
+def checked_addresses(host: str, port: int, pol: Policy) -> list[str]:
+    """The addresses to connect to for `host`, IPv4 first: resolved once, every answer checked, and only
+    these tried (so the connection goes where the check looked). EndpointRefused when any answer is refused."""
     name = host.strip("[]").rstrip(".").lower()
     if name in METADATA_HOSTS:
         raise EndpointRefused(f"endpoint refused: {host} is a cloud-metadata address, never a judge's endpoint")
@@ -225,7 +225,14 @@ def checked_address(host: str, port: int, pol: Policy) -> str:
     for address in addresses:
         if problem := address_problem(host, address, port, pol):
             raise EndpointRefused(f"endpoint refused: {problem}")
-    return addresses[0]
+    return sorted(addresses, key=lambda a: ":" in a)
+
+
+def _connect_errors() -> tuple[type[BaseException], ...]:
+    """What a failed connection to one address raises: the next checked address is tried."""
+    import httpcore
+
+    return (OSError, httpcore.ConnectError, httpcore.ConnectTimeout)
 
 
 def guarded_backend(inner: Any, pol: Policy | None = None, *, sync: bool = False) -> Any:
@@ -235,8 +242,15 @@ def guarded_backend(inner: Any, pol: Policy | None = None, *, sync: bool = False
         class SyncGuard:
             def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                             socket_options: Any = None) -> Any:
-                return inner.connect_tcp(checked_address(host, port, pol), port, timeout=timeout,
-                                         local_address=local_address, socket_options=socket_options)
+                *others, last = checked_addresses(host, port, pol)
+                for address in others:
+                    try:
+                        return inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
+                                                 socket_options=socket_options)
+                    except _connect_errors():
+                        continue
+                return inner.connect_tcp(last, port, timeout=timeout, local_address=local_address,
+                                         socket_options=socket_options)
 
             def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
                 raise EndpointRefused("endpoint refused: a judge connects over TCP only")
@@ -251,8 +265,14 @@ def guarded_backend(inner: Any, pol: Policy | None = None, *, sync: bool = False
                               local_address: str | None = None, socket_options: Any = None) -> Any:
             import anyio
 
-            address = await anyio.to_thread.run_sync(checked_address, host, port, pol)
-            return await inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
+            *others, last = await anyio.to_thread.run_sync(checked_addresses, host, port, pol)
+            for address in others:  # as the resolver's answers are tried in turn, but only the checked ones
+                try:
+                    return await inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
+                                                   socket_options=socket_options)
+                except _connect_errors():
+                    continue
+            return await inner.connect_tcp(last, port, timeout=timeout, local_address=local_address,
                                            socket_options=socket_options)
 
         async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:

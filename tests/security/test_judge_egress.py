@@ -160,7 +160,8 @@ def resolving(monkeypatch, name: str, answers: list[list[str]]):
 def test_the_client_connects_to_the_address_it_checked(monkeypatch):
     """A name no real DNS knows is answered only by the check's own resolution: the request reaching the
     server proves the connection went to the checked address, with the name kept in the URL."""
-    with running_fake_server() as server, resolving(monkeypatch, "judge.invalid", [["127.0.0.1"]]):
+    # 127.0.0.2 has nothing listening: the next checked address is tried, as a resolver's answers are
+    with running_fake_server() as server, resolving(monkeypatch, "judge.invalid", [["127.0.0.2", "127.0.0.1"]]):
         port = urlsplit(server.base_url).port
         answer = send(validate_judge(judge(endpoint=f"http://judge.invalid:{port}/v1",
                                            backend_options={"max_retries": 0})))
