@@ -5,6 +5,7 @@ from django.utils.translation import gettext_lazy as _
 from annotation.models import CrowdLink, Study, StudyMember
 from annotation.services.studies import RETENTION_DAYS_MAX
 from rubrics.models import RubricVersion
+from config.parsers import NumberField, WholeNumberField
 
 
 class StudyCreateForm(forms.Form):
@@ -16,12 +17,12 @@ class StudyCreateForm(forms.Form):
     )
     rubric_file = forms.FileField(required=False, help_text="Or upload a rubric (YAML/JSON, docs/rubric-format.md).")
     instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
-    raters_per_item = forms.IntegerField(min_value=1, max_value=50, initial=3)
+    raters_per_item = WholeNumberField(min_value=1, max_value=50, initial=3)
     presentation = forms.ChoiceField(choices=Study.Presentation.choices, initial=Study.Presentation.SIDE_BY_SIDE)
     randomize_items = forms.BooleanField(required=False, initial=True)
     randomize_outputs = forms.BooleanField(required=False, initial=True)
     counterbalance = forms.BooleanField(required=False, initial=True)
-    attention_check_rate = forms.FloatField(min_value=0, max_value=1, initial=0.0)
+    attention_check_rate = NumberField(min_value=0, max_value=1, initial=0.0)
 
     def clean(self):
         data = super().clean()
@@ -54,7 +55,7 @@ class AddMembersForm(forms.Form):
 
 
 class MemberActionForm(forms.Form):
-    user = forms.IntegerField(widget=forms.HiddenInput)
+    user = WholeNumberField(widget=forms.HiddenInput)
     action = forms.ChoiceField(choices=[("pause", "Pause"), ("resume", "Resume"), ("remove", "Remove")])
 
 
@@ -127,8 +128,8 @@ class StudySettingsForm(forms.ModelForm):
 
 
 class InvitationForm(forms.Form):
-    days = forms.IntegerField(label="Valid for (days)", min_value=1, max_value=90, initial=7)
-    max_uses = forms.IntegerField(label="Uses", required=False, min_value=1, initial=1,
+    days = WholeNumberField(label="Valid for (days)", min_value=1, max_value=90, initial=7)
+    max_uses = WholeNumberField(label="Uses", required=False, min_value=1, initial=1,
                                   help_text="1: a single person. Empty: any number (a link to share with a group).")
 
 
@@ -138,9 +139,9 @@ class CrowdLinkForm(forms.Form):
                                       help_text="Prolific: the study's completion code, shown to participants at the end.")
     completion_url = forms.URLField(label="Return address", required=False, max_length=500, assume_scheme="https",
                                     help_text="Where participants go when done (Prolific's is made from the code).")
-    time_limit_minutes = forms.IntegerField(label="Time limit (minutes)", required=False, min_value=1)
-    items_per_participant = forms.IntegerField(label="Items per participant", required=False, min_value=1)
-    days = forms.IntegerField(label="Valid for (days)", min_value=1, max_value=90, initial=30)
+    time_limit_minutes = WholeNumberField(label="Time limit (minutes)", required=False, min_value=1)
+    items_per_participant = WholeNumberField(label="Items per participant", required=False, min_value=1)
+    days = WholeNumberField(label="Valid for (days)", min_value=1, max_value=90, initial=30)
     shared_identity = forms.BooleanField(
         label="Same panel id, same rater across studies", required=False,
         help_text="Site administrators only. Off, a panel id is a rater of this study alone; on, it is one rater "
@@ -148,11 +149,11 @@ class CrowdLinkForm(forms.Form):
 
 
 class CrowdLinkRevokeForm(forms.Form):
-    link = forms.IntegerField(widget=forms.HiddenInput)
+    link = WholeNumberField(widget=forms.HiddenInput)
 
 
 class InvitationRevokeForm(forms.Form):
-    invitation = forms.IntegerField(widget=forms.HiddenInput)
+    invitation = WholeNumberField(widget=forms.HiddenInput)
 
 
 class InvitationAcceptForm(forms.Form):

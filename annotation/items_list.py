@@ -18,6 +18,7 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery,
 from django.db.models.functions import Coalesce
 
 from annotation.models import Assignment, Item, Output, Study
+from config.parsers import whole_number
 
 PAGE_SIZE = 50
 SEARCH_WINDOW = 10_000  # items a search page reads at most
@@ -49,12 +50,9 @@ class ItemFilters:
         for name in ("ratings", "after", "before"):
             raw = params.get(name, "").strip()
             if raw:
-                try:
-                    value = int(raw)
-                    if value < 0:
-                        raise ValueError
-                except ValueError:
-                    f.errors[name] = f"{name}: give a whole number ≥ 0, not {raw!r}."
+                value = whole_number(raw)
+                if value is None or value < 0:
+                    f.errors[name] = f"{name}: give a whole number ≥ 0, not {raw[:40]!r}."
                 else:
                     setattr(f, name, value)
         return f

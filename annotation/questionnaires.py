@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from jsonschema import Draft202012Validator
 
 from rubrics.yaml_bounded import YamlTooLarge, yaml_load
+from config.parsers import parse_number
 
 KINDS = ("single", "multiple", "number", "text", "likert")
 QUESTIONNAIRES = ("pre_questionnaire", "post_questionnaire")
@@ -174,7 +175,7 @@ def _clean_one(q: dict, value: Any) -> Any:
         try:
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
                 raise TypeError
-            number = float(value)
+            number = parse_number(value, "answer")  # ASCII digits, finite: float() takes '٣' and 'inf'
         except (TypeError, ValueError, OverflowError):  # OverflowError: an integer of 400 digits
             raise ValueError(_("a number")) from None
         if kind == "likert":

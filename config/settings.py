@@ -40,6 +40,12 @@ if SECRET_KEY_MISSING:
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if LOCAL_SERVING or TESTING
                          else [])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# What a judge may reach and name (judges/egress.py): loopback and private endpoints are open on a developer's
+# machine and in the tests, in production only those listed (hosts, addresses, networks such as 10.20.0.0/16);
+# key variables end in _API_KEY or start with JUDGE_, or are listed here.
+JUDGE_LOCAL_ENDPOINTS = LOCAL_SERVING or TESTING
+JUDGE_PRIVATE_ENDPOINTS = env.list("CONCORD_JUDGE_PRIVATE_ENDPOINTS", default=[])
+JUDGE_KEY_VARIABLES = env.list("CONCORD_JUDGE_KEY_VARIABLES", default=[])
 
 INSTALLED_APPS = [
     "django.contrib.admin",

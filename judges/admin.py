@@ -1,8 +1,10 @@
 import json
 
+from django import forms
 from django.contrib import admin
 from django.utils.html import format_html
 
+from .egress import key_variable_problem
 from .masking import mask_backend_options, mask_judge, mask_url
 from .models import JudgeCacheEntry, JudgeConfig, JudgeRun, JudgeScore
 
@@ -11,8 +13,21 @@ def _json(value) -> str:
     return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
+class JudgeConfigForm(forms.ModelForm):
+    class Meta:
+        model = JudgeConfig
+        exclude = ["endpoint", "backend_options"]
+
+    def clean_api_key_env(self) -> str:
+        name = self.cleaned_data.get("api_key_env") or ""
+        if name and (problem := key_variable_problem(name)):  # as a loaded file is (judges.egress)
+            raise forms.ValidationError(problem)
+        return name
+
+
 @admin.register(JudgeConfig)
 class JudgeConfigAdmin(admin.ModelAdmin):
+    form = JudgeConfigForm
     list_display = ["name", "backend", "model", "method", "mode", "queue", "concurrency", "updated_at"]
     list_filter = ["backend", "method", "mode"]
     search_fields = ["name", "model"]

@@ -32,6 +32,7 @@ from typing import Any, Iterator
 from judges.backends.base import JudgeRequest, JudgeResponse
 from judges.backends.errors import BackendError, PermanentBackendError, RetryableBackendError
 from judges.backends.tls import tls_context
+from judges.egress import check_endpoint, guard_transport
 from judges.providers import build_request, get_provider, read_response, settings_from_judge
 from judges.providers.base import RETRYABLE_STATUS, api_key
 
@@ -83,7 +84,9 @@ class BatchAPI:
 
         headers = get_provider(self.settings.provider).headers(self.settings, api_key(self.settings))
         headers.pop("Content-Type", None)  # httpx sets it per request (JSON, or multipart for a file)
-        return httpx.Client(headers=headers, timeout=self.timeout_s, verify=tls_context())
+        check_endpoint(self.base_url)
+        transport = guard_transport(httpx.HTTPTransport(verify=tls_context()), sync=True)  # judges.egress
+        return httpx.Client(headers=headers, timeout=self.timeout_s, transport=transport)
 
     def built(self, request: JudgeRequest) -> Any:
         """The single-call HTTP request the judge's provider builds (no key: the batch call carries it)."""

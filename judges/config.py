@@ -18,7 +18,7 @@
     price_out_per_m: 0.60
     queue: judges                      # Celery queue (one per GPU node, say)
     prompt_overrides: {}               # named template pieces of judges.prompts
-    backend_options: {timeout_s: 60, max_retries: 5}   # headers_env: {X-Gateway-Key: GATEWAY_KEY} sends a
+    backend_options: {timeout_s: 60, max_retries: 5}   # headers_env: {X-Gateway-Key: JUDGE_GATEWAY_KEY} sends a
                                        # credential header by reference; literal headers: public ones only
     method_options: {chunk_size: 16}
     # seed 003: escalation takes router: deterministic|llm (router_two_calls: true forces the
@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import re
 from typing import Any, Iterable
+from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 
+from judges.egress import endpoint_problem, key_variable_problem
 from judges.masking import PUBLIC_HEADERS, is_secret_header, is_secret_name
 from judges.prompts.base import known_overrides
 from judges.providers import GENERIC, NAMES as PROVIDERS, canonical, check_judge, get_provider
@@ -53,6 +55,7 @@ ENSEMBLES = ("weighted",)
 ROUTERS = ("deterministic", "llm")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+URL_SECRET_PARAMS = frozenset({"key", "sig", "code", "pwd", "pass", "auth", "jwt", "sas", "se", "sp", "sv"})
 QUEUE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")
 
 # Backend settings a judge may pass through (the rest are set from the judge's own fields).
@@ -155,13 +158,17 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
         ep = out["endpoint"]
         if not isinstance(ep, str) or not re.match(r"^https?://[^\s/]+", ep or ""):
             errors.append((p("endpoint"), f"an http(s) URL is required for provider {out['provider']} "
-                                          f"(the server's base URL, e.g. http://127.0.0.1:8000/v1)"))
+                                          f"(the server's base URL, e.g. http://127.0.0.1:8001/v1)"))
+        else:
+            errors += [(p("endpoint"), m) for m in _endpoint_problems(ep)]
     elif out["endpoint"]:
         errors.append((p("endpoint"), "only the openai backend takes an endpoint"))
     if out["api_key_env"] and (not isinstance(out["api_key_env"], str) or not ENV_RE.match(out["api_key_env"])):
         errors.append((p("api_key_env"), "must be an environment variable NAME such as OPENAI_API_KEY"))
     elif isinstance(out["api_key_env"], str) and out["api_key_env"].startswith(("sk-", "hf_")):
         errors.append((p("api_key_env"), "looks like a key; give the NAME of the variable instead"))
+    elif out["api_key_env"] and (problem := key_variable_problem(out["api_key_env"])):
+        errors.append((p("api_key_env"), problem))
 
     # method and mode: logprobs scoring is the G-Eval method
     if "method" not in data and data.get("mode") == "logprobs":
@@ -288,12 +295,34 @@ def _check_credentials(opts: dict[str, Any], p: Any, errors: list[tuple[str, str
     for name, env in refs.items():
         if not isinstance(env, str) or not ENV_RE.match(env):
             errors.append((p(f"backend_options.headers_env.{name}"),
-                           "must be an environment variable NAME such as MY_GATEWAY_KEY"))
+                           "must be an environment variable NAME such as JUDGE_GATEWAY_KEY"))
+        elif problem := key_variable_problem(env):
+            errors.append((p(f"backend_options.headers_env.{name}"), problem))
     body = opts.get("extra_body") if isinstance(opts.get("extra_body"), dict) else {}
     for name in body:
         if is_secret_name(str(name)):
             errors.append((p(f"backend_options.extra_body.{name}"), "looks like a credential; send it as a header "
                                                                      "held by reference (backend_options.headers_env)"))
+
+
+def _endpoint_problems(url: str) -> list[str]:
+    """A literal credential in the URL is refused (by reference only, as headers); the address must be one
+    a judge may reach (judges.egress). Whatever the URL still holds is masked when shown (judges.masking)."""
+    problems = []
+    try:
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return ["not a valid URL"]
+    if "@" in parts.netloc:
+        problems.append("user info (user:password@) is refused in the URL: send the credential as a header held "
+                        "by reference (backend_options.headers_env)")
+    if secret := [k for k, _ in query if is_secret_name(k) or k.lower() in URL_SECRET_PARAMS]:
+        problems.append(f"query parameter(s) {', '.join(secret)} look like credentials: send them as a header held "
+                        f"by reference (backend_options.headers_env)")
+    if problem := endpoint_problem(url):
+        problems.append(problem)
+    return problems
 
 
 def _check_ensemble(method: str, mo: dict[str, Any], p: Any, errors: list[tuple[str, str]]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation.access import Can, can, get_study_for_admin, get_study_for_reader, is_admin
 from annotation.importers import ItemFileError
 from annotation.models import Item, Study
+from config.parsers import BadNumber, parse_int, parse_number, whole_number
 from judges.config import JudgeConfigError
 from judges.models import JudgeConfig, JudgeRun
 from judges.routing_plot import intervals_over_time
@@ -121,12 +122,9 @@ def _amount(text: str | None) -> float | None:
     if not text:
         return None
     try:
-        value = float(text)
-    except ValueError:
-        raise JudgeRunError(f"the cap must be an amount of USD such as 5 or 12.50, not {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise JudgeRunError("the cap must be a positive amount of USD")
-    return value
+        return parse_number(text, "the cap", positive=True)
+    except BadNumber:
+        raise JudgeRunError(f"the cap must be an amount of USD above 0, such as 5 or 12.50, not {text[:40]!r}") from None
 
 
 @login_required
@@ -135,7 +133,10 @@ def run_estimate_view(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_admin(request.user, slug)
     if not request.GET.get("judge"):  # no judge can score this study: every option is disabled
         return render(request, "judges/study.html#estimate", {})
-    judge = get_object_or_404(JudgeConfig, pk=request.GET.get("judge"))
+    try:
+        judge = get_object_or_404(JudgeConfig, pk=parse_int(request.GET.get("judge", ""), "judge", minimum=1))
+    except BadNumber as exc:  # the judge's id, as the run form sends it
+        return HttpResponseBadRequest(f"{exc} (the id of a judge)", content_type="text/plain; charset=utf-8")
     context: dict = {"estimate_judge": judge.name}
     try:
         est = run_estimate(study=study, config=judge_config_snapshot(judge, study))
@@ -149,7 +150,7 @@ def run_estimate_view(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def run_start(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_admin(request.user, slug)
-    judge = JudgeConfig.objects.filter(pk=request.POST.get("judge") or 0).first()
+    judge = JudgeConfig.objects.filter(pk=whole_number(request.POST.get("judge", "")) or 0).first()
     if judge is None:
         messages.error(request, "Pick a judge.")
     else:
@@ -168,10 +169,10 @@ def run_start(request: HttpRequest, slug: str) -> HttpResponse:
 def jury_start(request: HttpRequest, slug: str) -> HttpResponse:
     """Combine finished runs into a jury (a run of its own; no model is asked)."""
     study = get_study_for_admin(request.user, slug)
-    chosen = {int(x) for x in request.POST.getlist("runs") if x.isdigit()}
+    chosen = {whole_number(x) for x in request.POST.getlist("runs")}
     runs = [r for r in study_runs(study) if r.pk in chosen]
     try:
-        quorum = int(request.POST["quorum"]) if request.POST.get("quorum") else None
+        quorum = parse_int(request.POST["quorum"], "quorum", minimum=1) if request.POST.get("quorum") else None
         jury = jury_create(study=study, runs=runs, combine=request.POST.get("combine", "mean"), quorum=quorum,
                            name=request.POST.get("name", "").strip(), user=request.user)
     except ValueError as exc:  # JuryError, or a quorum that is not a number
@@ -305,8 +306,8 @@ def _thresholds(data) -> Thresholds:
     values = {}
     for name in ("min_top_prob", "max_spread", "min_agreement", "min_range"):
         try:
-            values[name] = float(data.get(name, getattr(base, name)))
-        except (TypeError, ValueError):
+            values[name] = parse_number(data.get(name, getattr(base, name)), name)
+        except BadNumber:
             values[name] = getattr(base, name)
     return Thresholds(**values)
 

@@ -23,13 +23,14 @@ from annotation.datasets.card import LICENSES
 from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.models import DatasetRelease
 from annotation.datasets.releases import ReleaseError, next_version, release_path, releases_create, study_releases
+from config.parsers import BadNumber, NumberField, parse_number
 
 
 class ReleaseForm(forms.Form):
     version = forms.CharField(max_length=64, help_text="Semantic version, e.g. 0.1.0")
     formats = forms.MultipleChoiceField(choices=[(f.key, f.label) for f in FORMATS.values()],
                                         widget=forms.CheckboxSelectMultiple)
-    delta = forms.FloatField(initial=DEFAULT_DELTA, min_value=0.01, required=False,
+    delta = NumberField(initial=DEFAULT_DELTA, min_value=0.01, required=False,
                              help_text="Preference pairs: minimum overall difference")
     license = forms.ChoiceField(choices=[("", "—")] + list(LICENSES.items()), required=False,
                                 help_text="The dataset's license (required for the Hugging Face format)")
@@ -40,10 +41,7 @@ def _delta(request: HttpRequest) -> float:
     raw = request.GET.get("delta", "").strip()
     if not raw:
         return DEFAULT_DELTA
-    value = float(raw)  # ValueError handled by the caller
-    if not value > 0:
-        raise ValueError("delta must be positive")
-    return value
+    return parse_number(raw, "delta", positive=True)  # BadNumber (a ValueError) answered by the caller
 
 
 def _page(request: HttpRequest, study, form: ReleaseForm | None = None, status: int = 200) -> HttpResponse:
@@ -74,8 +72,8 @@ def study_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
         raise Http404("No such format")
     try:
         delta = _delta(request)
-    except ValueError:
-        return HttpResponseBadRequest(f"delta: {request.GET.get('delta')!r} is not a positive number")
+    except BadNumber as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     audit_record(actor=request.user, action=Action.DATA_DOWNLOAD, study=study, target=export_filename(study, fmt),
                  detail={"format": fmt, "live": True})
     response = StreamingHttpResponse(export_chunks(study, fmt, delta=delta), content_type=FORMATS[fmt].content_type)

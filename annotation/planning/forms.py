@@ -6,6 +6,8 @@ from typing import Any
 
 from django import forms
 
+from config.parsers import NumberField, WholeNumberField
+
 # field -> (label, help); every field is optional: an empty one is taken from the pilot or a default
 FIELDS: dict[str, tuple[str, str]] = {
     "delta": ("Smallest difference worth detecting (δ)", "in the criterion's scale points; empty: no score plan"),
@@ -23,16 +25,16 @@ FIELDS: dict[str, tuple[str, str]] = {
 
 class PlanForm(forms.Form):
     criterion = forms.ChoiceField(required=False, label="Pilot criterion")
-    delta = forms.FloatField(required=False)
-    sd = forms.FloatField(required=False)
-    icc = forms.FloatField(required=False)
-    corr = forms.FloatField(required=False)
-    raters = forms.IntegerField(required=False, min_value=1, max_value=1000)
-    power = forms.FloatField(required=False)
-    alpha = forms.FloatField(required=False)
-    win_prob = forms.FloatField(required=False)
-    bt_diff = forms.FloatField(required=False)
-    ties = forms.FloatField(required=False)
+    delta = NumberField(required=False)
+    sd = NumberField(required=False)
+    icc = NumberField(required=False)
+    corr = NumberField(required=False)
+    raters = WholeNumberField(required=False, min_value=1, max_value=1000)
+    power = NumberField(required=False)
+    alpha = NumberField(required=False)
+    win_prob = NumberField(required=False)
+    bt_diff = NumberField(required=False)
+    ties = NumberField(required=False)
 
     def __init__(self, *args: Any, criteria: list[tuple[str, str]], **kwargs: Any):
         super().__init__(*args, **kwargs)

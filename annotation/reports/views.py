@@ -21,6 +21,7 @@ from annotation.models import Study
 from annotation.reports.comparisons import comparative_answers, comparative_criteria, long_rows
 from annotation.reports.downloads import DOWNLOADS, page_context, report_bytes, report_filename, report_with_sections
 from annotation.reports.study import DEFAULT_ICC_THRESHOLD
+from config.parsers import BadNumber, parse_number
 
 
 def _threshold(request: HttpRequest) -> tuple[float, str | None]:
@@ -28,12 +29,9 @@ def _threshold(request: HttpRequest) -> tuple[float, str | None]:
     if not raw:
         return DEFAULT_ICC_THRESHOLD, None
     try:
-        value = float(raw)
-    except ValueError:
-        return DEFAULT_ICC_THRESHOLD, f"icc_threshold: {raw!r} is not a number"
-    if not 0.0 <= value <= 1.0:
-        return DEFAULT_ICC_THRESHOLD, f"icc_threshold: {value:g} is outside 0..1"
-    return value, None
+        return parse_number(raw, "icc_threshold", minimum=0.0, maximum=1.0), None
+    except BadNumber as exc:
+        return DEFAULT_ICC_THRESHOLD, str(exc)
 
 
 @login_required

@@ -86,9 +86,15 @@ def slots_per_round(n: int, design: tuple[str, int]) -> int:
 # ---------------------------------------------------------------- answers
 
 
+def _ascii_digits(text: str) -> bool:
+    """'0'-'9' only: str.isdigit() also takes '٣' (which int() reads as 3) and '²' (which int() refuses
+    with Python's own words, shown to the rater); a long run of digits is no rank either."""
+    return text.isascii() and text.isdigit() and len(text) <= 6
+
+
 def _shown_number(value: Any, k: int, what: str) -> int:
     text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
-    if not text.isdigit() or not 1 <= int(text) <= k:
+    if not _ascii_digits(text) or not 1 <= int(text) <= k:
         raise ValueError(f"{what} must be one of the responses shown, 1 to {k}")
     return int(text)
 
@@ -108,7 +114,7 @@ def clean_comparative(criterion: dict, value: Any, shown_ids: list[int]) -> dict
         given: dict[int, int] = {}
         for number, rank in ranks.items():
             n = _shown_number(number, k, "a ranked response")
-            if isinstance(rank, bool) or not isinstance(rank, (int, str)) or not str(rank).strip().isdigit():
+            if isinstance(rank, bool) or not isinstance(rank, (int, str)) or not _ascii_digits(str(rank).strip()):
                 raise ValueError(f"Response {n}: give a whole-number rank from 1 to {k}")
             given[n] = int(str(rank).strip())
         missing = [n for n in range(1, k + 1) if n not in given]

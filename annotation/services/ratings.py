@@ -21,7 +21,6 @@ item__<key>, ignored, ignore_reason, comment).
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -37,6 +36,7 @@ from annotation.services import comparative
 from annotation.services.assignments import assignment_reclaim, lease_duration
 from annotation.services.routing_flag import routing_refresh_request
 from annotation.services.training import training_record
+from config.parsers import BadNumber, parse_number
 
 MAX_TEXT = 20_000
 MAX_SPANS = 200
@@ -272,12 +272,10 @@ def _scale_value(criterion: dict, value: Any) -> int | float:
     # The hint is translated only when it is the error: this runs for every cell of every submit.
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError(_scale_hint(criterion))
-    try:
-        number = float(value.strip()) if isinstance(value, str) else float(value)
-    except (ValueError, OverflowError):  # OverflowError: a JSON integer of 400 digits
+    try:  # ASCII and finite only: float() also reads '٣', '1_0' and 'inf'
+        number = parse_number(value, criterion["key"])
+    except (BadNumber, OverflowError):  # OverflowError: a JSON integer of 400 digits
         raise ValueError(_scale_hint(criterion)) from None
-    if not math.isfinite(number):
-        raise ValueError(_scale_hint(criterion))
     lo, hi = criterion["min"], criterion["max"]
     step = criterion.get("step", 1) if criterion["kind"] == "numeric" else 1
     steps = (number - lo) / step
@@ -421,7 +419,8 @@ def _not_asked(rubric: dict, answers: dict, n_responses: int) -> dict[str, str]:
     errors: dict[str, str] = {}
     options = rubric["item_options"]
     by_key = {c["key"]: c for c in rubric["criteria"]}
-    unknown = [k for k in answers["responses"] if not (k.isdigit() and 1 <= int(k) <= n_responses)]
+    unknown = [k for k in answers["responses"]
+               if not (k.isascii() and k.isdigit() and len(k) <= 6 and 1 <= int(k) <= n_responses)]
     if unknown:
         errors["answers"] = f"unknown response number(s): {', '.join(sorted(unknown))} (responses are 1 to {n_responses})"
     places = [(None, answers["item"], "item")] + [(int(k), block, "output") for k, block in answers["responses"].items()

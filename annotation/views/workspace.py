@@ -45,6 +45,7 @@ from annotation.services.ratings import (
 from annotation.services.training import training_state
 from annotation.views.crowd import crowd_context
 from annotation.views.language import rater_study, rater_study_and_assignment
+from config.parsers import whole_number
 from rubrics.schema import COMPARATIVE_KINDS, SCALE_KINDS
 
 PAGE = "annotation/workspace.html"
@@ -359,10 +360,8 @@ def assignment_detail(request: HttpRequest, slug: str, token: str) -> HttpRespon
 
 
 def _time_on_task(request: HttpRequest) -> int | None:
-    try:
-        return max(0, int(request.POST.get("time_on_task_ms", "")))
-    except ValueError:
-        return None
+    value = whole_number(request.POST.get("time_on_task_ms", ""))
+    return None if value is None else max(0, value)
 
 
 @login_required

@@ -19,6 +19,7 @@ from judges.providers import GENERIC, HttpRequest, ProviderSettings, get_provide
 from judges.providers.base import api_key
 from judges.providers.openai_compat import api_root
 from judges.backends.tls import tls_context
+from judges.egress import check_endpoint, guard_transport
 from judges.backends.errors import (
     BackendError, BackendNotAvailable, BackendTimeout, PermanentBackendError, RateLimited, RetryableBackendError,
 )
@@ -129,11 +130,12 @@ class OpenAICompatBackend(Backend):
         except ImportError as exc:  # pragma: no cover - httpx is a dependency
             raise BackendNotAvailable("httpx is not installed") from exc
         n = self.config.max_concurrency
+        limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
         return httpx.AsyncClient(
             headers=headers,  # set once per client: merging per request costs more than the parsing
-            verify=tls_context(),
+            # connects only to addresses judges.egress allows, checked when each connection opens
+            transport=guard_transport(httpx.AsyncHTTPTransport(verify=tls_context(), limits=limits)),
             timeout=httpx.Timeout(self.config.timeout_s, connect=self.config.connect_timeout_s),
-            limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
         )
 
     async def _attempt(self, client: Any, sem: asyncio.Semaphore, req: HttpRequest) -> JudgeResponse:
@@ -185,6 +187,7 @@ class OpenAICompatBackend(Backend):
             return []
         sem = self._semaphore()
         try:
+            check_endpoint(self.config.base_url)  # the URL's own host, even when a proxy carries the call
             headers = self._headers()
         except BackendError as exc:  # e.g. the API key variable is not set: every request fails alike
             return [exc] * len(requests)

@@ -16,6 +16,8 @@ import os
 from typing import Any, Mapping, Sequence
 
 from judges.backends.base import JudgeRequest, JudgeResponse
+from judges.egress import check_key_variable
+from judges.masking import mask_body_extras
 from judges.providers.anthropic import Anthropic
 from judges.providers.base import HttpRequest, Problem, Provider, ProviderSettings, api_key, mask_secret
 from judges.providers.google import Google
@@ -81,8 +83,12 @@ def build_request(judge: Mapping[str, Any], request: JudgeRequest, *, mask_key: 
     `mask_key` an unset variable shows as `$NAME` and a set one is masked."""
     settings = settings_from_judge(judge)
     if mask_key:  # the variables' values (masked below), or `$NAME` for an unset one
+        for env in [settings.api_key_env or "", *settings.headers_env.values()]:
+            if env:
+                check_key_variable(env)
         settings.headers.update({h: os.environ.get(env) or f"${env}" for h, env in settings.headers_env.items()})
         settings.headers_env = {}
+        settings.extra_body = mask_body_extras(settings.extra_body)
     if key is None:
         key = ((os.environ.get(settings.api_key_env or "") or (f"${settings.api_key_env}" if settings.api_key_env
                                                                  else None))

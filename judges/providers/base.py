@@ -17,7 +17,8 @@ from judges.backends.base import JudgeRequest, JudgeResponse
 from judges.backends.errors import (
     BackendError, MalformedResponseError, PermanentBackendError, RateLimited, RetryableBackendError,
 )
-from judges.masking import is_secret_header, mask_backend_options, mask_headers, mask_url, mask_value
+from judges.egress import check_key_variable
+from judges.masking import is_secret_header, mask_headers, mask_url, mask_value
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 Problem = tuple[str, str]  # (field path in the judge file, message naming the rule and the fix)
@@ -38,9 +39,10 @@ class HttpRequest:
         return urlsplit(self.url).path
 
     def masked(self) -> "HttpRequest":
-        """The same request with credentials (headers, the URL's, credential-like body fields) masked
-        by judges.masking, keeping at most the first 3 characters."""
-        return HttpRequest(self.method, mask_url(self.url), mask_headers(self.headers), mask_backend_options(self.json))
+        """The same request with its headers and URL masked by judges.masking, keeping at most the first
+        3 characters; the body's extras are masked before it is built (judges.providers.build_request),
+        since only the judge's settings tell them from the fields the provider adds."""
+        return HttpRequest(self.method, mask_url(self.url), mask_headers(self.headers), self.json)
 
     def as_dict(self) -> dict[str, Any]:
         return {"method": self.method, "url": self.url, "headers": dict(self.headers), "json": self.json}
@@ -162,6 +164,9 @@ class Provider:
         return self.read(data, model)
 
 
+MESSAGE_MAX = 300  # a provider's message is a sentence; more is a body echoed back
+
+
 def error_message(text: str) -> str:
     """The message of an error body: OpenAI, llama.cpp `{"error": {"message"}}`, Anthropic
     `{"type": "error", "error": {"type", "message"}}`, TGI `{"error": "...", "error_type"}`, vLLM's
@@ -174,15 +179,21 @@ def error_message(text: str) -> str:
         return ""
     err = data.get("error")
     if isinstance(err, dict):
-        return str(err.get("message") or err.get("type") or "")
-    if isinstance(err, str):
-        return err
-    found = data.get("message") or data.get("detail")
-    return found if isinstance(found, str) else json.dumps(found) if found else ""
+        found = err.get("message") or err.get("type")
+    elif isinstance(err, str):
+        found = err
+    elif data.get("object") == "error" or "detail" in data:
+        found = data.get("message") or data.get("detail")
+    else:  # not a model server's error: what another service answers is not echoed to the run's readers
+        return ""
+    text = found if isinstance(found, str) else json.dumps(found) if found else ""
+    return text[:MESSAGE_MAX] + ("…" if len(text) > MESSAGE_MAX else "")
 
 
 def env_value(name: str) -> str:
-    """A credential held by reference: the variable's value; PermanentBackendError when it is unset."""
+    """A credential held by reference: the variable's value; PermanentBackendError when it is unset or is
+    not a judge key variable (judges.egress: never SECRET_KEY, DATABASE_URL, ...), checked before it is read."""
+    check_key_variable(name)
     value = os.environ.get(name)
     if not value:
         raise PermanentBackendError(f"environment variable {name} is not set")

@@ -128,13 +128,13 @@ def test_logprobs_chat_and_completions():
 
 
 def test_api_key_comes_from_the_named_environment_variable(monkeypatch):
-    monkeypatch.setenv("CONCORD_TEST_KEY", "sk-test-123")
+    monkeypatch.setenv("CONCORD_TEST_API_KEY", "sk-test-123")
     with running_fake_server() as srv:
-        run(backend(srv.base_url, api_key_env="CONCORD_TEST_KEY").score_many([chat("x")]))
+        run(backend(srv.base_url, api_key_env="CONCORD_TEST_API_KEY").score_many([chat("x")]))
         assert srv.stats().authorization == "Bearer sk-test-123"
-    monkeypatch.delenv("CONCORD_TEST_KEY")
+    monkeypatch.delenv("CONCORD_TEST_API_KEY")
     with running_fake_server() as srv:
-        (out,) = run(backend(srv.base_url, api_key_env="CONCORD_TEST_KEY").score_many([chat("x")]))
+        (out,) = run(backend(srv.base_url, api_key_env="CONCORD_TEST_API_KEY").score_many([chat("x")]))
         assert srv.stats().completion_requests == 0
     assert isinstance(out, PermanentBackendError)
     with pytest.raises(ValueError):

@@ -16,7 +16,7 @@ from .test_runs_worker import assert_each_slot_once, one_output_items
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-KEY_ENV = "CONCORD_TEST_BATCH_KEY"
+KEY_ENV = "CONCORD_TEST_BATCH_API_KEY"
 
 
 def batch_judge(make_judge, server, api: str, name: str, **extra):

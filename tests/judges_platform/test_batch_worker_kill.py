@@ -30,7 +30,7 @@ QUEUE = "judges-batch-kill-test"
 VISIBILITY_S = 2
 WORKER = {"queues": QUEUE, "redis_url": settings.REDIS_URL, "visibility_s": VISIBILITY_S, "name": "batchkill",
           "pool": "threads"}
-KEY_ENV = "CONCORD_TEST_BATCH_KEY"
+KEY_ENV = "CONCORD_TEST_BATCH_API_KEY"
 
 
 def test_sigkill_while_the_batch_is_at_the_provider_then_a_new_worker_finishes_the_run(

@@ -27,8 +27,9 @@ from judges.services.runs import judge_config_snapshot
 from tests.security.test_permission_matrix import build_path
 
 SECRET = {name: f"{name}-{secrets.token_hex(12)}" for name in (
-    "auth", "custom", "body", "urlpass", "urlkey", "env", "member")}
-ENV = "CONCORD_TEST_JUDGE_KEY"
+    "auth", "custom", "body", "urlpass", "urlkey", "env", "member", "access", "client", "apitoken", "sig", "code",
+    "tenant")}
+ENV = "CONCORD_TEST_JUDGE_API_KEY"
 PERSONAS = ("anonymous", "crowd", "annotator", "researcher", "owner", "admin")
 AQUA = ("aq-001", "aq-002", "aq-003", "aq-004", "aq-005", "aq-006")
 
@@ -37,11 +38,15 @@ def _old_judge(name: str, auth: str, **more) -> JudgeConfig:
     """Written as a judge stored before literal credentials were refused (no validation)."""
     return JudgeConfig.objects.create(
         name=name, model="fake-judge", method="label", api_key_env=ENV,
-        endpoint=f"https://gateway-user:{SECRET['urlpass']}@127.0.0.1:9/v1?key={SECRET['urlkey']}&region=eu",
+        endpoint=f"https://gateway-user:{SECRET['urlpass']}@127.0.0.1:9/v1?key={SECRET['urlkey']}"
+                 f"&sig={SECRET['sig']}&CODE={SECRET['code']}&region=eu&api-version=2024-06-01",
         backend_options={"timeout_s": 10, "headers": {"Authorization": f"Bearer {auth}",
                                                       "X-Gateway-Token": SECRET["custom"],
                                                       "anthropic-version": "2023-06-01"},
-                         "extra_body": {"api_key": SECRET["body"], "top_k": 5}}, **more)
+                         # names no word list knows: shown masked because no schema marks them public
+                         "extra_body": {"api_key": SECRET["body"], "top_k": 5, "accessToken": SECRET["access"],
+                                        "clientSecret": SECRET["client"], "APITOKEN": SECRET["apitoken"],
+                                        "tenant": SECRET["tenant"]}}, **more)
 
 
 @pytest.fixture
@@ -156,8 +161,11 @@ def test_what_readers_and_admins_see_is_the_mask(world, client_for, api_for):
     headers = detail["config"]["backend_options"]["headers"]
     assert headers == {"Authorization": "Bearer aut...", "X-Gateway-Token": "cus...",
                        "anthropic-version": "2023-06-01"}  # public headers stay readable
-    assert detail["config"]["backend_options"]["extra_body"] == {"api_key": "bod...", "top_k": 5}
-    assert detail["config"]["endpoint"] == "https://gateway-user:...@127.0.0.1:9/v1?key=...&region=eu"
+    assert detail["config"]["backend_options"]["extra_body"] == {
+        "api_key": "bod...", "top_k": 5, "accessToken": "acc...", "clientSecret": "cli...", "APITOKEN": "api...",
+        "tenant": "ten..."}  # by allow-list: only the public sampling knob shows its value
+    assert detail["config"]["endpoint"] == ("https://...@127.0.0.1:9/v1?key=...&sig=...&CODE=...&region=..."
+                                            "&api-version=2024-06-01")  # user info and query but api-version
     assert detail["config"]["api_key_env"] == ENV  # the variable's name is no secret
     assert detail["config"]["members"][0]["backend_options"]["headers"]["Authorization"] == "Bearer mem..."
     assert detail["error"] == "PermanentBackendError: 401 invalid key env... (Authorization: Bearer aut...)"
@@ -172,41 +180,59 @@ def test_new_judges_hold_credentials_only_by_reference(world, api_for, monkeypat
     api = api_for(users["admin"])
     judge = {"name": "new-judge", "backend": "openai", "model": "m", "endpoint": "http://127.0.0.1:9/v1",
              "backend_options": {"headers": {"X-Gateway-Token": SECRET["custom"], "User-Agent": "concord"},
-                                 "extra_body": {"access_token": SECRET["body"]}}}
+                                 "extra_body": {"access_token": SECRET["body"], "accessToken": SECRET["access"],
+                                                "clientSecret": SECRET["client"], "apiToken": SECRET["apitoken"]}}}
     refused = api.post("/api/judges/configs/", judge, format="json")
     assert refused.status_code == 400 and not leaks(refused.content)
-    assert {e["field"] for e in refused.json()["errors"]} == {"backend_options.headers.X-Gateway-Token",
-                                                              "backend_options.extra_body.access_token"}
+    assert {e["field"] for e in refused.json()["errors"]} == {
+        "backend_options.headers.X-Gateway-Token", "backend_options.extra_body.access_token",
+        "backend_options.extra_body.accessToken", "backend_options.extra_body.clientSecret",
+        "backend_options.extra_body.apiToken"}
     assert "headers_env" in refused.json()["errors"][0]["message"]
+    # a credential in the URL (user info, a signature or code in the query) is refused alike
+    for endpoint in (f"http://user:{SECRET['urlpass']}@127.0.0.1:9/v1", f"http://127.0.0.1:9/v1?sig={SECRET['sig']}",
+                     f"http://127.0.0.1:9/v1?Code={SECRET['code']}"):
+        refused = api.post("/api/judges/configs/", {**judge, "endpoint": endpoint, "backend_options": {}},
+                           format="json")
+        assert refused.status_code == 400 and not leaks(refused.content), endpoint
+        assert [e["field"] for e in refused.json()["errors"]] == ["endpoint"], refused.json()
     assert not JudgeConfig.objects.filter(name="new-judge").exists()
     judge["backend_options"] = {"headers": {"User-Agent": "concord"},
-                                "headers_env": {"X-Gateway-Token": "CONCORD_TEST_GATEWAY_TOKEN"}}
+                                "headers_env": {"X-Gateway-Token": "JUDGE_TEST_GATEWAY_TOKEN"}}
     saved = api.post("/api/judges/configs/", judge, format="json")
     assert saved.status_code == 201, saved.content
-    assert saved.json()["backend_options"]["headers_env"] == {"X-Gateway-Token": "CONCORD_TEST_GATEWAY_TOKEN"}
+    assert saved.json()["backend_options"]["headers_env"] == {"X-Gateway-Token": "JUDGE_TEST_GATEWAY_TOKEN"}
     # the request the judge sends reads the variable when it is built
     from judges.providers import build_request, request_for_judge
 
     stored = JudgeConfig.objects.get(name="new-judge")
     config = judge_config_snapshot(stored)
-    monkeypatch.setenv("CONCORD_TEST_GATEWAY_TOKEN", SECRET["custom"])
+    monkeypatch.setenv("JUDGE_TEST_GATEWAY_TOKEN", SECRET["custom"])
     sent = build_request(config, request_for_judge(config, [{"role": "user", "content": "hi"}]))
     assert sent.headers["X-Gateway-Token"] == SECRET["custom"] and sent.headers["User-Agent"] == "concord"
 
 
 def test_judge_request_prints_credentials_masked(tmp_path, monkeypatch, capsys, db):
+    from django.core.management.base import CommandError
+
     monkeypatch.setenv(ENV, SECRET["env"])
-    monkeypatch.setenv("CONCORD_TEST_GATEWAY_TOKEN", SECRET["custom"])
+    monkeypatch.setenv("JUDGE_TEST_GATEWAY_TOKEN", SECRET["custom"])
     path = tmp_path / "judge.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "printed", "provider": "openai", "model": "gpt-4o-mini", "api_key_env": ENV,
-        "endpoint": f"https://user:{SECRET['urlpass']}@api.example.org/v1?key={SECRET['urlkey']}",
-        "backend_options": {"headers_env": {"X-Gateway-Token": "CONCORD_TEST_GATEWAY_TOKEN"}}}))
+    judge = {"name": "printed", "provider": "openai", "model": "gpt-4o-mini", "api_key_env": ENV,
+             "endpoint": f"https://user:{SECRET['urlpass']}@api.example.org/v1?key={SECRET['urlkey']}",
+             "backend_options": {"headers_env": {"X-Gateway-Token": "JUDGE_TEST_GATEWAY_TOKEN"},
+                                 "extra_body": {"tenant": SECRET["tenant"], "top_k": 5}}}
+    path.write_text(yaml.safe_dump(judge))
+    with pytest.raises(CommandError) as refused:  # credentials in the URL: refused, not printed
+        call_command("judge_request", str(path), "--rubric", "aqua-003")
+    assert "user info" in str(refused.value) and not leaks(str(refused.value).encode())
+    path.write_text(yaml.safe_dump({**judge, "endpoint": "https://api.example.org/v1?api-version=1"}))
     for args in ([], ["--json"]):
         call_command("judge_request", str(path), "--rubric", "aqua-003", *args)
         out = capsys.readouterr().out
         assert not leaks(out.encode()), out
         assert "Bearer env..." in out and "cus..." in out and "api.example.org" in out
+        assert '"tenant": "ten..."' in out and '"top_k": 5' in out  # a body extra by allow-list
 
 
 def test_a_header_held_by_reference_is_sent(monkeypatch, db):
@@ -224,12 +250,24 @@ def test_a_header_held_by_reference_is_sent(monkeypatch, db):
     with running_fake_server() as server:
         config = validate_judge({"name": "by-reference", "backend": "openai", "model": "fake-judge",
                                  "endpoint": server.base_url, "backend_options": {
-                                     "max_retries": 0, "headers_env": {"Authorization": "CONCORD_TEST_GATEWAY_AUTH"}}})
-        monkeypatch.setenv("CONCORD_TEST_GATEWAY_AUTH", f"Bearer {SECRET['auth']}")
+                                     "max_retries": 0, "headers_env": {"Authorization": "JUDGE_TEST_GATEWAY_AUTH"}}})
+        monkeypatch.setenv("JUDGE_TEST_GATEWAY_AUTH", f"Bearer {SECRET['auth']}")
         (answer,) = asyncio.run(build_backend(config).score_many([request]))
         assert not isinstance(answer, Exception) and server.stats().authorization == f"Bearer {SECRET['auth']}"
-        monkeypatch.delenv("CONCORD_TEST_GATEWAY_AUTH")
+        monkeypatch.delenv("JUDGE_TEST_GATEWAY_AUTH")
         sent = server.stats().completion_requests
         (unset,) = asyncio.run(build_backend(config).score_many([request]))
-        assert isinstance(unset, PermanentBackendError) and "CONCORD_TEST_GATEWAY_AUTH" in str(unset)
+        assert isinstance(unset, PermanentBackendError) and "JUDGE_TEST_GATEWAY_AUTH" in str(unset)
         assert server.stats().completion_requests == sent
+
+
+def test_the_schema_knows_every_field_a_judge_has():
+    """A field added to the model is masked until the schema lists it (fail here, not silently '...')."""
+    from judges.config import FIELDS
+    from judges.masking import NESTED_JUDGES, PUBLIC_FIELDS
+
+    shown_specially = {"id", "endpoint", "backend_options"}
+    model = {f.name for f in JudgeConfig._meta.concrete_fields}
+    assert model - PUBLIC_FIELDS - shown_specially == set()
+    assert set(FIELDS) - PUBLIC_FIELDS == {"endpoint", "backend_options"}
+    assert not NESTED_JUDGES & PUBLIC_FIELDS

@@ -32,14 +32,14 @@ def test_credential_shapes_are_masked_and_nothing_else(text, expected):
 
 
 def test_the_value_of_a_credential_variable_is_masked_anywhere(monkeypatch):
-    monkeypatch.setenv("CONCORD_TEST_GATEWAY_TOKEN", GATEWAY)
+    monkeypatch.setenv("JUDGE_TEST_GATEWAY_TOKEN", GATEWAY)
     monkeypatch.setenv("CONCORD_TEST_MODEL", "a-model-name-not-secret")
     assert scrub_log_text(f"the gateway echoed {GATEWAY}!") == f"the gateway echoed {GATEWAY[:3]}...!"
     assert scrub_log_text("model a-model-name-not-secret") == "model a-model-name-not-secret"
 
 
 def test_the_web_handler_masks_messages_and_tracebacks(monkeypatch):
-    monkeypatch.setenv("CONCORD_TEST_GATEWAY_TOKEN", GATEWAY)
+    monkeypatch.setenv("JUDGE_TEST_GATEWAY_TOKEN", GATEWAY)
     (console,) = [h for h in logging.getLogger().handlers if any(isinstance(f, SecretsFilter) for f in h.filters)]
     stream = io.StringIO()
     # the handler settings.LOGGING made, written to here for the test; not setStream(), which flushes the stream
