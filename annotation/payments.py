@@ -7,12 +7,14 @@ rate, what to pay and any bonus.
     payment_rows(study, pay_per_item=None, bonus_per_item=None) -> [dict]   # PAYMENT_COLUMNS
     bulk_approve_lines(rows) / bulk_bonus_lines(rows)  # the panel's paste formats
 
-Fair by construction: training answers are never attention checks (failing training screens the
-participant out, with the study's fixed screen-out payment, and is never a rejection); a rejection
-follows only the study's written attention policy (`phases.attention_policy.reject_after_failed`,
-shown to participants in the instructions); a participant who declined consent or returned the
-task is a `return` (the panel's own way out, unpaid). Attention-check items count as work but are
-not payable items.
+The decision follows the phase the participant reached (phase_reached), by the rule in RULES that
+is shown beside it: declined consent or returned the task is a `return` (the panel's own way out,
+unpaid); failing training screens out with the study's fixed screen-out payment and is never a
+rejection (training answers are never attention checks); a rejection follows only the study's
+written attention policy (`phases.attention_policy.reject_after_failed`, shown in the instructions);
+only a participant who finished is approved; one who may still go on is `pending`; one who left
+(time up, study closed) is paid the rated items (`partial`) or, with none, asked to return. Attention-
+check items count as work but are not payable items.
 """
 
 from __future__ import annotations
@@ -27,16 +29,42 @@ from annotation.models import Assignment, CrowdParticipant, PhaseRecord, Study, 
 
 PAYMENT_COLUMNS = (
     "rater", "provider", "participant_id", "session_id", "started_at", "finished_at", "returned_at",
-    "items_submitted", "training", "attention_checks", "attention_failed", "decision", "reason", "payable_items",
-    "time_on_task_s", "median_s_per_item", "pay_per_item", "payment", "bonus",
+    "phase_reached", "items_submitted", "training", "attention_checks", "attention_failed", "decision", "rule",
+    "reason", "payable_items", "time_on_task_s", "median_s_per_item", "pay_per_item", "payment", "bonus",
 )
-APPROVE, REJECT, SCREENED_OUT, RETURN, PENDING = "approve", "reject", "screened_out", "return", "pending"
+APPROVE, REJECT, SCREENED_OUT, RETURN, PARTIAL, PENDING = (
+    "approve", "reject", "screened_out", "return", "partial", "pending")
+
+# The rule behind each decision, shown beside it (sheet, CSV, Progress page): the decision follows the
+# phase the participant reached, never a default. Checked in this order.
+RULES = {
+    "declined": (RETURN, "declined consent -> return: not paid, asked to return the study on the panel"),
+    "screened_out": (SCREENED_OUT, "failed training on every attempt -> screened out: the study's fixed "
+                                   "screen-out payment, never a rejection"),
+    "returned": (RETURN, "returned the task -> return: not paid by approval, their rated items are kept"),
+    "attention": (REJECT, "failed attention checks up to the study's written policy -> reject"),
+    "finished": (APPROVE, "finished (shown the completion code) -> approve: the rated items are paid"),
+    "in_progress": (PENDING, "started and may still go on (study open, time left) -> pending: decided when they "
+                             "finish, return or run out of time"),
+    "left_midway": (PARTIAL, "left midway (rated items, never finished; time up or study closed) -> partial: "
+                             "pay the rated items, not the whole reward; never a rejection"),
+    "left_before_rating": (RETURN, "left before rating anything (time up or study closed) -> return: no work to "
+                                   "pay, asked to return the study; never a rejection"),
+    "member_rated": (APPROVE, "a study member, not a crowd participant, with rated items -> approve them"),
+    "member_idle": (PENDING, "a study member, not a crowd participant, with nothing rated -> pending"),
+}
 
 
 @dataclass(frozen=True)
 class Decision:
     decision: str
     reason: str
+    rule: str = ""  # RULES' text: why this phase gets this decision
+
+
+def _decision(rule: str, reason: str) -> Decision:
+    decision, text = RULES[rule]
+    return Decision(decision, reason, text)
 
 
 def _share(mark: float | None) -> str:
@@ -54,71 +82,130 @@ def training_summary(attempts: list[tuple[int, int, bool | None]]) -> str:
     return f"{'passed' if last else 'failed'} {scores}"
 
 
+def phase_reached(*, consent_declined: bool = False, phases_done: tuple[str, ...] = (),
+                  training: list[tuple[int, int, bool | None]] = (), training_failed_out: bool = False,
+                  rated: int = 0, finished: bool = False, returned: bool = False) -> str:
+    """The furthest step a participant reached, in the words of the study's phases (`finished`: shown
+    the completion, or the screen-out that ends a failed training)."""
+    if consent_declined:
+        return "declined consent"
+    if training_failed_out:
+        return f"training {training_summary(training)}"
+    if finished and not returned:
+        return "finished"
+    if rated:
+        reached = f"rated {rated} item{'s' if rated != 1 else ''}"
+    elif training:
+        reached = f"training {training_summary(training)}"
+    elif phases_done:
+        reached = {"consent": "consent given", "pre": "pre-study questionnaire answered",
+                   "instructions": "instructions read and checked"}[phases_done[-1]]
+    else:
+        reached = "opened the link only"
+    return f"returned the task after: {reached}" if returned else reached
+
+
 def payment_decision(*, consent_declined: bool = False, returned: bool = False,
                      training: list[tuple[int, int, bool | None]] = (), training_failed_out: bool = False,
                      pass_mark: float | None = None, checks: int = 0, failed: int = 0,
-                     reject_after: int | None = None) -> Decision:
-    """One participant's decision and why, from plain facts."""
+                     reject_after: int | None = None, crowd: bool = True, rated: int = 0, finished: bool = False,
+                     can_continue: bool = False, reached: str = "") -> Decision:
+    """One participant's decision, the rule it follows (RULES) and why, from plain facts: `rated`
+    items (attention checks and training excluded), `finished` (shown the completion), and whether
+    they `can_continue` (not finished or returned, study open, time left)."""
     if consent_declined:
-        return Decision(RETURN, "declined consent: only the decline is kept; asked to return the study")
+        return _decision("declined", "declined consent: only the decline is kept")
     if training_failed_out:
-        return Decision(SCREENED_OUT, f"did not reach the training pass mark ({_share(pass_mark)}): "
-                                      f"{training_summary(training)}; screened out with the fixed payment, not rejected")
+        return _decision("screened_out", f"did not reach the training pass mark ({_share(pass_mark)}): "
+                                         f"{training_summary(training)}; screened out, not rejected")
+    if returned:
+        return _decision("returned", f"{reached or 'returned the task'}; {rated} rated item{'s' if rated != 1 else ''}"
+                                     " kept")
     policy = (f"the study's policy rejects at {reject_after} failed attention checks" if reject_after
               else "the study has no attention policy, so failed checks never reject")
     if reject_after and failed >= reject_after:
-        return Decision(REJECT, f"failed {failed} of {checks} attention checks; {policy}")
-    if returned:
-        return Decision(RETURN, "returned the task")
-    if training and training[-1][2] is not True:
-        return Decision(PENDING, f"training {training_summary(training)}")
-    parts = [f"passed training {training_summary(training)[len('passed '):]}"] if training else []
+        return _decision("attention", f"failed {failed} of {checks} attention checks; {policy}")
+    parts = [f"passed training {training_summary(training)[len('passed '):]}"] if training and training[-1][2] else []
     parts.append(f"failed {failed} of {checks} attention checks ({policy})")
-    return Decision(APPROVE, "; ".join(parts))
+    if not crowd:
+        return _decision("member_rated" if rated else "member_idle", "; ".join([f"{rated} rated items", *parts]))
+    if finished:
+        return _decision("finished", "; ".join([f"finished with {rated} rated items", *parts]))
+    if can_continue:
+        return _decision("in_progress", f"reached: {reached or 'opened the link only'}")
+    if rated:
+        return _decision("left_midway", "; ".join([f"left after {rated} rated items", *parts]))
+    return _decision("left_before_rating", f"reached: {reached or 'opened the link only'}")
+
+
+_PHASE_ORDER = ("consent", "pre", "instructions")
 
 
 def _facts(study: Study) -> dict[int, dict]:
-    """Per rater: submitted work, attention checks (training excluded), training attempts, consent."""
+    """Per rater: submitted work, attention checks (training excluded), training attempts, phases answered."""
     facts: dict[int, dict] = {}
 
     def row(rater_id: int) -> dict:
-        return facts.setdefault(rater_id, {"training": [], "checks": 0, "failed": 0, "consent_declined": False})
+        return facts.setdefault(rater_id, _no_facts())
 
     counts = (Assignment.objects.filter(study=study, status=Assignment.Status.SUBMITTED).values("rater_id")
               .annotate(checks=Count("id", filter=Q(is_attention_check=True, item__is_training=False)),
                         failed=Count("id", filter=Q(is_attention_check=True, item__is_training=False,
-                                                    attention_passed=False))))
+                                                    attention_passed=False)),
+                        rated=Count("id", filter=Q(is_attention_check=False, item__is_training=False))))
     for c in counts:
-        row(c["rater_id"]).update(checks=c["checks"], failed=c["failed"])
+        row(c["rater_id"]).update(checks=c["checks"], failed=c["failed"], rated=c["rated"])
     for rater_id, correct, n, passed in (TrainingAttempt.objects.filter(study=study).order_by("rater_id", "number")
                                          .values_list("rater_id", "n_correct", "n_items", "passed")):
         row(rater_id)["training"].append((correct, n, passed))
-    for rater_id in PhaseRecord.objects.filter(study=study, phase=PhaseRecord.Phase.CONSENT,
-                                               outcome=PhaseRecord.Outcome.DECLINED).values_list("rater_id", flat=True):
-        row(rater_id)["consent_declined"] = True
+    for rater_id, phase, outcome in PhaseRecord.objects.filter(study=study).values_list("rater_id", "phase", "outcome"):
+        if phase == PhaseRecord.Phase.CONSENT and outcome == PhaseRecord.Outcome.DECLINED:
+            row(rater_id)["consent_declined"] = True
+        elif phase in _PHASE_ORDER:
+            row(rater_id)["phases"].add(phase)
     return facts
 
 
-def _decide(study: Study, f: dict, returned: bool) -> Decision:
+def _no_facts() -> dict:
+    return {"training": [], "checks": 0, "failed": 0, "rated": 0, "consent_declined": False, "phases": set()}
+
+
+def _decide(study: Study, f: dict, participant: CrowdParticipant | None) -> tuple[Decision, str]:
+    """The decision and the phase reached of one rater (`participant`: their crowd entry, if any)."""
+    from django.utils import timezone
+
     from annotation.services.training import MAX_ATTEMPTS
 
     training = f["training"]
     failed_out = bool(training) and training[-1][2] is False and len(training) >= MAX_ATTEMPTS
-    return payment_decision(
+    finished = bool(participant and participant.finished_at)
+    returned = bool(participant and participant.returned_at)
+    time_left = participant is not None and (participant.deadline is None or participant.deadline > timezone.now())
+    reached = phase_reached(consent_declined=f["consent_declined"],
+                            phases_done=tuple(p for p in _PHASE_ORDER if p in f["phases"]), training=training,
+                            training_failed_out=failed_out, rated=f["rated"], finished=finished, returned=returned)
+    decision = payment_decision(
         consent_declined=f["consent_declined"], returned=returned, training=training, training_failed_out=failed_out,
         pass_mark=study.training_pass_mark, checks=f["checks"], failed=f["failed"],
-        reject_after=study.phases.get("attention_policy", {}).get("reject_after_failed"))
+        reject_after=study.phases.get("attention_policy", {}).get("reject_after_failed"),
+        crowd=participant is not None, rated=f["rated"], finished=finished, reached=reached,
+        can_continue=(time_left and not finished and not returned
+                      and study.status in (Study.Status.OPEN, Study.Status.PAUSED)))
+    return decision, reached
 
 
-_NO_FACTS = {"training": [], "checks": 0, "failed": 0, "consent_declined": False}
+def _participants(study: Study) -> dict[int, CrowdParticipant]:
+    """Each rater's crowd entry in this study (the latest when several links), with link and account."""
+    return {p.user_id: p for p in CrowdParticipant.objects.filter(link__study=study).select_related("link", "user")
+            .order_by("started_at")}
 
 
 def rater_decisions(study: Study, rater_ids) -> dict[int, Decision]:
     """The decision per rater id, as the payment sheet gives it (for the Progress page)."""
-    returned = set(CrowdParticipant.objects.filter(link__study=study, returned_at__isnull=False)
-                   .values_list("user_id", flat=True))
+    crowd = _participants(study)
     facts = _facts(study)
-    return {rater_id: _decide(study, facts.get(rater_id, _NO_FACTS), rater_id in returned) for rater_id in rater_ids}
+    return {rater_id: _decide(study, facts.get(rater_id) or _no_facts(), crowd.get(rater_id))[0]
+            for rater_id in rater_ids}
 
 
 MAX_AMOUNT_PER_ITEM = Decimal("1000")  # far above any panel's rate; bounds what _money must hold
@@ -157,8 +244,7 @@ def payment_rows(study: Study, pay_per_item: Decimal | None = None,
         w["n"] += 1
         w["ms"].append(ms)
         w["items"] += not check and not training
-    crowd = {p.user_id: p for p in CrowdParticipant.objects.filter(link__study=study).select_related("link", "user")
-             .order_by("started_at")}
+    crowd = _participants(study)
     for user_id, p in crowd.items():  # a participant who submitted nothing (declined, returned) is listed too
         work.setdefault(user_id, {"rater": p.user.username, "n": 0, "items": 0, "ms": []})
     facts = _facts(study)
@@ -166,9 +252,9 @@ def payment_rows(study: Study, pay_per_item: Decimal | None = None,
     rows = []
     for user_id, w in sorted(work.items(), key=lambda kv: kv[1]["rater"]):
         p = crowd.get(user_id)
-        f = facts.get(user_id, _NO_FACTS)
-        decision = _decide(study, f, bool(p and p.returned_at))
-        payable = w["items"] if decision.decision == APPROVE else 0
+        f = facts.get(user_id) or _no_facts()
+        decision, reached = _decide(study, f, p)
+        payable = w["items"] if decision.decision in (APPROVE, PARTIAL) else 0
         if pay_per_item is None:
             payment = ""
         elif decision.decision == SCREENED_OUT:
@@ -181,9 +267,9 @@ def payment_rows(study: Study, pay_per_item: Decimal | None = None,
             "started_at": p.started_at.isoformat(timespec="seconds") if p else "",
             "finished_at": p.finished_at.isoformat(timespec="seconds") if p and p.finished_at else "",
             "returned_at": p.returned_at.isoformat(timespec="seconds") if p and p.returned_at else "",
-            "items_submitted": w["n"], "training": training_summary(f["training"]),
+            "phase_reached": reached, "items_submitted": w["n"], "training": training_summary(f["training"]),
             "attention_checks": f["checks"], "attention_failed": f["failed"],
-            "decision": decision.decision, "reason": decision.reason, "payable_items": payable,
+            "decision": decision.decision, "rule": decision.rule, "reason": decision.reason, "payable_items": payable,
             "time_on_task_s": round(sum(w["ms"]) / 1000, 1),
             "median_s_per_item": round(median(w["ms"]) / 1000, 1) if w["ms"] else "",
             "pay_per_item": "" if pay_per_item is None else str(pay_per_item),

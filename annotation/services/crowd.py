@@ -5,8 +5,13 @@
     crowd_return(participant=...)                                      # gives their work back at once
     crowd_state(study, user) -> CrowdState | None                      # quota, time left, completion
 
-Prolific appends PROLIFIC_PID, STUDY_ID and SESSION_ID; MTurk workerId, assignmentId and hitId;
-any other panel `participant` and `session`. The rater account is `<provider>-<participant id>`,
+Each panel fills in the study URL by its own documented rule (crowd_study_url gives what to hand it):
+Prolific replaces the literal `{{%PROLIFIC_PID%}}`, `{{%STUDY_ID%}}` and `{{%SESSION_ID%}}` in the URL;
+MTurk's ExternalQuestion appends assignmentId, hitId, turkSubmitTo and workerId to a URL without them
+(assignmentId ASSIGNMENT_ID_NOT_AVAILABLE while a worker previews the HIT) and takes the result back
+as a form posted to `<turkSubmitTo>/mturk/externalSubmit` with the assignmentId; any other panel gets
+`participant` and `session`, whose PARTICIPANT_ID and SESSION_ID the researcher replaces by the
+panel's own placeholders. The rater account is `<provider>-<participant id>`,
 with no password: the link and the participant id are the credentials, and the link is
 unguessable, expires and can be revoked. A panel id is a rater of one study: the same id through
 another study's link is a new account (`<provider>-<participant id>.<study id>` when the plain name
@@ -40,6 +45,15 @@ PARAMS = {  # provider -> (participant, session) query parameters
     CrowdLink.Provider.GENERIC: ("participant", "session"),
 }
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
+# The query of the study URL each panel is given; the values are what the panel replaces (kept literal:
+# Prolific matches the text `{{%PROLIFIC_PID%}}`, not its percent-encoding). MTurk appends its own.
+STUDY_URL_QUERY = {
+    CrowdLink.Provider.PROLIFIC: "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}",
+    CrowdLink.Provider.MTURK: "",
+    CrowdLink.Provider.GENERIC: "participant=PARTICIPANT_ID&session=SESSION_ID",
+}
+MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+MTURK_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")  # turkSubmitTo: production, sandbox
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_DAYS = 90
 
@@ -87,6 +101,25 @@ def crowd_link_revoke(*, link: CrowdLink, user=None) -> CrowdLink:
         link.save(update_fields=["revoked_at"])
         StudyChange.objects.create(study=link.study, user=user, field="crowd link", old="active", new="revoked")
     return link
+
+
+def crowd_study_url(link: CrowdLink, entry_url: str) -> str:
+    """The study URL to give the panel: the link's absolute entry address and the panel's placeholders."""
+    query = STUDY_URL_QUERY[link.provider]
+    return f"{entry_url}?{query}" if query else entry_url
+
+
+def crowd_is_preview(*, token: str, params) -> bool:
+    """An MTurk worker previewing the HIT (not accepted yet): nothing may be created. CrowdError as
+    crowd_enter for a link that cannot be used."""
+    link = _active_link(token)
+    return link.provider == CrowdLink.Provider.MTURK and params.get("assignmentId") == MTURK_PREVIEW
+
+
+def mturk_submit_url(turk_submit_to: str) -> str:
+    """Where an MTurk worker's finished assignment is posted; '' for a turkSubmitTo that is not MTurk's."""
+    host = (turk_submit_to or "").strip().rstrip("/")
+    return f"{host}/mturk/externalSubmit" if host in MTURK_HOSTS else ""
 
 
 def _active_link(token: str) -> CrowdLink:

@@ -10,10 +10,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django.utils.translation import gettext as _
 
 from annotation.auth_backend import PATH as AUTH_BACKEND
-from annotation.services.crowd import CrowdError, crowd_enter, crowd_entry_check, crowd_return, crowd_state
+from annotation.services.crowd import (CrowdError, crowd_enter, crowd_entry_check, crowd_is_preview, crowd_return,
+                                      crowd_state, mturk_submit_url)
 from annotation.views.language import rater_study
 
 SESSION_KEY = "crowd_studies"  # study ids this browser session came to through a crowd link
+MTURK_KEY = "crowd_mturk_submit"  # study id -> where MTurk takes this worker's finished assignment
 
 
 @require_http_methods(["GET", "POST"])
@@ -24,6 +26,9 @@ def crowd_entry(request: HttpRequest, token: str) -> HttpResponse:
     asked first: GET shows what continuing does, and only the POST of that page (same address,
     CSRF-checked) signs them out and enters; nothing is created before they confirm."""
     try:
+        if crowd_is_preview(token=token, params=request.GET):
+            return render(request, "annotation/crowd_message.html", {
+                "title": _("Preview"), "message": _("Accept the HIT to begin: the task opens here once you have.")})
         if request.user.is_authenticated and request.method == "GET" and not crowd_entry_check(
                 token=token, params=request.GET, user=request.user):
             return render(request, "annotation/crowd_confirm.html", {"account": request.user.get_username(),
@@ -38,6 +43,8 @@ def crowd_entry(request: HttpRequest, token: str) -> HttpResponse:
         logout(request)  # confirmed by the POST above
     login(request, participant.user, backend=AUTH_BACKEND)
     request.session[SESSION_KEY] = sorted(set(request.session.get(SESSION_KEY, [])) | {study.pk})
+    if submit_to := mturk_submit_url(request.GET.get("turkSubmitTo", "")):
+        request.session[MTURK_KEY] = {**request.session.get(MTURK_KEY, {}), str(study.pk): submit_to}
     if participant.deadline is not None:
         request.session.set_expiry(participant.deadline)  # the time limit ends the session too
     return redirect("workspace", slug=study.slug)
@@ -48,7 +55,10 @@ def crowd_context(request: HttpRequest, study) -> dict:
     if study.pk not in request.session.get(SESSION_KEY, []):
         return {}
     state = crowd_state(study, request.user)
-    return {"crowd": state} if state else {}
+    if not state:
+        return {}
+    submit_to = request.session.get(MTURK_KEY, {}).get(str(study.pk))
+    return {"crowd": state, "mturk_submit": submit_to} if submit_to else {"crowd": state}
 
 
 @login_required

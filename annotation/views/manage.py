@@ -78,13 +78,12 @@ def manage_context(request: HttpRequest, study: Study, **forms) -> dict:
 def _crowd_links(request: HttpRequest, study: Study) -> list:
     from django.utils import timezone
 
-    from annotation.services.crowd import PARAMS
+    from annotation.services.crowd import crowd_study_url
 
     links = list(study.crowd_links.all()[:20])
     for link in links:
-        pid, session = PARAMS[link.provider]
-        placeholder = {"prolific": "{{%PROLIFIC_PID%}}", "mturk": "WORKER_ID"}.get(link.provider, "ID")
-        link.url = request.build_absolute_uri(f"/crowd/{link.token}/?{pid}={placeholder}&{session}=SESSION")
+        # the panel's placeholders after the encoded address: build_absolute_uri would percent-encode the braces
+        link.url = crowd_study_url(link, request.build_absolute_uri(f"/crowd/{link.token}/"))
         link.state = ("revoked" if link.revoked_at else "expired" if link.expires_at <= timezone.now() else "active")
         link.n_participants = link.participants.count()
         link.n_finished = link.participants.filter(finished_at__isnull=False).count()

@@ -1,6 +1,8 @@
 """The runnable blocks of a documentation page, as docs/tutorials and docs/how-to mark them (each page's
 opening comment): ```bash, ```sh and ```python blocks are steps, run in order; ```console, ```text, ```yaml
-and the rest are shown only; a block right after a `<!-- skip-test: why -->` line is shown only too."""
+and the rest are shown only; a block right after a `<!-- skip-test: why -->` line is shown only too.
+Every block a reader may paste (YAML, JSON, TOML, shell, Python, items) is also checked for what it is
+for (test_docs_paste.py) unless the line before it is `<!-- partial: why -->` (deliberately a fragment)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 RUN = {"bash": "shell", "sh": "shell", "python": "python"}
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
 SKIP = re.compile(r"^\s*<!--\s*skip-test:\s*(?P<why>.+?)\s*-->\s*$")
+PARTIAL = re.compile(r"^\s*<!--\s*partial:\s*(?P<why>.+?)\s*-->\s*$")
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,7 @@ class Block:
     lang: str
     code: str
     skip: str = ""  # why it is shown only, from its skip-test comment
+    partial: str = ""  # why it is a fragment, not pasted whole, from its partial comment
 
     @property
     def kind(self) -> str | None:
@@ -48,8 +52,8 @@ def page_blocks(path: Path, root: Path) -> list[Block]:
         while j < len(lines) and not lines[j].strip().startswith(fence):
             body.append(lines[j][indent:] if lines[j][:indent].strip() == "" else lines[j].lstrip())
             j += 1
-        skipped = SKIP.match(previous)
+        skipped, partial = SKIP.match(previous), PARTIAL.match(previous)
         blocks.append(Block(name, i + 1, opened["lang"].lower(), "\n".join(body) + "\n",
-                            skipped["why"] if skipped else ""))
+                            skipped["why"] if skipped else "", partial["why"] if partial else ""))
         previous, i = "", j + 1
     return blocks

@@ -122,10 +122,11 @@ def test_the_payment_sheet_rejects_under_the_written_attention_policy_only(link,
     rate_in_browser(a_client, study)
     b_client, _ = enter(link, pid="bad2")
     rate_in_browser(b_client, study)
+    rate_in_browser(b_client, study)  # the quota: they finish
     bad = CrowdParticipant.objects.get(participant_id="bad2").user
-    # b's second assignment was an attention check they failed (as the workspace's gold check records it)
-    Assignment.objects.filter(study=study, rater=bad, status="submitted").update(
-        is_attention_check=True, attention_passed=False)
+    # one of b's assignments was an attention check they failed (as the workspace's gold check records it)
+    Assignment.objects.filter(pk=Assignment.objects.filter(study=study, rater=bad, status="submitted")
+                              .values("pk")[:1]).update(is_attention_check=True, attention_passed=False)
     c_client, _ = enter(link, pid="gone3")
     c_client.post(f"/studies/{study.slug}/crowd/return/")
     study.phases = {"attention_policy": {"reject_after_failed": 1}}  # written and shown in the instructions

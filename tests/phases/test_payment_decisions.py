@@ -9,12 +9,18 @@ import html
 import io
 
 import pytest
+from django.utils import timezone
 
 from annotation.models import Assignment, CrowdParticipant, TrainingAttempt
-from annotation.payments import payment_decision
+from annotation.payments import RULES, payment_decision
 from tests.phases.conftest import answer_training, enter, rate_items
 
 pytestmark = pytest.mark.django_db
+
+
+def finished(rater) -> None:
+    """They reached the end (the completion code shown), as the rating loop records it."""
+    CrowdParticipant.objects.filter(user=rater).update(finished_at=timezone.now())
 
 
 def sheet(client_for, admin_user, study, **params) -> dict[str, dict]:
@@ -31,6 +37,7 @@ def test_passing_training_one_of_two_then_rating_is_approved_not_rejected(crowd_
     answer_training(crowd_study, rater, right=True)
     answer_training(crowd_study, rater, right=False)
     rate_items(crowd_study, rater, 6)
+    finished(rater)
     row = sheet(client_for, admin_user, crowd_study, pay_per_item="0.20")["p1"]
     assert row["attention_checks"] == "0" and row["attention_failed"] == "0"
     assert row["training"] == "passed 1/2"
@@ -66,6 +73,7 @@ def test_rejection_only_under_the_policy_and_the_progress_page_says_the_same(cro
         enter(link, pid)
         rater = CrowdParticipant.objects.get(participant_id=pid).user
         rate_items(crowd_study, rater, 3)
+        finished(rater)
         ids = list(Assignment.objects.filter(rater=rater).values_list("id", flat=True)[:failed])
         Assignment.objects.filter(id__in=ids).update(is_attention_check=True, attention_passed=False)
     rows = sheet(client_for, admin_user, crowd_study, pay_per_item="0.10", bonus_per_item="0.05")
@@ -90,9 +98,12 @@ def test_rejection_only_under_the_policy_and_the_progress_page_says_the_same(cro
 
 def test_payment_decision_is_explained_from_plain_facts():
     assert payment_decision(consent_declined=True).decision == "return"
-    assert payment_decision(training=[(1, 2, None)]).decision == "pending"
+    assert payment_decision(training=[(1, 2, None)], can_continue=True).decision == "pending"
+    assert payment_decision(training=[(1, 2, None)]).decision == "return"  # left in training: nothing to pay
     d = payment_decision(training=[(0, 2, False), (1, 2, False)], training_failed_out=True, pass_mark=1.0,
                          checks=3, failed=3, reject_after=1)
     assert d.decision == "screened_out" and "failed 0/2, then 1/2" in d.reason  # never a rejection
-    assert payment_decision(checks=4, failed=4).decision == "approve"  # no written policy
-    assert payment_decision(checks=4, failed=2, reject_after=2).decision == "reject"
+    assert payment_decision(checks=4, failed=4, rated=6, finished=True).decision == "approve"  # no written policy
+    assert payment_decision(checks=4, failed=2, rated=6, reject_after=2).decision == "reject"
+    left = payment_decision(rated=3)
+    assert (left.decision, left.rule) == ("partial", RULES["left_midway"][1])

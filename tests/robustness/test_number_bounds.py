@@ -41,6 +41,8 @@ def test_payment_amounts_out_of_bounds_are_refused_by_field(rated, client_for, a
 
 
 def test_payment_amounts_within_bounds_are_paid(rated, client_for, admin_user):
+    # only a participant who finished is approved (annotation.payments.RULES)
+    CrowdParticipant.objects.filter(participant_id="5f1a2b3c4d").update(finished_at=timezone.now())
     response = client_for(admin_user).get(f"/studies/{rated.slug}/crowd-links/payments.csv",
                                           {"pay_per_item": "1000", "bonus_per_item": "0.0125"})
     assert response.status_code == 200
