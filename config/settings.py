@@ -12,6 +12,7 @@ import environ
 from whitenoise.compress import Compressor
 
 from config.embedded import running_servers
+from config.limits import LIMITS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -213,8 +214,10 @@ WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 WHITENOISE_SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "map")
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / ".data" / "media")
 
-DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# Body sizes come from the table of limits (config/limits.py), as every other bound does.
+DATA_UPLOAD_MAX_MEMORY_SIZE = LIMITS["request.body"].value
+FILE_UPLOAD_MAX_MEMORY_SIZE = LIMITS["request.file_in_memory"].value
+CONCORD_LIMITS: dict[str, int] = {}  # overrides of config/limits.py's values, by key (the tests' small quotas)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
