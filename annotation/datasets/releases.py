@@ -25,10 +25,12 @@ from annotation.datasets import FORMATS, export_filename, export_to_file
 from annotation.datasets.card import LICENSES
 from annotation.datasets.tables import ITEMS_PER_CHUNK
 from annotation.datasets.formatters import DEFAULT_DELTA
+from annotation.datasets.quotas import build_quota_check
 from annotation.datasets.writers import temporaries
 from annotation.models import DatasetRelease, Study
 from annotation.reports.ratings import count_rating_rows
 from config.celery import registered_task
+from config.limits import clip, text_problem
 
 # semver.org's own pattern
 SEMVER = re.compile(
@@ -90,6 +92,9 @@ def releases_create(*, study: Study, version: str, formats: Iterable[str], chang
         raise ReleaseError(f"license: unknown {license!r}; choose from {', '.join(LICENSES)}")
     if {"hf", "hf-full"} & set(formats) and not license:
         raise ReleaseError("license: a Hugging Face release states its license; choose one")
+    if problem := text_problem("release.changelog", changelog.strip()):
+        raise ReleaseError(problem)
+    build_quota_check(study, len(formats))
     taken = set(study.releases.filter(version=version, format__in=formats).values_list("format", flat=True))
     if taken:
         raise ReleaseError(f"version: {version} already has {', '.join(sorted(taken))}; releases are immutable, "
@@ -214,7 +219,7 @@ def release_build(*, release_id: int) -> DatasetRelease:
                                          changelog=release.changelog)
         except Exception as exc:
             DatasetRelease.objects.filter(pk=release.pk).update(
-                status=DatasetRelease.Status.FAILED, error=f"{type(exc).__name__}: {exc}",
+                status=DatasetRelease.Status.FAILED, error=clip("error.text", f"{type(exc).__name__}: {exc}"),
                 finished_at=timezone.now())
             raise
         DatasetRelease.objects.filter(pk=release.pk, status=DatasetRelease.Status.BUILDING).update(
