@@ -60,7 +60,8 @@ LIMITS: dict[str, Limit] = {lim.key: lim for lim in (
     Limit("judge.reasoning", 50_000, "characters", "A judge's reasoning, parsed from its answer.",
           ("judges.JudgeScore.reasoning",), written_by_concord=True),
     # Bodies and lists.
-    Limit("request.body", 50 * MiB, "bytes", "A request's body other than files (Django's DATA_UPLOAD_MAX_MEMORY_SIZE)."),
+    Limit("request.body", 4 * MiB, "bytes", "A request's body other than uploaded files: a form or the API's JSON "
+          "(Django's DATA_UPLOAD_MAX_MEMORY_SIZE; past it: 413)."),
     Limit("request.file_in_memory", 10 * MiB, "bytes",
           "An uploaded file held in memory; larger ones go to a temporary file (FILE_UPLOAD_MAX_MEMORY_SIZE)."),
     Limit("assignment.draft", 512 * KiB, "bytes", "A saved draft of a rater's answers, as JSON."),

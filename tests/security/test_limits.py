@@ -273,3 +273,18 @@ def test_the_docs_table_lists_every_limit():
     page = limits_page()
     for lim in LIMITS.values():
         assert f"`{lim.key}`" in page and f"{lim.value:,}" in page
+
+
+@pytest.mark.parametrize("extra, status", [pytest.param(0, 201, id="at"), pytest.param(1, 413, id="past")])
+def test_a_json_body_is_bounded(extra, status, released, researcher, api_for, settings,
+                                django_capture_on_commit_callbacks):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = json.dumps({"version": "1.0.0", "formats": ["csv"], "changelog": ""})
+    body = body.replace('""', '"' + "p" * (1000 - len(body) + extra) + '"')
+    with django_capture_on_commit_callbacks(execute=False):
+        response = api_for(researcher).post(f"/api/studies/{released.slug}/releases/", body,
+                                            content_type="application/json")
+    assert response.status_code == status, response.content
+    if status == 413:
+        assert response.json()["detail"] == "request body: at most 1,000 bytes besides uploaded files"
+    assert DatasetRelease.objects.count() == (status == 201)
