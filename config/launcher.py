@@ -37,6 +37,8 @@ def _manage(*args: str) -> None:
 # `make run`: a development server on loopback over plain http (config/settings.py LOCAL_SERVING), showing
 # the product's error pages; DEBUG=1 in the environment asks for Django's debug page as well.
 LOCAL_ENV = {"CONCORD_LOCAL_SERVING": "1"}
+# (name, queues, processes) of `make run`'s Celery workers; tasks not routed by kind go to `default`.
+WORKERS = (("judges", "judges", 2), ("builds", "builds", 1), ("housekeeping", "housekeeping,default", 1))
 
 
 def _run(args: list[str]) -> int:
@@ -45,9 +47,13 @@ def _run(args: list[str]) -> int:
     _manage("migrate", "--noinput", "-v", "0")
     _manage("load_demo")
     port = os.environ.get("PORT", "8000")
+    # One worker per kind of background work (config/celery.py KINDS): a stuck build never holds up a judge run
+    # or the beat's tasks.
     children = [
-        subprocess.Popen([PY, "-m", "celery", "-A", "config", "worker", "-Q", "default,judges", "-c", "2",
-                          "--loglevel", "INFO"], cwd=ROOT),
+        subprocess.Popen([PY, "-m", "celery", "-A", "config", "worker", "-Q", queues, "-c", str(concurrency),
+                          "-n", f"{name}@%h", "--loglevel", "INFO"], cwd=ROOT)
+        for name, queues, concurrency in WORKERS
+    ] + [
         # The scheduler of config.celery's beat_schedule (e.g. the retention purge), beside the worker.
         subprocess.Popen([PY, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
                           "--schedule", str(DATA / "celerybeat-schedule")], cwd=ROOT),

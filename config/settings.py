@@ -261,7 +261,13 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_ROUTES = {"judges.tasks.*": {"queue": "judges"}}
+# Queues and time limits by kind of work: config/celery.py TASK_KINDS. A task of a kind past its limit
+# (seconds) fails with that reason; TASK_HARD_LIMIT_GRACE_S later its process is killed. A judge chunk's
+# limit stays below the broker's visibility timeout (it would be handed to a second worker meanwhile).
+TASK_TIME_LIMITS = {"judges": env.int("TASK_TIME_LIMIT_JUDGES_S", default=600),
+                    "builds": env.int("TASK_TIME_LIMIT_BUILDS_S", default=1800),
+                    "housekeeping": env.int("TASK_TIME_LIMIT_HOUSEKEEPING_S", default=300)}
+TASK_HARD_LIMIT_GRACE_S = 30
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT = "config.broker_transport:Transport"  # a dropped connection fails as a lost broker
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
