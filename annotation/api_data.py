@@ -22,6 +22,7 @@ from annotation.comparison_table import comparisons_parquet
 from annotation.datasets import FORMATS, export_chunks, export_filename
 from annotation.datasets.card import LICENSES
 from annotation.datasets.formatters import DEFAULT_DELTA
+from annotation.datasets.quotas import export_quota_check
 from annotation.datasets.releases import ReleaseError, releases_create, study_releases
 from annotation.datasets.views import release_file_response
 from annotation.models import DatasetRelease
@@ -30,6 +31,7 @@ from annotation.reports.downloads import report_bytes
 from annotation.reports.views import report_not_ready
 from annotation.serializers import RubricVersionSerializer
 from rubrics.loader import RubricError, parse_rubric_text
+from config.limits import QuotaExceeded
 from rubrics.services import rubric_version_create
 
 PARQUET = "application/vnd.apache.parquet"
@@ -73,6 +75,10 @@ def study_export(request: Request, slug: str) -> StreamingHttpResponse:
     fmt = request.query_params.get("file", "")
     if fmt not in FORMATS:
         raise ValidationError({"file": f"{fmt!r} is not an export; choose one of {', '.join(FORMATS)}"})
+    try:
+        export_quota_check(study)
+    except QuotaExceeded as exc:
+        return Response({"detail": str(exc), "limit": exc.key}, status=429)
     audit_download(actor=request.user, study=study, target=export_filename(study, fmt), query=request.query_params,
                    format=fmt, live=True, api=True)
     response = StreamingHttpResponse(export_chunks(study, fmt, delta=DEFAULT_DELTA),
@@ -126,6 +132,8 @@ def study_releases_view(request: Request, slug: str) -> Response:
         made = releases_create(study=study, user=request.user, **body.validated_data)
     except ReleaseError as exc:
         return Response({"detail": str(exc)}, status=400)
+    except QuotaExceeded as exc:
+        return Response({"detail": str(exc), "limit": exc.key}, status=429)
     return Response(ReleaseSerializer(made, many=True).data, status=201)
 
 

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import IO, Iterator
 
+from config.limits import limit
+
 CONTEXT_KINDS = {"text", "markdown", "code", "html", "conversation"}
 OUTPUT_KINDS = {"text", "markdown", "code", "html", "diff", "conversation"}
 MAX_ERRORS = 50
@@ -262,6 +264,12 @@ def _number_or_text(value: str):
     return int(number) if number.is_integer() else number
 
 
+def _too_long(key: str, value: str) -> str | None:
+    """config/limits.py's bound for the text (the error's line and field name where it is)."""
+    most = limit(key)
+    return f"at most {most:,} characters (this has {len(value):,})" if len(value) > most else None
+
+
 def _text_problem(value: str) -> str | None:
     """Why PostgreSQL cannot store this text, or None."""
     if "\x00" in value:
@@ -311,7 +319,7 @@ def _validate(line: int, row: dict, errors: list, criteria_keys: set[str] | None
     context = row.get("context", "")
     if not isinstance(context, str):
         errors.append((line, "context", "must be a string"))
-    elif why := _text_problem(context):
+    elif why := _text_problem(context) or _too_long("item.context", context):
         errors.append((line, "context", why))
     context_kind = row.get("context_kind", "text")
     if not isinstance(context_kind, str) or context_kind not in CONTEXT_KINDS:
@@ -342,6 +350,8 @@ def _validate(line: int, row: dict, errors: list, criteria_keys: set[str] | None
         errors.append((line, "explanation", "must be text"))
     elif explanation and not training:
         errors.append((line, "explanation", "only training items carry an explanation"))
+    elif why := _too_long("item.explanation", explanation):
+        errors.append((line, "explanation", why))
     unknown = set(row) - {"id", "context", "context_kind", "outputs", "metadata", "gold", "attention_check",
                           "training", "explanation"}
     if unknown:
@@ -373,7 +383,7 @@ def _validate_outputs(line: int, outputs, errors: list) -> list[ParsedOutput]:
             errors.append((line, f"{where}.system", why))
         if not isinstance(content, str) or content == "":
             errors.append((line, f"{where}.content", "required, a non-empty string"))
-        elif why := _text_problem(content):
+        elif why := _text_problem(content) or _too_long("output.content", content):
             errors.append((line, f"{where}.content", why))
         if not isinstance(kind, str) or kind not in OUTPUT_KINDS:
             errors.append((line, f"{where}.kind", f"must be one of {sorted(OUTPUT_KINDS)}"))

@@ -22,12 +22,13 @@ import yaml
 from django.utils.translation import gettext as _
 from jsonschema import Draft202012Validator
 
+from config.limits import LIMITS
 from rubrics.yaml_bounded import YamlTooLarge, yaml_load
 from config.parsers import parse_number
 
 KINDS = ("single", "multiple", "number", "text", "likert")
 QUESTIONNAIRES = ("pre_questionnaire", "post_questionnaire")
-TEXT_MAX = 2000
+TEXT_MAX = LIMITS["questionnaire.text"].value
 DEFAULT_LIKERT = (1, 5)
 
 _KEY = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,39}$"}

@@ -23,9 +23,10 @@ def broker_held_builds() -> set[int]:
     from celery import current_app as app
 
     from config.broker import broker_task_args
+    from config.celery import kind_queue
 
     held = set()
-    for args in broker_task_args(release_build.name, [app.conf.task_default_queue]):
+    for args in broker_task_args(release_build.name, [kind_queue(release_build.name), app.conf.task_default_queue]):
         try:
             held.add(int(args[0]))
         except (ValueError, TypeError, IndexError):

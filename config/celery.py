@@ -13,6 +13,44 @@ os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("concord")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+
+# Background work by kind, each kind on its own queue served by workers of its own (config/launcher.py,
+# docker-compose.yml, docs/how-to/add-nodes.md): a build that hangs holds a builds worker, never the
+# judge runs or the beat's tasks. Every task of the project is named here (tests/faults/test_task_kinds.py).
+KINDS = {
+    "judges": "judge calls: a run's chunks and batch polls, routing refreshes",
+    "builds": "release builds and large reports",
+    "housekeeping": "the beat's periodic tasks and the lost-work sweeps",
+}
+TASK_KINDS = {
+    "judges.tasks.judge_chunk": "judges",
+    "judges.tasks.batch_poll": "judges",
+    "judges.tasks.routing_refresh": "judges",
+    "annotation.tasks.release_build": "builds",
+    "annotation.tasks.report_compute": "builds",
+    "annotation.tasks.report_sections_compute": "builds",
+    "annotation.tasks.participant_ids_purge": "housekeeping",
+    "annotation.tasks.studies_close_past_deadline": "housekeeping",
+    "annotation.tasks.requeue_lost_builds": "housekeeping",
+    "judges.tasks.requeue_lost_chunks": "housekeeping",
+}
+
+
+def time_limits(kind: str) -> tuple[int, int]:
+    """(soft, hard) seconds for a kind of task (settings.TASK_TIME_LIMITS)."""
+    from django.conf import settings
+
+    soft = int(settings.TASK_TIME_LIMITS[kind])
+    return soft, soft + int(settings.TASK_HARD_LIMIT_GRACE_S)
+
+
+def kind_queue(task_name: str) -> str:
+    return TASK_KINDS[task_name]
+
+
+app.conf.task_routes = {name: {"queue": kind} for name, kind in TASK_KINDS.items()}
+app.conf.task_annotations = {name: dict(zip(("soft_time_limit", "time_limit"), time_limits(kind)))
+                             for name, kind in TASK_KINDS.items()}
 app.autodiscover_tasks()
 # Periodic tasks, by name (run by `celery -A config beat`: config/launcher.py, docker-compose.yml).
 # Each takes no arguments and is idempotent, so a missed or doubled beat does no harm.

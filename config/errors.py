@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
@@ -29,6 +31,11 @@ def permission_denied(request: HttpRequest, exception: Exception) -> HttpRespons
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if isinstance(exception, RequestDataTooBig):  # config/limits.py's request.body: say which limit
+        message = f"request body: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes besides uploaded files"
+        if _wants_json(request):
+            return JsonResponse({"detail": message}, status=413)
+        return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
     if _wants_json(request):
         return JsonResponse({"detail": "Bad request."}, status=400)
     return render(request, "400.html", status=400)

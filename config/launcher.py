@@ -49,6 +49,8 @@ def _serve(args: list[str]) -> int:
 # `make run`: a development server on loopback over plain http (config/settings.py LOCAL_SERVING), showing
 # the product's error pages; DEBUG=1 in the environment asks for Django's debug page as well.
 LOCAL_ENV = {"CONCORD_LOCAL_SERVING": "1"}
+# (name, queues, processes) of `make run`'s Celery workers; tasks not routed by kind go to `default`.
+WORKERS = (("judges", "judges", 2), ("builds", "builds", 1), ("housekeeping", "housekeeping,default", 1))
 
 
 def _run(args: list[str], console) -> int:
@@ -65,11 +67,17 @@ def _run(args: list[str], console) -> int:
         note_migrated(ROOT, DATA)
     port = os.environ.get("PORT", "8000")
     judge_port = os.environ.get("CONCORD_DEMO_JUDGE_PORT", "8011")
+    # One worker per kind of background work (config/celery.py KINDS): a stuck build never holds up a judge run
+    # or the beat's tasks.
     children = [
         console.start("web server", [PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload",
                                      "--skip-checks"], cwd=ROOT),
-        console.start("Celery worker", [PY, "-m", "celery", "-A", "config", "worker", "-Q", "default,judges", "-c",
-                                        "2", "--loglevel", "INFO"], cwd=ROOT),
+    ] + [
+        console.start(f"Celery worker ({name})", [PY, "-m", "celery", "-A", "config", "worker", "-Q", queues, "-c",
+                                                  str(concurrency), "-n", f"{name}@%h", "--loglevel", "INFO"],
+                      cwd=ROOT)
+        for name, queues, concurrency in WORKERS
+    ] + [
         # The scheduler of config.celery's beat_schedule (e.g. the retention purge), beside the worker.
         console.start("Celery beat", [PY, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
                                       "--schedule", str(DATA / "celerybeat-schedule")], cwd=ROOT),

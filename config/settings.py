@@ -12,6 +12,7 @@ import environ
 from whitenoise.compress import Compressor
 
 from config.embedded import running_servers
+from config.limits import LIMITS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -219,8 +220,10 @@ WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 WHITENOISE_SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "map")
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / ".data" / "media")
 
-DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# Body sizes come from the table of limits (config/limits.py), as every other bound does.
+DATA_UPLOAD_MAX_MEMORY_SIZE = LIMITS["request.body"].value
+FILE_UPLOAD_MAX_MEMORY_SIZE = LIMITS["request.file_in_memory"].value
+CONCORD_LIMITS: dict[str, int] = {}  # overrides of config/limits.py's values, by key (the tests' small quotas)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -264,7 +267,13 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_ROUTES = {"judges.tasks.*": {"queue": "judges"}}
+# Queues and time limits by kind of work: config/celery.py TASK_KINDS. A task of a kind past its limit
+# (seconds) fails with that reason; TASK_HARD_LIMIT_GRACE_S later its process is killed. A judge chunk's
+# limit stays below the broker's visibility timeout (it would be handed to a second worker meanwhile).
+TASK_TIME_LIMITS = {"judges": env.int("TASK_TIME_LIMIT_JUDGES_S", default=600),
+                    "builds": env.int("TASK_TIME_LIMIT_BUILDS_S", default=1800),
+                    "housekeeping": env.int("TASK_TIME_LIMIT_HOUSEKEEPING_S", default=300)}
+TASK_HARD_LIMIT_GRACE_S = 30
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT = "config.broker_transport:Transport"  # a dropped connection fails as a lost broker
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

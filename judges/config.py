@@ -38,6 +38,7 @@ from urllib.parse import parse_qsl, urlsplit
 import yaml
 
 from judges.egress import endpoint_problem, key_variable_problem
+from config.limits import text_problem
 from judges.masking import PUBLIC_HEADERS, is_secret_header, is_secret_name
 from judges.prompts.base import known_overrides
 from judges.providers import GENERIC, NAMES as PROVIDERS, canonical, check_judge, get_provider
@@ -154,6 +155,8 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
         errors.append((p("model"), "required"))
     if not isinstance(out["description"], str):
         errors.append((p("description"), "must be text"))
+    elif problem := text_problem("judge.description", out["description"]):
+        errors.append((p("description"), problem.partition(": ")[2]))
     if out.get("backend") == "openai":
         ep = out["endpoint"]
         if not isinstance(ep, str) or not re.match(r"^https?://[^\s/]+", ep or ""):

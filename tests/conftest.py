@@ -246,7 +246,7 @@ def celery_worker_session():
 
     sweeper.every_s = 0  # in this process: sweep at connection only, not in the middle of other tests
     with start_worker(app, pool="threads", concurrency=4, perform_ping_check=False,
-                      queues=["default", "judges"], shutdown_timeout=30) as worker:
+                      queues=["default", "judges", "builds", "housekeeping"], shutdown_timeout=30) as worker:
         yield worker
 
 

@@ -20,6 +20,7 @@ from annotation.datasets.tables import (
     score_fields,
 )
 from annotation.datasets.texts import ITEMS_SCHEMA, item_batches, json_lines
+from annotation.datasets.row_check import Counter, checked_rows, csv_rows
 from annotation.datasets.spreadsheet import spreadsheet_safe_column
 from annotation.models import Assignment, Output, Study
 from annotation.reports.comparisons import as_comparisons, comparative_answers, comparative_criteria
@@ -37,17 +38,22 @@ PARQUET_ROW_GROUP = 65_536
 
 
 def ratings_csv(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
-    for chunk in copy_ratings(study, fmt="csv"):
-        if progress:
-            progress(chunk.count(b"\n"))  # approximate: values may hold newlines
-        yield chunk
+    rows = Counter(start=-1)  # the header line is no row
+    return checked_rows(study, _with_progress(rows.bytes_through(copy_ratings(study, fmt="csv"), csv_rows), progress),
+                        rows, what="the CSV export")
 
 
 def ratings_jsonl(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
     # Written in Arrow; the bytes are those of copy_ratings(study, fmt="jsonl") (long_json says why).
-    for chunk in rating_json_lines(study):
+    rows = Counter()
+    lines = rows.bytes_through(rating_json_lines(study), lambda chunk: chunk.count(b"\n"))  # JSON has no raw newlines
+    return checked_rows(study, _with_progress(lines, progress), rows, what="the JSONL export")
+
+
+def _with_progress(chunks: Iterator[bytes], progress: Progress | None) -> Iterator[bytes]:
+    for chunk in chunks:
         if progress:
-            progress(chunk.count(b"\n"))  # exact: JSON text has no raw newlines
+            progress(chunk.count(b"\n"))  # rows: exact for JSON lines, near enough for CSV
         yield chunk
 
 
@@ -82,7 +88,10 @@ class _DrainSink:
 def ratings_parquet(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
     """The long format as Parquet (zstd) in row groups of PARQUET_ROW_GROUP rows: fixed, so the
     file's bytes depend on the ratings only, not on how the read was split (release checksums)."""
-    yield from parquet_stream(rating_batches(study), _with_study(LONG_SCHEMA, study), progress=progress)
+    rows = Counter()
+    yield from checked_rows(study, parquet_stream(rows.batches_through(rating_batches(study)),
+                                                  _with_study(LONG_SCHEMA, study), progress=progress),
+                            rows, what="the Parquet export")
 
 
 def _with_study(schema: pa.Schema, study: Study) -> pa.Schema:

@@ -13,9 +13,11 @@ import logging
 import re
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Callable, Iterable
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
@@ -25,10 +27,12 @@ from annotation.datasets import FORMATS, export_filename, export_to_file
 from annotation.datasets.card import LICENSES
 from annotation.datasets.tables import ITEMS_PER_CHUNK
 from annotation.datasets.formatters import DEFAULT_DELTA
+from annotation.datasets.quotas import build_quota_check
 from annotation.datasets.writers import temporaries
 from annotation.models import DatasetRelease, Study
 from annotation.reports.ratings import count_rating_rows
-from config.celery import registered_task
+from config.celery import registered_task, time_limits
+from config.limits import clip, text_problem
 
 # semver.org's own pattern
 SEMVER = re.compile(
@@ -90,6 +94,9 @@ def releases_create(*, study: Study, version: str, formats: Iterable[str], chang
         raise ReleaseError(f"license: unknown {license!r}; choose from {', '.join(LICENSES)}")
     if {"hf", "hf-full"} & set(formats) and not license:
         raise ReleaseError("license: a Hugging Face release states its license; choose one")
+    if problem := text_problem("release.changelog", changelog.strip()):
+        raise ReleaseError(problem)
+    build_quota_check(study, len(formats))
     taken = set(study.releases.filter(version=version, format__in=formats).values_list("format", flat=True))
     if taken:
         raise ReleaseError(f"version: {version} already has {', '.join(sorted(taken))}; releases are immutable, "
@@ -206,16 +213,18 @@ def release_build(*, release_id: int) -> DatasetRelease:
         reporter = _ProgressReporter(release.pk, total)
         path = release_path(release)
         _remove_leftovers(path)
+        soft_s, _ = time_limits("builds")
         try:
             with reporter:
                 written = export_to_file(release.study, release.format, path, overwrite=False,
-                                         progress=reporter.add, delta=release.delta or DEFAULT_DELTA,
+                                         progress=_within(soft_s, reporter.add), delta=release.delta or DEFAULT_DELTA,
                                          dataset_version=release.version, license=release.license,
                                          changelog=release.changelog)
+        except SoftTimeLimitExceeded:
+            _fail(release.pk, took_too_long(soft_s))
+            return DatasetRelease.objects.get(pk=release.pk)  # failed for good: no retry would be faster
         except Exception as exc:
-            DatasetRelease.objects.filter(pk=release.pk).update(
-                status=DatasetRelease.Status.FAILED, error=f"{type(exc).__name__}: {exc}",
-                finished_at=timezone.now())
+            _fail(release.pk, f"{type(exc).__name__}: {exc}")
             raise
         DatasetRelease.objects.filter(pk=release.pk, status=DatasetRelease.Status.BUILDING).update(
             status=DatasetRelease.Status.READY, progress=1.0, sha256=written.sha256, size=written.size,
@@ -224,6 +233,30 @@ def release_build(*, release_id: int) -> DatasetRelease:
         _unlock_build(release.pk)
     release.refresh_from_db()
     return release
+
+
+def took_too_long(seconds: int) -> str:
+    return f"took longer than {seconds} s (the time limit of release builds)"
+
+
+def _fail(release_id: int, error: str) -> None:
+    DatasetRelease.objects.filter(pk=release_id).update(status=DatasetRelease.Status.FAILED,
+                                                        error=clip("error.text", error), finished_at=timezone.now())
+
+
+_clock = time.monotonic  # the builds' time limit's clock (a test moves it)
+
+
+def _within(seconds: int, progress: Callable[[int], None]) -> Callable[[int], None]:
+    """`progress`, raising SoftTimeLimitExceeded once the build has run `seconds`: Celery's own soft limit
+    needs a prefork worker; this one holds in any pool, between two chunks of the export."""
+    deadline = _clock() + seconds
+
+    def report(n: int) -> None:
+        progress(n)
+        if _clock() > deadline:
+            raise SoftTimeLimitExceeded(seconds)
+    return report
 
 
 def releases_requeue_lost(*, held: Callable[[], set[int]], settle_s: float = 5.0) -> list[int]:
@@ -244,10 +277,18 @@ def releases_requeue_lost(*, held: Callable[[], set[int]], settle_s: float = 5.0
         return []
     time.sleep(settle_s)
     sent = []
+    _, hard_s = time_limits("builds")
     for release_id in sorted(uncovered() & first):
         if not _lock_build(release_id):
             continue  # a live build holds it
         _unlock_build(release_id)
+        # A build killed at its hard time limit leaves its release building with no message: sent
+        # again, it would be killed again. It failed; the page says why.
+        if DatasetRelease.objects.filter(pk=release_id, status=DatasetRelease.Status.BUILDING,
+                                         started_at__lt=timezone.now() - timedelta(seconds=hard_s)).exists():
+            _fail(release_id, took_too_long(hard_s))
+            log.warning("release %s: its build ran past the hard time limit (%s s); marked failed", release_id, hard_s)
+            continue
         log.warning("release %s: its build message was lost by the broker; sent again", release_id)
         registered_task(BUILD_TASK).delay(release_id)
         sent.append(release_id)

@@ -22,8 +22,10 @@ from annotation.datasets import FORMATS, export_chunks, export_filename
 from annotation.datasets.card import LICENSES
 from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.models import DatasetRelease
+from annotation.datasets.quotas import export_quota_check
 from annotation.datasets.releases import ReleaseError, next_version, release_path, releases_create, study_releases
 from config.parsers import BadNumber, NumberField, parse_number
+from config.limits import QuotaExceeded
 
 
 class ReleaseForm(forms.Form):
@@ -74,6 +76,10 @@ def study_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
         delta = _delta(request)
     except BadNumber as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    try:
+        export_quota_check(study)
+    except QuotaExceeded as exc:
+        return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
     audit_record(actor=request.user, action=Action.DATA_DOWNLOAD, study=study, target=export_filename(study, fmt),
                  detail={"format": fmt, "live": True})
     response = StreamingHttpResponse(export_chunks(study, fmt, delta=delta), content_type=FORMATS[fmt].content_type)
@@ -96,6 +102,9 @@ def release_create(request: HttpRequest, slug: str) -> HttpResponse:
         except ReleaseError as exc:
             field, _, message = str(exc).partition(": ")
             form.add_error(field if field in form.fields else None, message or str(exc))
+        except QuotaExceeded as exc:
+            form.add_error(None, str(exc))
+            return _page(request, study, form, status=429)
         else:
             messages.success(request, f"Release {made[0].version} queued: {', '.join(r.format for r in made)}.")
             return redirect("datasets", slug=study.slug)

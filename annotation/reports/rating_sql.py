@@ -9,8 +9,6 @@ the pairwise reads (pairwise_sums, pairwise_blocks); it imports none of them.
 from __future__ import annotations
 
 import contextlib
-import io
-import itertools
 from typing import Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -25,6 +23,7 @@ from annotation.reports.parallel_copy import copy_chunks
 # row; the largest bounds memory (a reader holds up to workers + 1 ranges, 50k x 5 rows ~ 100 MB of JSON).
 MIN_RANGE_ASSIGNMENTS, MAX_RANGE_ASSIGNMENTS = 5_000, 50_000
 ARROW_BLOCK_BYTES = 4 << 20  # pyarrow parses COPY output in blocks of this size
+MAX_BLOCK_BYTES = (1 << 31) - 1  # pyarrow's largest block (an int32)
 
 ASSIGNMENTS, RATINGS, ITEMS, OUTPUTS = (m._meta.db_table for m in (Assignment, Rating, Item, Output))
 USERS = Assignment._meta.get_field("rater").related_model._meta.db_table
@@ -118,33 +117,10 @@ def _no_jit(cursor):
         cursor.execute("RESET jit")
 
 
-class _ChunkStream(io.RawIOBase):
-    """A read-only file over an iterator of byte chunks, for pyarrow's streaming CSV reader."""
-
-    def __init__(self, chunks: Iterable[bytes]):
-        self._chunks = iter(chunks)
-        self._rest = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        while not self._rest:
-            try:
-                self._rest = next(self._chunks)
-            except StopIteration:
-                return 0
-        n = min(len(b), len(self._rest))
-        b[:n] = self._rest[:n]
-        self._rest = self._rest[n:]
-        return n
-
-
-def _csv_options(schema: pa.Schema) -> dict:
+def _csv_options(schema: pa.Schema, block_size: int = ARROW_BLOCK_BYTES) -> dict:
     """How pyarrow reads COPY's CSV: `schema`'s names and types, t/f booleans, empty = NULL."""
     return {
-        "read_options": pacsv.ReadOptions(column_names=schema.names, block_size=ARROW_BLOCK_BYTES,
-                                          use_threads=False),
+        "read_options": pacsv.ReadOptions(column_names=schema.names, block_size=block_size, use_threads=False),
         "parse_options": pacsv.ParseOptions(newlines_in_values=True),
         "convert_options": pacsv.ConvertOptions(
             column_types=schema, true_values=["t"], false_values=["f"], null_values=[""],
@@ -153,21 +129,35 @@ def _csv_options(schema: pa.Schema) -> dict:
 
 
 def arrow_batches(sql: str, params: Sequence, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """Record batches of a query's rows, typed by `schema` (column order = the SELECT's)."""
-    chunks = copy_query(sql, params)
-    # pyarrow reads on its own I/O thread, where Django would hand out another connection
-    # (one that cannot see this transaction): open the COPY here, on the caller's connection.
-    first = next(chunks, b"")
-    if not first:
-        return
-    stream = io.BufferedReader(_ChunkStream(itertools.chain([first], chunks)), buffer_size=1 << 20)
-    yield from pacsv.open_csv(stream, **_csv_options(schema))
+    """Record batches of a query's rows, typed by `schema` (column order = the SELECT's).
+
+    COPY's chunks hold whole rows (copy_chunks): about ARROW_BLOCK_BYTES of them are parsed at a
+    time by arrow_table, which reads a row of any size. (pyarrow's streaming reader cuts its input
+    in blocks and fails on a row longer than one: one rater's long comment failed the export.) Read
+    on the caller's connection, so the rows are those its transaction sees."""
+    pending: list[bytes] = []
+    held = 0
+    for chunk in copy_query(sql, params):
+        pending.append(chunk)
+        held += len(chunk)
+        if held >= ARROW_BLOCK_BYTES:
+            yield from arrow_table(b"".join(pending), schema).to_batches()
+            pending, held = [], 0
+    if pending:
+        yield from arrow_table(b"".join(pending), schema).to_batches()
 
 
 def arrow_table(data: bytes, schema: pa.Schema) -> pa.Table:
+    """Whole rows of COPY's CSV as a table. Parsed in blocks of ARROW_BLOCK_BYTES; where a row is
+    longer than a block (pyarrow refuses a row across two blocks), again in one block of it all."""
     if not data:
         return schema.empty_table()
-    return pacsv.read_csv(pa.BufferReader(data), **_csv_options(schema))
+    try:
+        return pacsv.read_csv(pa.BufferReader(data), **_csv_options(schema))
+    except pa.ArrowInvalid as exc:
+        if "straddl" not in str(exc) or len(data) < ARROW_BLOCK_BYTES:
+            raise
+    return pacsv.read_csv(pa.BufferReader(data), **_csv_options(schema, min(len(data) + 1, MAX_BLOCK_BYTES)))
 
 
 def arrow_parts(parts: list[tuple[str, list]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:

@@ -37,10 +37,8 @@ from annotation.services.assignments import assignment_reclaim, lease_duration
 from annotation.services.routing_flag import routing_refresh_request
 from annotation.services.training import training_record
 from config.parsers import BadNumber, parse_number
+from config.limits import limit, text_problem
 
-MAX_TEXT = 20_000
-MAX_SPANS = 200
-MAX_DRAFT_BYTES = 512 * 1024
 MAX_TIME_ON_TASK_MS = 24 * 3600 * 1000  # a client clock gone wrong must not poison the statistics
 
 _TRUE_VALUES = {"ACCEPT", "YES", "TRUE", "1", "Y", "PASS"}
@@ -198,10 +196,25 @@ def answers_normalise(answers: Any) -> dict:
         if value is not None and not isinstance(value, str):
             errors[field] = "must be text"
         normalised[field] = str(value or "").strip()
+    errors.update(_oversized_text(normalised))
     errors.update(_unstorable_text(normalised))
     if errors:
         raise AnswerError(errors)
     return normalised
+
+
+def _oversized_text(normalised: dict) -> dict[str, str]:
+    """Errors for text past config/limits.py's bounds (comment, ignore reason, each reasoning), by
+    field: refused at a submit and at a draft alike, so no stored answer holds more."""
+    found = {}
+    for field in ("ignore_reason", "comment"):
+        if problem := text_problem(f"assignment.{field}", normalised[field]):
+            found[field] = problem
+    for n, block in [*normalised["responses"].items(), (None, normalised["item"])]:
+        for key, entry in block.items():
+            if problem := text_problem("rating.reasoning", entry["reasoning"].strip(), name="reasoning"):
+                found[(f"r{n}__{key}" if n is not None else f"item__{key}") + "__reasoning"] = problem
+    return found
 
 
 def _unstorable_text(normalised: dict) -> dict[str, str]:
@@ -312,8 +325,8 @@ def _spans_value(criterion: dict, value: Any, content: str) -> list[dict]:
     content = span_text(content)
     if not isinstance(value, list):
         raise ValueError("give a list of highlights")
-    if len(value) > MAX_SPANS:
-        raise ValueError(f"at most {MAX_SPANS} highlights")
+    if len(value) > limit("rating.spans"):
+        raise ValueError(f"at most {limit('rating.spans')} highlights")
     labels = criterion.get("labels") or []
     out = []
     for span in value:
@@ -351,8 +364,8 @@ def _clean_value(criterion: dict, value: Any, content: str) -> tuple[Any, float 
     if kind == "text":
         if not isinstance(value, str):
             raise ValueError("write it as text")
-        if len(value) > MAX_TEXT:
-            raise ValueError(f"at most {MAX_TEXT} characters")
+        if problem := text_problem("rating.text", value, name="text"):
+            raise ValueError(problem)
         return value.strip(), None
     if kind == "spans":
         return _spans_value(criterion, value, content), None
@@ -401,9 +414,6 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
                 continue
             if criterion["reasoning"] == "required" and not reasoning:
                 errors[f"{name}__reasoning"] = _where(response) + _("%(criterion)s: write your reasoning") % {"criterion": criterion["name"]}
-                continue
-            if len(reasoning) > MAX_TEXT:
-                errors[f"{name}__reasoning"] = f"{_where(response)}reasoning is limited to {MAX_TEXT} characters"
                 continue
             rows.append(RatingRow(response, criterion["key"], clean, score, reasoning))
     if errors:
@@ -492,8 +502,9 @@ def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task
     """Store the form as it is (no validation: a draft may be incomplete) and extend the lease.
     Drafts of submitted assignments (a revision in progress) are kept too."""
     answers = answers_normalise(answers)
-    if len(json.dumps(answers)) > MAX_DRAFT_BYTES:
-        raise AnswerError({"answers": "the draft is too large"})
+    if (size := len(json.dumps(answers).encode())) > limit("assignment.draft"):
+        raise AnswerError({"answers": f"draft: at most {limit('assignment.draft'):,} bytes of answers "
+                                      f"(this has {size:,})"})
     with transaction.atomic():
         a = _locked(assignment)
         if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):

@@ -16,6 +16,7 @@ from django.utils.text import slugify
 from annotation.audit import Action, audit_record
 from annotation.models import Assignment, Rating, Study, StudyChange, StudyMember
 from rubrics.models import RubricVersion
+from config.limits import clip, text_problem
 
 
 class StudyError(ValueError):
@@ -30,6 +31,8 @@ def study_create(*, name: str, rubric_version: RubricVersion, user=None, slug: s
         raise StudyError(f"slug: a study {slug!r} already exists")
     if options.get("raters_per_item", 3) < 1:
         raise StudyError("raters_per_item: must be at least 1")
+    if problem := text_problem("study.instructions", options.get("instructions") or ""):
+        raise StudyError(problem)
     return Study.objects.create(name=name, slug=slug, rubric_version=rubric_version, created_by=user, **options)
 
 
@@ -162,13 +165,16 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
         raise StudyError("raters_per_item: must be at least 1")
     if "name" in changed and not str(changed["name"]).strip():
         raise StudyError("name: a study needs a name")
+    if problem := text_problem("study.instructions", changed.get("instructions") or ""):
+        raise StudyError(problem)
     if changed.get("retention_days") is not None and not 0 <= changed["retention_days"] <= RETENTION_DAYS_MAX:
         raise StudyError(f"retention_days: from 0 to {RETENTION_DAYS_MAX} days (ten years), or empty to keep the ids")
     rated = Rating.objects.filter(assignment__study=study).count()
     consequences = [(f, EDITABLE[f]) for f in changed if EDITABLE[f]]
     if rated and consequences and not confirmed:
         raise NeedsConfirmation(consequences, rated)
-    log = [StudyChange(study=study, user=user, field=f, old=_shown(getattr(study, f)), new=_shown(v))
+    log = [StudyChange(study=study, user=user, field=f, old=clip("study_change.value", _shown(getattr(study, f))),
+                       new=clip("study_change.value", _shown(v)))
            for f, v in changed.items()]
     for f, v in changed.items():
         setattr(study, f, v)

@@ -4,6 +4,7 @@
   (`create_parser`, the parser `manage.py CMD --help` prints).
 - reference/api.md and reference/openapi.json: the REST API from the OpenAPI schema drf-spectacular builds
   (the one `/api/schema/` serves).
+- reference/limits.md: the table of limits, config/limits.py.
 
 Neither needs a database: Django is set up with the project's settings, nothing is queried.
 """
@@ -31,6 +32,7 @@ def on_files(files, config):
     schema = _openapi_schema()
     files.append(File.generated(config, "reference/api.md", content=api_page(schema)))
     files.append(File.generated(config, "reference/openapi.json", content=json.dumps(schema, indent=1)))
+    files.append(File.generated(config, "reference/limits.md", content=limits_page()))
     return files
 
 
@@ -182,3 +184,27 @@ def _body(op: dict, schema: dict) -> tuple[str, list[str]]:
         req = "**required.** " if name in required else ""
         rows.append(f"| `{name}` | {_cell(kind)} | {req}{_cell(prop.get('description', ''))} |")
     return ", ".join(parts), rows
+
+
+# ---------------------------------------------------------------------------------------- limits
+
+
+def limits_page() -> str:
+    from config.limits import LIMITS
+
+    lines = [
+        "# Limits",
+        "",
+        "Generated from `config/limits.py` when the site is built: every size, count and rate Concord accepts.",
+        "Input past a limit is refused where it enters (forms, the API, the rating loop, uploads) with a message",
+        "that names the field and the limit, and nothing of it is stored; a quota past its limit is answered with",
+        "HTTP 429. Text Concord writes itself (errors, a judge's answer) is cut to its limit instead. Text limits",
+        "count characters. A deployment may change a value with the `CONCORD_LIMITS` setting (key: value).",
+        "",
+        "| Limit | Value | Unit | Where | Bounds |",
+        "|---|---:|---|---|---|",
+    ]
+    for lim in LIMITS.values():
+        fields = ", ".join(f"`{f}`" for f in lim.fields) + (" (cut, not refused)" if lim.written_by_concord else "")
+        lines.append(f"| `{lim.key}` | {lim.value:,} | {lim.unit} | {_cell(lim.what)} | {fields} |")
+    return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from annotation.models import Item, Output
+from config.limits import clip
 from judges.models import JudgeRun, JudgeScore
 from judges.services import engine
 from judges.services.budget import cost_release
@@ -68,7 +69,7 @@ def _score_row(run: JudgeRun, item: Item, out: Output | None, j: engine.Judged,
     return JudgeScore(
         run=run, item=item, output=out, criterion=j.criterion, value=j.value, status=j.status,
         score=engine.numeric_score(criterion, j.value) if j.status == "scored" else None,
-        raw_text=j.raw_text, reasoning=j.reasoning or "", tokens_in=j.tokens_in, tokens_out=j.tokens_out,
+        raw_text=clip("judge.raw_text", j.raw_text), reasoning=clip("judge.reasoning", j.reasoning or ""), tokens_in=j.tokens_in, tokens_out=j.tokens_out,
         cost_usd=j.cost_usd, doubt=j.doubt, detail=j.detail,
     )
 

@@ -104,7 +104,7 @@ def reader_env(lived_in, tmp_path_factory, django_db_blocker):  # noqa: F811
     started = []
     for name, argv in (
         ("web", [py, "manage.py", "runserver", f"127.0.0.1:{web}", "--noreload"]),
-        ("worker", [py, "-m", "celery", "-A", "config", "worker", "-Q", "default,judges", "-c", "2", "-l", "WARNING"]),
+        ("worker", [py, "-m", "celery", "-A", "config", "worker", "-Q", "default,judges,builds,housekeeping", "-c", "2", "-l", "WARNING"]),
         ("judge", [py, "-m", "judges.fakeserver", "--port", str(judge), "--latency-ms", "20"]),
     ):
         log = (logs / f"{name}.log").open("w")

@@ -99,7 +99,7 @@ def test_release_build_sigkilled_mid_write_is_rebuilt_whole_by_the_next_worker(p
     first = second = None
     with app_broker(private_redis.url):  # the build task goes to a private broker no other worker reads
         try:
-            first = start_worker(log, queues="default", redis_url=private_redis.url, visibility_s=VISIBILITY_S,
+            first = start_worker(log, queues="builds", redis_url=private_redis.url, visibility_s=VISIBILITY_S,
                                  name="release-first", concurrency=1)
             (release,) = releases_create(study=study, version="1.0.0", formats=["jsonl"])
             final = release_path(release)
@@ -112,7 +112,7 @@ def test_release_build_sigkilled_mid_write_is_rebuilt_whole_by_the_next_worker(p
                 "the build ended before the kill; make the study bigger"
             # the broker hands the unacknowledged task out again once it is older than the visibility timeout
             time.sleep(VISIBILITY_S + 1)
-            second = start_worker(log, queues="default", redis_url=private_redis.url, visibility_s=VISIBILITY_S,
+            second = start_worker(log, queues="builds", redis_url=private_redis.url, visibility_s=VISIBILITY_S,
                                   name="release-second", concurrency=1)
             rebuilt_s = wait_release_ends(release, log, "the release to be rebuilt")
         finally:
@@ -144,10 +144,10 @@ def test_a_release_build_message_lost_by_the_broker_is_sent_again(private_redis,
     worker = None
     with app_broker(private_redis.url):
         (release,) = releases_create(study=study, version="1.0.0", formats=["csv"])
-        lost = private_redis.client().lpop("default")
+        lost = private_redis.client().lpop("builds")
         assert lost and b"annotation.tasks.release_build" in lost
         try:
-            worker = start_worker(log, queues="default", redis_url=private_redis.url, visibility_s=VISIBILITY_S,
+            worker = start_worker(log, queues="builds", redis_url=private_redis.url, visibility_s=VISIBILITY_S,
                                   name="release-lost", concurrency=1)
             recovered_s = wait_release_ends(release, log, "the lost build to be sent again")
         finally:

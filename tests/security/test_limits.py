@@ -1,0 +1,290 @@
+"""The table of limits (config/limits.py), each tried over HTTP at its value and one past it: the first
+is stored, the second refused with a message that names the field and the limit, nothing half-stored.
+And every stored TextField is bounded: named in the table or given a max_length (issue 55 §1)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.apps import apps
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import models
+from django.urls import reverse
+
+from annotation.models import Assignment, AuditEntry, DatasetRelease, Study
+from config.limits import LIMITS, field_limits, limit
+from judges.models import JudgeConfig
+from tests.workspace.conftest import complete_answers, items_jsonl
+
+pytestmark = pytest.mark.django_db
+PROJECT_APPS = ("annotation", "judges", "rubrics")
+
+
+def at_and_past(key: str):
+    """(size, accepted) at the limit and one past it."""
+    return [pytest.param(limit(key), True, id="at"), pytest.param(limit(key) + 1, False, id="past")]
+
+
+def test_every_stored_text_field_is_bounded():
+    bounded = field_limits()
+    unbounded = [f"{m._meta.app_label}.{m.__name__}.{f.name}" for m in apps.get_models()
+                 if m._meta.app_label in PROJECT_APPS for f in m._meta.get_fields()
+                 if isinstance(f, models.TextField) and f"{m._meta.app_label}.{m.__name__}.{f.name}" not in bounded
+                 and not f.max_length]
+    assert unbounded == []
+    named = [field for field in bounded if field.rsplit(".", 1)[0] not in
+             {f"{m._meta.app_label}.{m.__name__}" for m in apps.get_models()}]
+    assert named == []  # a limit never names a model that is not there
+
+
+# ------------------------------------------------------------------ the rating loop (draft and submit)
+
+
+@pytest.fixture
+def codegen(make_study, annotator):
+    """A study whose rubric takes a comment and reasoning."""
+    return make_study("codegen-002", annotators=[annotator], items_text=items_jsonl(1, k=2))
+
+
+@pytest.fixture
+def rrgen(make_study, annotator):
+    """A study whose rubric allows ignoring an item."""
+    return make_study("rrgen-001", annotators=[annotator], items_text=items_jsonl(1))
+
+
+def _rate_url(api, study) -> str:
+    token = api.post(f"/api/studies/{study.slug}/rate/next/").json()["assignment"]["token"]
+    return f"/api/studies/{study.slug}/rate/{token}/"
+
+
+def _refused(response, field: str, key: str) -> None:
+    assert response.status_code == 400
+    message = response.json()["errors"][field]
+    assert f"at most {limit(key):,} characters" in message and message.split(":")[0].endswith(field.split("__")[-1])
+
+
+@pytest.mark.parametrize("size, accepted", at_and_past("assignment.comment"))
+def test_a_comment_is_bounded_at_submit(size, accepted, codegen, annotator, api_for):
+    api = api_for(annotator)
+    url = _rate_url(api, codegen)
+    answers = complete_answers(codegen.rubric, 2, comment="c" * size)
+    response = api.post(url + "submit/", {"answers": answers}, format="json")
+    if accepted:
+        assert response.status_code == 200 and Assignment.objects.get(rater=annotator).comment == "c" * size
+    else:
+        _refused(response, "comment", "assignment.comment")
+        assert Assignment.objects.get(rater=annotator).status == Assignment.Status.ACTIVE  # nothing stored
+
+
+@pytest.mark.parametrize("field, key, study_name", [
+    ("comment", "assignment.comment", "codegen"),
+    ("ignore_reason", "assignment.ignore_reason", "rrgen"),
+    ("r1__technical_quality__reasoning", "rating.reasoning", "codegen"),
+])
+@pytest.mark.parametrize("size, accepted", [("at", True), ("past", False)])
+def test_a_draft_is_bounded_per_field(field, key, study_name, size, accepted, request, annotator, api_for):
+    study = request.getfixturevalue(study_name)
+    api = api_for(annotator)
+    url = _rate_url(api, study)
+    text = "x" * (limit(key) + (size == "past"))
+    if field == "comment":
+        answers = {"comment": text}
+    elif field == "ignore_reason":
+        answers = {"ignored": True, "ignore_reason": text}
+    else:
+        answers = {"responses": {"1": {"technical_quality": {"value": 3, "reasoning": text}}}}
+    response = api.post(url + "draft/", {"answers": answers}, format="json")
+    if accepted:
+        assert response.status_code == 200 and response.json() == {"saved": True}
+    else:
+        _refused(response, field, key)
+        assert Assignment.objects.get(rater=annotator).draft == {}
+
+
+@pytest.mark.parametrize("extra, accepted", [pytest.param(0, True, id="at"), pytest.param(1, False, id="past")])
+def test_a_draft_is_bounded_in_bytes(extra, accepted, codegen, annotator, api_for, settings):
+    settings.CONCORD_LIMITS = {"assignment.draft": 2000, "assignment.comment": 5000}
+    api = api_for(annotator)
+    url = _rate_url(api, codegen)
+    empty = {"responses": {}, "item": {}, "ignored": False, "ignore_reason": "", "comment": ""}
+    comment = "d" * (2000 - len(json.dumps(empty)) + extra)
+    response = api.post(url + "draft/", {"answers": {"comment": comment}}, format="json")
+    if accepted:
+        assert response.status_code == 200
+    else:
+        assert response.status_code == 400
+        assert response.json()["errors"]["answers"] == f"draft: at most 2,000 bytes of answers (this has 2,001)"
+
+
+@pytest.mark.parametrize("size, accepted", at_and_past("rating.spans"))
+def test_highlights_per_answer_are_bounded(size, accepted, make_study, annotator, api_for):
+    study = make_study("rrgen-001", annotators=[annotator],
+                       items_text=json.dumps({"id": "i", "context": "c", "outputs": [
+                           {"system": "s", "content": "x" * 1000}]}) + "\n")
+    key = next(c for c in study.rubric["criteria"] if c["kind"] == "spans")["key"]
+    api = api_for(annotator)
+    url = _rate_url(api, study)
+    spans = [{"start": n, "end": n + 1} for n in range(size)]
+    answers = complete_answers(study.rubric, 1)
+    answers["responses"]["1"][key] = {"value": spans, "reasoning": ""}
+    response = api.post(url + "submit/", {"answers": answers}, format="json")
+    assert response.status_code == (200 if accepted else 400), response.content
+    if not accepted:
+        assert f"at most {limit('rating.spans')} highlights" in response.json()["errors"][f"r1__{key}"]
+
+
+# ------------------------------------------------------------------ researchers and admins
+
+
+@pytest.fixture
+def released(make_study, researcher):
+    return make_study("rrgen-001", researchers=[researcher], items_text=items_jsonl(1))
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.mark.parametrize("size, accepted", at_and_past("release.changelog"))
+def test_a_release_changelog_is_bounded(size, accepted, released, researcher, api_for, client_for,
+                                        django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        api = api_for(researcher).post(f"/api/studies/{released.slug}/releases/",
+                                       {"version": "1.0.0", "formats": ["csv"], "changelog": "l" * size}, format="json")
+        page = client_for(researcher).post(reverse("release-create", args=[released.slug]),
+                                           {"version": "1.0.1", "formats": ["csv"], "changelog": "l" * size})
+    if accepted:
+        assert api.status_code == 201 and page.status_code == 302
+        assert DatasetRelease.objects.filter(study=released).count() == 2
+    else:
+        assert api.status_code == 400
+        assert api.json()["detail"] == (f"changelog: at most {limit('release.changelog'):,} characters "
+                                        f"(this has {size:,})")
+        assert page.status_code == 400 and f"at most {limit('release.changelog'):,} characters" in page.content.decode()
+        assert not DatasetRelease.objects.exists()
+
+
+@pytest.mark.parametrize("size, accepted", at_and_past("study.instructions"))
+def test_study_instructions_are_bounded(size, accepted, admin_user, preset_version, api_for):
+    response = api_for(admin_user).post("/api/studies/", {
+        "name": "Bounded", "rubric_version": preset_version["rrgen-001"].pk, "instructions": "i" * size},
+        format="json")
+    if accepted:
+        assert response.status_code == 201
+    else:
+        assert response.status_code == 400
+        assert f"instructions: at most {limit('study.instructions'):,} characters" in str(response.json())
+        assert not Study.objects.filter(name="Bounded").exists()
+
+
+@pytest.mark.parametrize("field, key", [("context", "item.context"), ("outputs[0].content", "output.content"),
+                                        ("explanation", "item.explanation")])
+@pytest.mark.parametrize("size, accepted", [("at", True), ("past", False)])
+def test_uploaded_item_text_is_bounded(field, key, size, accepted, make_study, admin_user, api_for):
+    study = make_study("rrgen-001", items_text=items_jsonl(1), status="draft")
+    text = "t" * (limit(key) + (size == "past"))
+    row = {"id": "new", "context": "c", "outputs": [{"system": "s", "content": "o"}]}
+    if field == "context":
+        row["context"] = text
+    elif field == "explanation":
+        row.update(training=True, gold={"fluency": 7}, explanation=text)
+    else:
+        row["outputs"][0]["content"] = text
+    upload = SimpleUploadedFile("items.jsonl", (json.dumps(row) + "\n").encode())
+    response = api_for(admin_user).post(f"/api/studies/{study.slug}/items/", {"file": upload}, format="multipart")
+    if accepted:
+        assert response.status_code == 201, response.content
+    else:
+        assert response.status_code == 400
+        (error,) = response.json()["errors"]
+        assert error["field"] == field and error["message"].startswith(f"at most {limit(key):,} characters")
+        assert not study.items.filter(external_id="new").exists()
+
+
+@pytest.mark.parametrize("size, accepted", at_and_past("judge.description"))
+def test_a_judge_description_is_bounded(size, accepted, admin_user, api_for):
+    body = {"name": "bounded", "backend": "openai", "model": "m", "endpoint": "http://127.0.0.1:9/v1", "description": "j" * size}
+    response = api_for(admin_user).post("/api/judges/configs/", body, format="json")
+    if accepted:
+        assert response.status_code == 201, response.content
+    else:
+        assert response.status_code == 400
+        errors = {e["field"]: e["message"] for e in response.json()["errors"]}
+        assert errors["description"].startswith(f"at most {limit('judge.description'):,} characters")
+        assert not JudgeConfig.objects.filter(name="bounded").exists()
+
+
+# ------------------------------------------------------------------ quotas per study: 429
+
+
+def test_release_builds_per_hour_answer_429(released, researcher, api_for, settings,
+                                             django_capture_on_commit_callbacks):
+    settings.CONCORD_LIMITS = {"releases.per_study_per_hour": 3}
+    api = api_for(researcher)
+    url = f"/api/studies/{released.slug}/releases/"
+    with django_capture_on_commit_callbacks(execute=False):
+        assert api.post(url, {"version": "1.0.0", "formats": ["csv", "jsonl"]}, format="json").status_code == 201
+        DatasetRelease.objects.update(status=DatasetRelease.Status.READY)
+        assert api.post(url, {"version": "1.0.1", "formats": ["csv"]}, format="json").status_code == 201  # at it
+        DatasetRelease.objects.update(status=DatasetRelease.Status.READY)
+        past = api.post(url, {"version": "1.0.2", "formats": ["csv"]}, format="json")
+    assert past.status_code == 429
+    assert past.json() == {"detail": "releases: at most 3 release builds per study an hour (3 in the last hour, "
+                                     "1 more asked); try again later", "limit": "releases.per_study_per_hour"}
+    assert DatasetRelease.objects.count() == 3
+
+
+def test_concurrent_builds_per_study_answer_429(released, researcher, api_for, client_for, settings,
+                                                django_capture_on_commit_callbacks):
+    settings.CONCORD_LIMITS = {"builds.per_study_at_once": 2}
+    url = f"/api/studies/{released.slug}/releases/"
+    with django_capture_on_commit_callbacks(execute=False):
+        assert api_for(researcher).post(url, {"version": "1.0.0", "formats": ["csv", "jsonl"]},
+                                        format="json").status_code == 201  # at it: two pending
+        past = api_for(researcher).post(url, {"version": "1.0.1", "formats": ["csv"]}, format="json")
+        page = client_for(researcher).post(reverse("release-create", args=[released.slug]),
+                                           {"version": "1.0.1", "formats": ["csv"]})
+    assert past.status_code == 429 and "at most 2 builds of a study at once" in past.json()["detail"]
+    assert page.status_code == 429 and "at most 2 builds of a study at once" in page.content.decode()
+    assert DatasetRelease.objects.count() == 2
+
+
+def test_live_exports_per_hour_answer_429(released, make_study, researcher, client_for, api_for, settings):
+    settings.CONCORD_LIMITS = {"exports.per_study_per_hour": 2}
+    page = client_for(researcher)
+    for _ in range(2):  # at the limit
+        response = page.get(reverse("dataset-export", args=[released.slug, "csv"]))
+        assert response.status_code == 200
+        b"".join(response.streaming_content)
+    past = page.get(reverse("dataset-export", args=[released.slug, "csv"]))
+    assert past.status_code == 429 and "at most 2 live exports per study an hour" in past.content.decode()
+    api = api_for(researcher).get(f"/api/studies/{released.slug}/export/", {"file": "csv"})
+    assert api.status_code == 429 and api.json()["limit"] == "exports.per_study_per_hour"
+    assert AuditEntry.objects.filter(study=released, action=AuditEntry.Action.DATA_DOWNLOAD).count() == 2
+    fresh = make_study("rrgen-001", researchers=[researcher], items_text=items_jsonl(1), slug="fresh")
+    assert page.get(reverse("dataset-export", args=[fresh.slug, "csv"])).status_code == 200  # a quota per study
+
+
+def test_the_docs_table_lists_every_limit():
+    from docs.hooks.reference import limits_page
+
+    page = limits_page()
+    for lim in LIMITS.values():
+        assert f"`{lim.key}`" in page and f"{lim.value:,}" in page
+
+
+@pytest.mark.parametrize("extra, status", [pytest.param(0, 201, id="at"), pytest.param(1, 413, id="past")])
+def test_a_json_body_is_bounded(extra, status, released, researcher, api_for, settings,
+                                django_capture_on_commit_callbacks):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = json.dumps({"version": "1.0.0", "formats": ["csv"], "changelog": ""})
+    body = body.replace('""', '"' + "p" * (1000 - len(body) + extra) + '"')
+    with django_capture_on_commit_callbacks(execute=False):
+        response = api_for(researcher).post(f"/api/studies/{released.slug}/releases/", body,
+                                            content_type="application/json")
+    assert response.status_code == status, response.content
+    if status == 413:
+        assert response.json()["detail"] == "request body: at most 1,000 bytes besides uploaded files"
+    assert DatasetRelease.objects.count() == (status == 201)
