@@ -19,6 +19,7 @@ from annotation.models import Assignment, Output, Rating, Study
 from annotation.stats import comparisons as cmp
 from annotation.reports.pairwise_blocks import pairwise_sums_incremental
 from annotation.reports.pairwise_sums import PairwiseSums
+from annotation.stats.comparison_exports import add_answer
 from annotation.stats.comparison_files import KINDS, Comparisons, comparisons_report, matrix_report
 from rubrics.schema import COMPARATIVE_KINDS
 
@@ -105,16 +106,7 @@ def as_comparisons(answers: Sequence[Answer], kind: str) -> Comparisons:
     """Answers of one criterion as the statistics' input: the pairs each implies, and the raw forms."""
     data = Comparisons(kind)
     for a in answers:
-        if kind == "pairwise":
-            data.pairwise.append((a.shown[0], a.shown[1], a.winner))
-            data.wins += cmp.pairs_from_pairwise(a.shown[0], a.shown[1], a.winner)
-        elif kind == "ranking":
-            ranking = dict(zip(a.shown, map(float, a.ranks)))
-            data.rankings.append(ranking)
-            data.wins += cmp.pairs_from_ranking(ranking)
-        else:
-            data.best_worst.append((list(a.shown), a.best, a.worst))
-            data.wins += cmp.pairs_from_best_worst(a.shown, a.best, a.worst)
+        add_answer(data, kind, list(a.shown), winner=a.winner, ranks=a.ranks, best=a.best, worst=a.worst)
     return data
 
 

@@ -19,8 +19,8 @@ from annotation.models import Assignment, Study
 from annotation.reports import parallel_copy
 from annotation.reports.rating_ids import Lookup, Reader, per_assignment, range_job, reader_on, shown_positions
 from annotation.reports.rating_sql import (
-    ASSIGNMENTS as _A, ITEMS as _I, OUTPUTS as _O, RATINGS as _R, USERS as _U, VALUE_TEXT, arrow_batches, range_parts,
-    range_where,
+    ASSIGNMENTS as _A, ITEMS as _I, OUTPUTS as _O, RATINGS as _R, USERS as _U, EXPORT_VALUE_TEXT, arrow_batches,
+    range_parts, range_where,
 )
 from annotation.reports.ratings import LONG_NAMES, LONG_SCHEMA
 
@@ -31,7 +31,7 @@ _ID_COLUMNS = (
     ("output_id", "r.output_id", pa.int64()),
     ("rater_id", "a.rater_id", pa.int64()),
     ("criterion", "r.criterion", pa.string()),
-    ("raw_value", VALUE_TEXT, pa.string()),  # the value, or a highlight criterion's spans, as text
+    ("raw_value", EXPORT_VALUE_TEXT, pa.string()),  # the value, or a highlight criterion's spans, as text
     ("score", "r.score", pa.float64()),
     ("reasoning", "r.reasoning", pa.string()),
     ("ignored", "a.ignored", pa.bool_()),

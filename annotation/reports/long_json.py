@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from annotation.models import Study
+from annotation.reports.rating_sql import EXPORT_VALUE
 from annotation.reports.long_arrow import id_tables, shown_positions
 
 # (name, SQL, type): the columns json_build_object would turn into JSON, as text PostgreSQL wrote.
@@ -28,7 +29,7 @@ JSON_ID_COLUMNS = (
     ("output_id", "r.output_id", pa.int64()),
     ("rater_id", "a.rater_id", pa.int64()),
     ("criterion", "r.criterion", pa.string()),
-    ("value", "r.value::text", pa.string()),  # jsonb's own text, nested as it is
+    ("value", f"({EXPORT_VALUE})::text", pa.string()),  # jsonb's own text, nested as it is
     ("score", "r.score", pa.string()),  # float8's text, as json_build_object writes a number
     ("reasoning", "r.reasoning", pa.string()),
     ("ignored", "a.ignored", pa.bool_()),

@@ -30,6 +30,14 @@ USERS = Assignment._meta.get_field("rater").related_model._meta.db_table
 
 # Scalars as plain text (ACCEPT, not "ACCEPT"); lists and objects as JSON text.
 VALUE_TEXT = "(r.value #>> '{}')"
+# The value as the exports write it: a comparative answer (docs/rubric-format.md) is stored by output id, which
+# means nothing outside the database; the exports add `systems`, the system of each `shown` id in its order, so
+# the file alone gives every judgement by system (the `comparisons` command reads it so).
+EXPORT_VALUE = (
+    "CASE WHEN r.output_id IS NULL AND jsonb_typeof(r.value -> 'shown') = 'array' THEN r.value || jsonb_build_object("
+    f"'systems', (SELECT jsonb_agg(eo.system ORDER BY t.ord) FROM jsonb_array_elements_text(r.value -> 'shown')"
+    f" WITH ORDINALITY AS t(v, ord) JOIN {OUTPUTS} eo ON eo.id = t.v::bigint)) ELSE r.value END")
+EXPORT_VALUE_TEXT = f"(({EXPORT_VALUE}) #>> '{{}}')"
 
 
 def range_where(params: list, *, item_range: tuple[int, int] | None = None,

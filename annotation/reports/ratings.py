@@ -27,8 +27,8 @@ from annotation.models import Assignment, Study
 from annotation.reports import parallel_copy
 from annotation.reports.rating_changes import study_changes
 from annotation.reports.rating_sql import (
-    ASSIGNMENTS as _A, ITEMS as _I, OUTPUTS as _O, RATINGS as _R, USERS as _U, VALUE_TEXT, copy_query, copy_statement,
-    range_parts, range_where,
+    ASSIGNMENTS as _A, ITEMS as _I, OUTPUTS as _O, RATINGS as _R, USERS as _U, EXPORT_VALUE, EXPORT_VALUE_TEXT,
+    copy_query, copy_statement, range_parts, range_where,
 )
 from annotation.reports.stats_ids import stats_table
 
@@ -66,7 +66,7 @@ def _text(name: str, sql: str) -> Column:
     return Column(name, sql, pa.string(), csv_sql=_spreadsheet_safe_sql(sql))
 
 
-_VALUE_SQL = f"CASE WHEN k.kind = 'spans' THEN NULL ELSE {VALUE_TEXT} END"
+_VALUE_SQL = f"CASE WHEN k.kind = 'spans' THEN NULL ELSE {EXPORT_VALUE_TEXT} END"
 _IS_JSON_STRING = "jsonb_typeof(r.value) = 'string'"
 
 LONG_COLUMNS: tuple[Column, ...] = (
@@ -77,9 +77,9 @@ LONG_COLUMNS: tuple[Column, ...] = (
     Column("criterion", "r.criterion", pa.string()),
     Column("criterion_kind", "k.kind", pa.string()),
     # A value is free text when it is a JSON string (text answers, labels); numbers stay numbers.
-    Column("value", _VALUE_SQL, pa.string(), "CASE WHEN k.kind = 'spans' THEN NULL ELSE r.value END",
+    Column("value", _VALUE_SQL, pa.string(), f"CASE WHEN k.kind = 'spans' THEN NULL ELSE {EXPORT_VALUE} END",
            f"CASE WHEN k.kind = 'spans' THEN NULL ELSE "
-           f"{_spreadsheet_safe_sql(VALUE_TEXT, guard=_IS_JSON_STRING)} END"),
+           f"{_spreadsheet_safe_sql(EXPORT_VALUE_TEXT, guard=_IS_JSON_STRING)} END"),
     Column("score", "r.score", pa.float64()),
     _text("reasoning", "r.reasoning"),
     Column("spans", "CASE WHEN k.kind = 'spans' THEN r.value::text END", pa.string(),

@@ -5,6 +5,8 @@
     best-worst: item,rater,shown,best,worst           (shown = names joined by `|`)
 
 Errors name the line (the header is line 1) and the column, as annotation.stats.tables does.
+Concord's own files (its export, preference pairs, the Python client's table) are read as they are
+(annotation.stats.comparison_exports).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from annotation.stats import comparison_exports as exports
 from annotation.stats import comparisons as cmp
 from annotation.stats.pairwise_csv import PairwiseSums, read_pairwise_sums
-from annotation.stats.tables import TableError, read_table
+from annotation.stats.tables import TableError, read_table, sniff
 
 KINDS = {
     "pairwise": ("item", "rater", "system_a", "system_b", "winner"),
@@ -35,6 +38,11 @@ class Comparisons:
     best_worst: list[tuple[list[str], str, str]] = field(default_factory=list)
     # A pairwise file comes summed (annotation.stats.pairwise_csv), wins and pairwise left empty.
     sums: PairwiseSums | None = None
+    # Answers whose shown order is known (Concord's export): (K shown, the first shown was best).
+    first_best: list[tuple[int, bool]] = field(default_factory=list)
+    # Preference pairs come as a win matrix (systems, wins) and what their weights are.
+    matrix: tuple[list[str], Any] | None = None
+    note: str = ""
 
 
 def _kind(columns: list[str]) -> str:
@@ -48,16 +56,30 @@ def _kind(columns: list[str]) -> str:
 
 def _header(path: str | Path) -> list[str]:
     """The header alone; a file pandas cannot start reading is read whole, for read_table's error."""
-    try:
-        return [c.strip() for c in pd.read_csv(path, nrows=0, dtype=str, skipinitialspace=True).columns]
-    except Exception:  # noqa: BLE001 - read_table names what is wrong
-        return list(read_table(path, ()).columns)
+    if sniff(path) == "csv":
+        try:
+            return [c.strip() for c in pd.read_csv(path, nrows=0, dtype=str, skipinitialspace=True).columns]
+        except Exception:  # noqa: BLE001 - read_table names what is wrong
+            pass
+    return list(read_table(path, ()).columns)
 
 
-def read_comparisons(path: str | Path) -> Comparisons:
-    """The file's judgements; a pairwise file as its sums (Comparisons.sums), read in bulk."""
-    kind = _kind(_header(path))
-    if kind == "pairwise" and (sums := read_pairwise_sums(path)) is not None:
+def read_comparisons(path: str | Path, criterion: str | None = None) -> Comparisons:
+    """The file's judgements; a pairwise CSV as its sums (Comparisons.sums), read in bulk. Concord's own
+    files are read as they are (comparison_exports): the long export (CSV, JSON lines, Parquet), the Python
+    client's comparisons table and preference pairs; `criterion` picks one comparative criterion."""
+    columns = _header(path)
+    header = set(columns)
+    if set(exports.PAIRS_COLUMNS) <= header:
+        return _pairs(read_table(path, exports.PAIRS_COLUMNS, nonempty=()))
+    if set(exports.EXPORT_COLUMNS) <= header:
+        return exports.read_export(exports.records(read_table(path, exports.EXPORT_COLUMNS, nonempty=())),
+                                   criterion, Comparisons)
+    if set(exports.CLIENT_COLUMNS) <= header:
+        return exports.read_client_table(read_table(path, exports.CLIENT_COLUMNS, nonempty=()), criterion,
+                                         Comparisons)
+    kind = _kind(columns)
+    if kind == "pairwise" and sniff(path) == "csv" and (sums := read_pairwise_sums(path)) is not None:
         return Comparisons(kind, sums=sums)
     df = read_table(path, KINDS[kind])
     rows = df.apply(lambda c: c.str.strip())
@@ -107,8 +129,18 @@ def read_comparisons(path: str | Path) -> Comparisons:
     return out
 
 
+def _pairs(df: pd.DataFrame) -> Comparisons:
+    systems, wins, weights = exports.pairs_matrix(exports.records(df))
+    note = ("preference pairs of a comparative study: each side's share of the judgements of the pair; pairs "
+            "split evenly are not in the file, and the order shown is not known" if weights == "shares" else
+            "preference pairs of a rated study: one judgement per pair, for the output whose consensus was higher")
+    return Comparisons("pairwise", matrix=(systems, wins), note=note)
+
+
 def comparisons_report(data: Comparisons) -> dict[str, Any]:
     """The `comparisons` command's JSON (see its --help)."""
+    if data.matrix is not None:
+        return {**matrix_report(data.kind, *data.matrix), "source": data.note}
     if data.sums is not None:
         report = matrix_report(data.kind, data.sums.systems, data.sums.wins)
         report["position"] = cmp.position_effect_counts(data.sums.first_wins, data.sums.decided)
@@ -118,6 +150,8 @@ def comparisons_report(data: Comparisons) -> dict[str, Any]:
         report["bws_count"] = cmp.best_worst_counts(data.best_worst)
     if data.kind == "ranking":
         report["kendall_w"] = cmp.kendall_w(data.rankings)
+    if data.kind != "pairwise" and data.first_best:
+        report["position"] = cmp.first_shown_best(data.first_best)
     if data.kind == "pairwise":
         report["position"] = cmp.position_effect(data.pairwise)
     return report

@@ -6,6 +6,7 @@ Errors name the row as the file's line number (the header is line 1) and the col
 from __future__ import annotations
 
 import csv
+import json
 import warnings
 from pathlib import Path
 
@@ -21,6 +22,13 @@ class TableError(ValueError):
 
 
 def read_table(path: str | Path, required: tuple[str, ...], nonempty: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Every value as text. Besides CSV, Concord's own Parquet and JSON lines files (the exports, the Python
+    client's tables) are read as they are, each row numbered as in the CSV export (header = row 1; a JSON
+    lines file's row is its line)."""
+    kind = sniff(path)
+    if kind != "csv":
+        df = _parquet(path) if kind == "parquet" else _json_lines(path)
+        return _checked(df, required, nonempty)
     try:
         with warnings.catch_warnings():
             # A row longer than the header would otherwise make its first values the row's index.
@@ -36,12 +44,80 @@ def read_table(path: str | Path, required: tuple[str, ...], nonempty: tuple[str,
         raise TableError(f"not a valid CSV: {exc}") from exc
     except pd.errors.EmptyDataError as exc:
         raise TableError("empty file") from exc
+    return _checked(df, required, nonempty)
+
+
+def _checked(df: pd.DataFrame, required: tuple[str, ...], nonempty: tuple[str, ...] | None) -> pd.DataFrame:
     df.columns = [c.strip() for c in df.columns]
     for col in required:
         if col not in df.columns:
             raise TableError(f"missing column (found: {', '.join(df.columns)})", row=1, column=col)
     _nonempty(df, required if nonempty is None else nonempty)
     return df
+
+
+def sniff(path: str | Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return "csv"  # read_csv names what is wrong
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    return "jsonl" if head.lstrip()[:1] == b"{" else "csv"
+
+
+def _text(value) -> str:
+    """A typed value as the CSV export writes it: nulls empty, booleans true/false, nested values as JSON."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    if hasattr(value, "tolist"):  # numpy arrays of a list column
+        return json.dumps(value.tolist(), ensure_ascii=False)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def _parquet(path: str | Path) -> pd.DataFrame:
+    import pyarrow.parquet as pq
+
+    try:
+        records = pq.read_table(path).to_pylist()
+    except Exception as exc:  # noqa: BLE001 - pyarrow's many errors: a broken file either way
+        raise TableError(f"not a readable Parquet file: {exc}") from exc
+    return _frame(records)
+
+
+def _json_lines(path: str | Path) -> pd.DataFrame:
+    records = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise TableError(f"not JSON: {exc.msg}", row=n) from exc
+                if not isinstance(record, dict):
+                    raise TableError("not a JSON object", row=n)
+                records.append((n, record))
+    except UnicodeDecodeError as exc:
+        raise TableError(f"not UTF-8 text (byte {exc.start})") from exc
+    df = _frame([r for _, r in records])
+    df.index = np.array([n for n, _ in records], dtype=np.int64) - 2  # index + 2 is the line, as for a CSV
+    return df
+
+
+def _frame(records: list[dict]) -> pd.DataFrame:
+    if not records:
+        raise TableError("empty file")
+    columns = list(dict.fromkeys(k for r in records for k in r))
+    return pd.DataFrame({c: [_text(r.get(c)) for r in records] for c in columns}, dtype=object)
 
 
 def _first_long_row(path: str | Path) -> int | None:
@@ -102,12 +178,15 @@ def read_ratings(path: str | Path) -> pd.DataFrame:
     text = df["score"].str.strip()
     numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
     is_number = np.isfinite(numbers)
-    item = df["item"].str.strip()
-    if "output" in df.columns:
-        output = df["output"].str.strip()
-        item = item.where(output == "", item + " / output " + output)
+    unit_item = df["item"].str.strip()
+    output = df["output"].str.strip() if "output" in df.columns else pd.Series("", index=df.index)
+    item = unit_item.where(output == "", unit_item + " / output " + output)
     out = pd.DataFrame({"item": item.to_numpy(), "rater": df["rater"].str.strip().to_numpy(),
                         "score": numbers if is_number.all() else text.to_numpy()})
+    # The rated unit's parts and the criterion's kind, for readers that keep them apart (`consensus`).
+    out["unit_item"], out["unit_output"] = unit_item.to_numpy(), output.to_numpy()
+    out["kind"] = df["criterion_kind"].str.strip().to_numpy() if "criterion_kind" in df.columns else ""
+    out["line"] = df.index.to_numpy() + 2  # the file's line (header = 1): the export's rows are a subset
     if "criterion" in df.columns:
         out["criterion"] = df["criterion"].str.strip().to_numpy()
         groups = out.groupby("criterion", sort=False).indices.items()

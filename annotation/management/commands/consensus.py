@@ -1,4 +1,4 @@
-"""consensus SLUG --method majority|dawid-skene|one-coin|glad|mace|best [--criterion KEY] [--json|--csv]"""
+"""consensus SLUG|FILE.csv --method majority|dawid-skene|one-coin|glad|mace|best [--criterion KEY] [--json|--csv]"""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from django.core.management.base import CommandError
+
+from annotation.stats.rating_files import file_codes, is_file
+from annotation.stats.tables import TableError
 
 from annotation.models import Study
 from annotation.reports.ratings import rater_names, stats_frame
@@ -21,15 +24,20 @@ CHOICES = ["best", *(m.replace("_", "-") for m in METHODS)]
 
 
 class Command(ConcordCommand):
-    help = ("Consensus that models the raters, from a study's stored ratings (attention checks left out). "
+    help = ("Consensus that models the raters, from a study's stored ratings (attention checks left out) or "
+            "from a long CSV as `agreement` reads it (item,rater,score[,criterion][,output], or Concord's own "
+            "export, export_study --format csv, as it is: the same figures as from the stored study). "
             "Categorical criteria (binary, choice): each output's posterior per choice and each rater's "
             "estimated accuracy, agreement and the method's own estimate (best: the lowest BIC). Likert and "
             "numeric criteria: the rater-effects model whatever the method, each output's adjusted mean with "
             "its 95% interval and each rater's bias and noise SD. Prints a summary, or every row with --json "
-            "or --csv (columns: table, criterion, method, then the row's fields).")
+            "or --csv (columns: table, criterion, method, then the row's fields). In a file, a criterion whose "
+            "scores are numbers is a scale and one with text labels is categorical (its labels in sorted "
+            "order); in Concord's export the criterion_kind column says which.")
 
     def add_arguments(self, parser):
-        parser.add_argument("slug", help="the study's slug")
+        parser.add_argument("slug", metavar="STUDY_OR_FILE",
+                            help="the study's slug, or a CSV file of ratings (a path with a '.' or '/')")
         parser.add_argument("--method", choices=CHOICES, default="best")
         parser.add_argument("--criterion", action="append", default=[], metavar="KEY",
                             help="only this criterion (repeatable; default: every categorical and numeric one)")
@@ -39,13 +47,20 @@ class Command(ConcordCommand):
 
     def handle(self, *args, slug: str, method: str, criterion: list[str], json: bool = False, csv: bool = False,
                **opts):
-        study = Study.objects.select_related("rubric_version").filter(slug=slug).first()
-        if study is None:
-            raise CommandError(f"no study with slug {slug!r}")
-        criteria = _criteria(study, criterion)
-        results = [_fit(c, codes, method.replace("-", "_")) for c, codes in _codes(study, criteria)]
+        source = "file" if is_file(slug) else "study"
+        if source == "file":
+            try:
+                coded = list(file_codes(slug, criterion))
+            except TableError as exc:
+                raise CommandError(f"{slug}: {exc}") from exc
+        else:
+            study = Study.objects.select_related("rubric_version").filter(slug=slug).first()
+            if study is None:
+                raise CommandError(f"no study with slug {slug!r}")
+            coded = _codes(study, _criteria(study, criterion))
+        results = [_fit(c, codes, method.replace("-", "_")) for c, codes in coded]
         if json:
-            self.stdout.write(_dumps({"study": slug, "criteria": results}))
+            self.stdout.write(_dumps({source: slug, "criteria": results}))
         elif csv:
             _write_csv(self.stdout, results)
         else:
