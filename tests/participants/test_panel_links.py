@@ -116,7 +116,8 @@ def test_mturk_appends_its_parameters_and_takes_the_assignment_back(study, clien
 
 def test_mturk_submits_only_to_mturk(study, client_for, admin_user):
     url = make_link(client_for(admin_user), study, provider="mturk")
-    walk = Walk(study, f"{url}?{urlencode({'assignmentId': 'A9', 'hitId': 'H', 'turkSubmitTo': 'https://evil.example', 'workerId': 'W9'})}")
+    appended = urlencode({"assignmentId": "A9", "hitId": "H", "turkSubmitTo": "https://evil.example", "workerId": "W9"})
+    walk = Walk(study, f"{url}?{appended}")
     assert "mturk-submit" not in to_the_end(walk)
 
 
