@@ -1,7 +1,7 @@
 """A run's money cap and its rate limits.
 
-The cap: before a chunk asks the model it reserves the most it can cost (its slots x the
-estimate's worst case per slot). The reservation locks the run row, then adds what is spent
+The cap: before a chunk asks the model it reserves the most it can cost (the larger of its slots x
+the estimate's worst case per slot and its own requests' worst case: estimate.pending_max_cost). The reservation locks the run row, then adds what is spent
 (the run's live counters; a batch run's answered requests) and what other chunks have reserved: the row lock
 orders concurrent chunks, and the sum is read after the lock, so it sees every chunk that
 finished before. A chunk that finds no room pauses the run (saying why) and asks nothing. A

@@ -22,7 +22,7 @@ from judges.config import COMMON_METHOD_OPTIONS, METHOD_OPTIONS
 from judges.providers import output_limit
 from judges.services import engine
 from judges.services.run_items import item_payload
-from judges.tokens import token_counter
+from judges.tokens import APPROXIMATE, token_counter
 
 SAMPLE_ITEMS = 300
 
@@ -84,6 +84,20 @@ def _one_judge(config: Mapping[str, Any], rubric: Mapping[str, Any], items: Sequ
             "max_cost_usd": price.cost(tokens_in, tokens_out) * scale,
             "input_cost_usd": price.cost(tokens_in, 0) * scale,
             "tokens_exact": counter.exact, "tokenizer": counter.source}
+
+
+def pending_max_cost(config: Mapping[str, Any], rubric: Mapping[str, Any], payloads: Sequence[dict],
+                     pending: Mapping) -> float | None:
+    """The most the calls for these pending slots may cost, from their own prompts (approximate input
+    tokens) and output caps: what a chunk reserves under a cap beside the estimate's average, so a
+    chunk of long items cannot outspend its reservation. None where the calls are not known before
+    (an ensemble's members, escalation's experts)."""
+    if engine.is_ensemble(config) or config["method"] == "escalation":
+        return None
+    recorder = RecordingBackend()
+    asyncio.run(engine.judge_items(config, rubric, payloads, pending, None, backend_for=lambda c: recorder))
+    tokens_in = sum(APPROXIMATE.count(r.messages, r.prompt) for r in recorder.requests)
+    return engine.pricing(config).cost(tokens_in, sum(output_limit(config, r) for r in recorder.requests))
 
 
 def time_at_limits(calls: int, tokens: int, mo: Mapping[str, Any]) -> float | None:

@@ -26,7 +26,7 @@ from judges.services.batches import batch_chunk_process, batch_run
 from judges.services.budget import (
     cost_release, cost_reserve, count_rate_limited, judge_run_pause, rate_limiter, slot_max_cost,
 )
-from judges.services.estimate import run_estimate
+from judges.services.estimate import pending_max_cost, run_estimate
 from judges.services.run_items import (
     enqueue_chunks, enqueue_items, item_output_counts, item_payload, make_chunks, missing_item_ids, slots_per_item,
 )
@@ -325,7 +325,8 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         return batch_chunk_process(run=run, payloads=payloads, pending=pending, where=where)
     reserved = 0.0
     if run.cost_cap_usd is not None:  # no cap, no lock on the run row
-        reserved = sum(len(slots) for slots in pending.values()) * slot_max_cost(run)
+        reserved = max(sum(len(slots) for slots in pending.values()) * slot_max_cost(run),
+                       pending_max_cost(run.config, run.study.rubric, payloads, pending) or 0.0)
         room, why = cost_reserve(run_id=run.pk, amount=reserved)
         if not room:
             judge_run_pause(run_id=run.pk, reason=why)

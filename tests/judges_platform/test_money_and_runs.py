@@ -87,6 +87,28 @@ def test_a_cap_below_the_bound_stops_the_run_before_the_requests_could_pass_it(
     assert run.cost_usd <= cap and "Raise the cap" in run.pause_reason
 
 
+def test_a_chunk_of_long_items_reserves_its_own_worst_case_not_the_average(make_study, make_judge):
+    import json
+
+    from annotation.models import Item
+    from judges.services.engine import output_criteria
+    from judges.services.estimate import _pending, pending_max_cost, run_estimate
+    from judges.services.runs import judge_config_snapshot
+
+    lines = [json.dumps({"id": f"it-{i}", "context": "Review: fine." if i else "Review: " + "long words " * 4000,
+                         "outputs": [{"system": "a", "content": "Thanks."}]}) for i in range(6)]
+    study = make_study("rrgen-001", items_text="\n".join(lines) + "\n")
+    config = judge_config_snapshot(make_judge("long", **REASONER), study)
+    est = run_estimate(study=study, config=config)
+    crits = output_criteria(config, study.rubric)
+    items = list(Item.objects.filter(study=study).prefetch_related("outputs").order_by("id"))
+    per_item = [pending_max_cost(config, study.rubric, *_pending(config, study.rubric, crits, [it])) for it in items]
+    assert sum(per_item) == pytest.approx(est["max_cost_usd"])  # the same requests, counted the same way
+    average = est["max_cost_usd"] / len(items)
+    long_item = per_item[0]
+    assert long_item > 2 * average  # the average would have let this chunk outspend its reservation
+
+
 # ------------------------------------------------------------------------------------------ 2. the states
 
 def test_a_run_whose_every_call_failed_is_failed_and_left_out_of_the_report(celery_worker_session, make_study,
