@@ -62,8 +62,6 @@ LIMITS: dict[str, Limit] = {lim.key: lim for lim in (
     # Bodies and lists.
     Limit("request.body", 4 * MiB, "bytes", "A request's body other than uploaded files: a form or the API's JSON "
           "(Django's DATA_UPLOAD_MAX_MEMORY_SIZE; past it: 413)."),
-    Limit("request.file_in_memory", 10 * MiB, "bytes",
-          "An uploaded file held in memory; larger ones go to a temporary file (FILE_UPLOAD_MAX_MEMORY_SIZE)."),
     Limit("assignment.draft", 512 * KiB, "bytes", "A saved draft of a rater's answers, as JSON."),
     Limit("rating.spans", 200, "items", "Highlights in one answer."),
     Limit("members.per_add", 5_000, "items", "Members added to a study in one request."),
