@@ -66,9 +66,9 @@ LIMITS: dict[str, Limit] = {lim.key: lim for lim in (
     Limit("rating.spans", 200, "items", "Highlights in one answer."),
     Limit("members.per_add", 5_000, "items", "Members added to a study in one request."),
     # Rates and concurrency, per study.
-    Limit("releases.per_study_per_hour", 30, "per hour", "Release builds queued for one study in an hour "
+    Limit("releases.per_study_per_hour", 48, "per hour", "Release builds queued for one study in an hour "
           "(one per format of a version); past it: 429."),
-    Limit("builds.per_study_at_once", 12, "at once", "Release builds of one study pending or building at once; "
+    Limit("builds.per_study_at_once", 24, "at once", "Release builds of one study pending or building at once; "
           "past it: 429."),
     Limit("exports.per_study_per_hour", 120, "per hour", "Live exports (datasets page and API) of one study in "
           "an hour; past it: 429."),

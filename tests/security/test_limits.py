@@ -350,6 +350,14 @@ def test_text_concord_writes_is_cut_to_its_limit(key):
     assert len(cut) == most and cut.endswith("…")
 
 
+def test_a_version_in_every_format_fits_the_build_quotas():
+    from annotation.datasets import FORMATS
+
+    # the demo releases 1.0.0 in every format at once (judges/simulation.py); twice that fits an hour
+    assert limit("builds.per_study_at_once") >= len(FORMATS)
+    assert limit("releases.per_study_per_hour") >= 2 * len(FORMATS)
+
+
 def test_every_limit_is_tried_here():
     """Each key of the table appears in a test of this module (at the limit and past it)."""
     from pathlib import Path
