@@ -76,7 +76,7 @@ LIMITS: dict[str, Limit] = {lim.key: lim for lim in (
 
 
 def limit(key: str) -> int:
-    """The limit's value; settings.CONCORD_LIMITS may override it (the tests set small quotas)."""
+    """The limit's value; settings.CONCORD_LIMITS (the environment's JSON) may override it."""
     from django.conf import settings
 
     return int(getattr(settings, "CONCORD_LIMITS", {}).get(key, LIMITS[key].value))
