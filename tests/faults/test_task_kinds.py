@@ -127,6 +127,7 @@ def test_a_stuck_build_starves_neither_judge_runs_nor_the_beat(private_redis, ma
     log = tmp_path / "workers.log"
     workers = []
     holder = psycopg.connect(current_database_url(), autocommit=False)
+    watcher = psycopg.connect(current_database_url(), autocommit=True)  # sees each moment's activity
     with app_broker(private_redis.url), running_fake_server() as server:
         try:
             for kind in KINDS:  # started together: each pays its imports at once
@@ -135,7 +136,8 @@ def test_a_stuck_build_starves_neither_judge_runs_nor_the_beat(private_redis, ma
             (release,) = releases_create(study=study, version="1.0.0", formats=["csv"])
             holder.execute(f"SELECT 1 FROM {DatasetRelease._meta.db_table} WHERE id = %s FOR UPDATE", [release.pk])
             # the build's claim waits on the row: its worker, the only builds worker, is taken
-            wait_for(lambda: holder.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()[0] > 0,
+            wait_for(lambda: watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                             " AND datname = current_database()").fetchone()[0] > 0,
                      60, interval=0.02, what="the build to block on its release's row")
             run = judge_run_start(study=study, judge=make_judge(endpoint=server.base_url))
             registered_task("annotation.tasks.studies_close_past_deadline").delay()
@@ -149,5 +151,6 @@ def test_a_stuck_build_starves_neither_judge_runs_nor_the_beat(private_redis, ma
                      interval=0.02, what="the build to end once its row is free")
         finally:
             holder.close()
+            watcher.close()
             for worker in workers:
                 stop_worker(worker)
