@@ -17,10 +17,10 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # Background work by kind, each kind on its own queue served by workers of its own (config/launcher.py,
 # docker-compose.yml, docs/how-to/add-nodes.md): a build that hangs holds a builds worker, never the
 # judge runs or the beat's tasks. Every task of the project is named here (tests/faults/test_task_kinds.py).
-KINDS = {
+KINDS = {  # kind: what it runs (before the colon: the kind's name in a time limit's message)
     "judges": "judge calls: a run's chunks and batch polls, routing refreshes",
-    "builds": "release builds and large reports",
-    "housekeeping": "the beat's periodic tasks and the lost-work sweeps",
+    "builds": "release builds and reports: large studies' reports and their sections",
+    "housekeeping": "housekeeping: the beat's periodic tasks and the lost-work sweeps",
 }
 TASK_KINDS = {
     "judges.tasks.judge_chunk": "judges",
@@ -42,6 +42,12 @@ def time_limits(kind: str) -> tuple[int, int]:
 
     soft = int(settings.TASK_TIME_LIMITS[kind])
     return soft, soft + int(settings.TASK_HARD_LIMIT_GRACE_S)
+
+
+def took_too_long(kind: str, *, hard: bool = False) -> str:
+    """Why a task of `kind` past its (soft or hard) time limit failed, as its user reads it."""
+    soft, hard_s = time_limits(kind)
+    return f"took longer than {hard_s if hard else soft} s (the time limit of {KINDS[kind].split(':')[0]})"
 
 
 def kind_queue(task_name: str) -> str:

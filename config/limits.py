@@ -62,15 +62,13 @@ LIMITS: dict[str, Limit] = {lim.key: lim for lim in (
     # Bodies and lists.
     Limit("request.body", 4 * MiB, "bytes", "A request's body other than uploaded files: a form or the API's JSON "
           "(Django's DATA_UPLOAD_MAX_MEMORY_SIZE; past it: 413)."),
-    Limit("request.file_in_memory", 10 * MiB, "bytes",
-          "An uploaded file held in memory; larger ones go to a temporary file (FILE_UPLOAD_MAX_MEMORY_SIZE)."),
     Limit("assignment.draft", 512 * KiB, "bytes", "A saved draft of a rater's answers, as JSON."),
     Limit("rating.spans", 200, "items", "Highlights in one answer."),
     Limit("members.per_add", 5_000, "items", "Members added to a study in one request."),
     # Rates and concurrency, per study.
-    Limit("releases.per_study_per_hour", 30, "per hour", "Release builds queued for one study in an hour "
+    Limit("releases.per_study_per_hour", 48, "per hour", "Release builds queued for one study in an hour "
           "(one per format of a version); past it: 429."),
-    Limit("builds.per_study_at_once", 12, "at once", "Release builds of one study pending or building at once; "
+    Limit("builds.per_study_at_once", 24, "at once", "Release builds of one study pending or building at once; "
           "past it: 429."),
     Limit("exports.per_study_per_hour", 120, "per hour", "Live exports (datasets page and API) of one study in "
           "an hour; past it: 429."),
@@ -78,7 +76,7 @@ LIMITS: dict[str, Limit] = {lim.key: lim for lim in (
 
 
 def limit(key: str) -> int:
-    """The limit's value; settings.CONCORD_LIMITS may override it (the tests set small quotas)."""
+    """The limit's value; settings.CONCORD_LIMITS (the environment's JSON) may override it."""
     from django.conf import settings
 
     return int(getattr(settings, "CONCORD_LIMITS", {}).get(key, LIMITS[key].value))

@@ -220,10 +220,11 @@ WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 WHITENOISE_SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "map")
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / ".data" / "media")
 
-# Body sizes come from the table of limits (config/limits.py), as every other bound does.
-DATA_UPLOAD_MAX_MEMORY_SIZE = LIMITS["request.body"].value
-FILE_UPLOAD_MAX_MEMORY_SIZE = LIMITS["request.file_in_memory"].value
-CONCORD_LIMITS: dict[str, int] = {}  # overrides of config/limits.py's values, by key (the tests' small quotas)
+# Overrides of config/limits.py's values by key, as JSON (e.g. {"exports.per_study_per_hour": 500}).
+CONCORD_LIMITS: dict[str, int] = env.json("CONCORD_LIMITS", default={})
+# The body size comes from the table of limits, as every other bound does.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(CONCORD_LIMITS.get("request.body", LIMITS["request.body"].value))
+FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024  # larger uploaded files wait in a temporary file, not in memory
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -20,9 +20,11 @@ from collections import defaultdict
 from typing import Iterable
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 
+from config.celery import took_too_long
 from judges.services.batches import batch_run_advance
-from judges.services.runs import judge_chunk_process, judge_runs_requeue_lost, retry_policy
+from judges.services.runs import judge_chunk_process, judge_run_fail, judge_runs_requeue_lost, retry_policy
 
 
 @shared_task(bind=True, name="judges.tasks.judge_chunk", acks_late=True, reject_on_worker_lost=True,
@@ -30,7 +32,11 @@ from judges.services.runs import judge_chunk_process, judge_runs_requeue_lost, r
 def judge_chunk(self, run_id: int, item_ids: list[int]) -> dict:
     retries = self.request.retries
     policy = retry_policy(run_id)
-    outcome = judge_chunk_process(run_id=run_id, item_ids=item_ids, final_attempt=retries >= policy.max_retries)
+    try:
+        outcome = judge_chunk_process(run_id=run_id, item_ids=item_ids, final_attempt=retries >= policy.max_retries)
+    except SoftTimeLimitExceeded:  # past the judges' time limit (config/celery.py): the run says so and ends
+        judge_run_fail(run_id=run_id, error=took_too_long("judges"))
+        return {"written": 0, "skipped": "time limit"}
     if outcome.retry:
         countdown = min(policy.backoff_s * 2 ** retries, 300.0) * random.uniform(0.5, 1.0)
         raise self.retry(countdown=countdown, max_retries=policy.max_retries, queue=policy.queue)

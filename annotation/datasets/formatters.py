@@ -20,7 +20,7 @@ from annotation.datasets.tables import (
     score_fields,
 )
 from annotation.datasets.texts import ITEMS_SCHEMA, item_batches, json_lines
-from annotation.datasets.row_check import Counter, checked_rows, csv_rows
+from annotation.datasets.row_check import RowCounter, checked_rows, csv_rows
 from annotation.datasets.spreadsheet import spreadsheet_safe_column
 from annotation.models import Assignment, Output, Study
 from annotation.reports.comparisons import as_comparisons, comparative_answers, comparative_criteria
@@ -38,14 +38,14 @@ PARQUET_ROW_GROUP = 65_536
 
 
 def ratings_csv(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
-    rows = Counter(start=-1)  # the header line is no row
+    rows = RowCounter(start=-1)  # the header line is no row
     return checked_rows(study, _with_progress(rows.bytes_through(copy_ratings(study, fmt="csv"), csv_rows), progress),
                         rows, what="the CSV export")
 
 
 def ratings_jsonl(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
     # Written in Arrow; the bytes are those of copy_ratings(study, fmt="jsonl") (long_json says why).
-    rows = Counter()
+    rows = RowCounter()
     lines = rows.bytes_through(rating_json_lines(study), lambda chunk: chunk.count(b"\n"))  # JSON has no raw newlines
     return checked_rows(study, _with_progress(lines, progress), rows, what="the JSONL export")
 
@@ -88,7 +88,7 @@ class _DrainSink:
 def ratings_parquet(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
     """The long format as Parquet (zstd) in row groups of PARQUET_ROW_GROUP rows: fixed, so the
     file's bytes depend on the ratings only, not on how the read was split (release checksums)."""
-    rows = Counter()
+    rows = RowCounter()
     yield from checked_rows(study, parquet_stream(rows.batches_through(rating_batches(study)),
                                                   _with_study(LONG_SCHEMA, study), progress=progress),
                             rows, what="the Parquet export")

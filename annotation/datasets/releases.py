@@ -31,7 +31,7 @@ from annotation.datasets.quotas import build_quota_check
 from annotation.datasets.writers import temporaries
 from annotation.models import DatasetRelease, Study
 from annotation.reports.ratings import count_rating_rows
-from config.celery import registered_task, time_limits
+from config.celery import registered_task, time_limits, took_too_long
 from config.limits import clip, text_problem
 
 # semver.org's own pattern
@@ -221,7 +221,7 @@ def release_build(*, release_id: int) -> DatasetRelease:
                                          dataset_version=release.version, license=release.license,
                                          changelog=release.changelog)
         except SoftTimeLimitExceeded:
-            _fail(release.pk, took_too_long(soft_s))
+            _fail(release.pk, took_too_long("builds"))
             return DatasetRelease.objects.get(pk=release.pk)  # failed for good: no retry would be faster
         except Exception as exc:
             _fail(release.pk, f"{type(exc).__name__}: {exc}")
@@ -233,10 +233,6 @@ def release_build(*, release_id: int) -> DatasetRelease:
         _unlock_build(release.pk)
     release.refresh_from_db()
     return release
-
-
-def took_too_long(seconds: int) -> str:
-    return f"took longer than {seconds} s (the time limit of release builds)"
 
 
 def _fail(release_id: int, error: str) -> None:
@@ -286,7 +282,7 @@ def releases_requeue_lost(*, held: Callable[[], set[int]], settle_s: float = 5.0
         # again, it would be killed again. It failed; the page says why.
         if DatasetRelease.objects.filter(pk=release_id, status=DatasetRelease.Status.BUILDING,
                                          started_at__lt=timezone.now() - timedelta(seconds=hard_s)).exists():
-            _fail(release_id, took_too_long(hard_s))
+            _fail(release_id, took_too_long("builds", hard=True))
             log.warning("release %s: its build ran past the hard time limit (%s s); marked failed", release_id, hard_s)
             continue
         log.warning("release %s: its build message was lost by the broker; sent again", release_id)

@@ -55,7 +55,7 @@ def checked_rows(study: Study, chunks: Iterable[bytes], written: Callable[[], in
         yield held
 
 
-class Counter:
+class RowCounter:
     """Counts rows as a formatter's pieces pass through it."""
 
     def __init__(self, start: int = 0):

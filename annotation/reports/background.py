@@ -28,6 +28,7 @@ import time
 from typing import Any, Callable
 
 from celery import current_app
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
@@ -36,6 +37,7 @@ from annotation.models import Study
 from annotation.reports.rating_changes import study_changes
 from annotation.reports.sections import extra_sections, sections_cache_key
 from annotation.reports.study import CACHE_SECONDS, cached_study_report, report_cache_key, study_report
+from config.celery import took_too_long
 
 QUEUED_SECONDS = 10 * 60  # at least; a lock whose worker died expires, and the next reader queues again
 FAILED_SECONDS = 10 * 60  # a failure is shown this long before a reader may try again
@@ -168,6 +170,9 @@ def _compute(study: Study, kind: str, key_of: Callable[[Study], str | None], com
         if cache.get(key) is None:
             cache.set(key, compute(study), CACHE_SECONDS)
         cache.set(latest, key, CACHE_SECONDS)
+    except SoftTimeLimitExceeded:
+        cache.set(failed, took_too_long("builds"), FAILED_SECONDS)
+        raise
     except Exception as exc:
         cache.set(failed, f"{type(exc).__name__}: {exc}"[:500], FAILED_SECONDS)
         raise

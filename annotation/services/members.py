@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from annotation.audit import Action, audit_record
 from annotation.models import Study, StudyChange, StudyMember
+from config.limits import limit
 
-MAX_MEMBERS_PER_ADD = 5000
 
 
 class MembersError(ValueError):
@@ -78,8 +78,8 @@ def members_add(*, study: Study, rows: list[MemberRow], role: str, user=None) ->
         raise MembersError([(None, role, f"role must be one of {', '.join(StudyMember.Role.values)}")])
     if not rows:
         raise MembersError([(None, "", "give at least one username or email")])
-    if len(rows) > MAX_MEMBERS_PER_ADD:
-        raise MembersError([(None, "", f"at most {MAX_MEMBERS_PER_ADD} members at once")])
+    if len(rows) > limit("members.per_add"):
+        raise MembersError([(None, "", f"members: at most {limit('members.per_add'):,} at once (this has {len(rows):,})")])
     names = {r.name.lower() for r in rows}
     given = [r.name for r in rows]
     emails = [n.lower() for n in given if "@" in n]

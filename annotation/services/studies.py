@@ -16,7 +16,7 @@ from django.utils.text import slugify
 from annotation.audit import Action, audit_record
 from annotation.models import Assignment, Rating, Study, StudyChange, StudyMember
 from rubrics.models import RubricVersion
-from config.limits import clip, text_problem
+from config.limits import clip, limit, text_problem
 
 
 class StudyError(ValueError):
@@ -194,6 +194,8 @@ def study_members_add(*, study: Study, usernames: list[str], role: str, user=Non
     if role not in StudyMember.Role.values:
         raise StudyError(f"role: must be one of {StudyMember.Role.values}")
     names = [n.strip() for n in usernames if n.strip()]
+    if len(names) > limit("members.per_add"):
+        raise StudyError(f"members: at most {limit('members.per_add'):,} at once (this has {len(names):,})")
     users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
     missing = [n for n in names if n not in users]
     if missing:

@@ -15,10 +15,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Item, Study
+from config.celery import took_too_long
+from config.limits import clip
 from judges.config import FIELDS, chunk_size as config_chunk_size
 from judges.models import JudgeConfig, JudgeRun, JudgeScore
 from judges.services import engine
@@ -281,6 +284,12 @@ def retry_policy(run_id: int) -> RetryPolicy:
                        backoff_s=float(mo.get("task_retry_backoff_s", DEFAULT_TASK_BACKOFF_S)))
 
 
+def judge_run_fail(*, run_id: int, error: str) -> None:
+    """End an active run as failed, with the reason its readers see."""
+    JudgeRun.objects.filter(pk=run_id, status__in=JudgeRun.ACTIVE).update(
+        status=JudgeRun.Status.FAILED, error=clip("error.text", error), finished_at=timezone.now())
+
+
 def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: bool = False) -> ChunkOutcome:
     """Score the unscored slots of these items; called by the Celery task (and safe to call twice)."""
     run = JudgeRun.objects.select_related("study__rubric_version").filter(pk=run_id).first()
@@ -338,7 +347,8 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         judged = asyncio.run(_judge(run.config, run.study.rubric, payloads, pending, cache, limiter))
     except Exception as exc:  # a bug or a broken configuration: fail the run visibly, never loop on it
         log.exception("judge run %s failed", run.pk)
-        judge_run_fail(run_id=run.pk, error=f"{type(exc).__name__}: {exc}")
+        judge_run_fail(run_id=run.pk, error=took_too_long("judges") if isinstance(exc, SoftTimeLimitExceeded)
+                       else f"{type(exc).__name__}: {exc}")
         cost_release(run_id=run.pk, amount=reserved)
         return outcome
     finally:

@@ -50,7 +50,7 @@ def test_a_build_past_its_limit_fails_with_the_reason_shown(rated_study_for_buil
     monkeypatch.setattr(releases_module, "_clock", lambda: next(clock, 6.0))
     slow, fast = releases_create(study=study, version="1.0.0", formats=["csv", "jsonl"])
     failed = release_build(release_id=slow.pk)
-    assert failed.status == "failed" and failed.error == "took longer than 5 s (the time limit of release builds)"
+    assert failed.status == "failed" and failed.error == "took longer than 5 s (the time limit of release builds and reports)"
     assert not list((media / "releases").rglob("*.csv*"))  # nothing half-written left
     monkeypatch.setattr(releases_module, "_clock", lambda: 0.0)
     assert release_build(release_id=fast.pk).status == "ready"  # the next build goes on
@@ -68,7 +68,42 @@ def test_a_build_killed_at_its_hard_limit_is_failed_not_sent_again(rated_study_f
     with django_capture_on_commit_callbacks(execute=False):
         assert releases_requeue_lost(held=set, settle_s=0) == []
     release.refresh_from_db()
-    assert release.status == "failed" and release.error == f"took longer than {hard} s (the time limit of release builds)"
+    assert release.status == "failed" and release.error == f"took longer than {hard} s (the time limit of release builds and reports)"
+
+
+@pytest.mark.django_db
+def test_a_judge_chunk_past_its_limit_fails_the_run_with_the_reason(make_study, make_judge, monkeypatch):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from judges import tasks
+    from judges.services.runs import judge_run_start
+
+    run = judge_run_start(study=make_study("rrgen-001"), judge=make_judge())  # its chunks wait for a commit
+
+    def stalls(**_):
+        raise SoftTimeLimitExceeded()
+    monkeypatch.setattr(tasks, "judge_chunk_process", stalls)
+    assert tasks.judge_chunk.run(run.pk, [1]) == {"written": 0, "skipped": "time limit"}
+    run.refresh_from_db()
+    assert run.status == "failed" and run.error == "took longer than 600 s (the time limit of judge calls)"
+
+
+@pytest.mark.django_db
+def test_a_report_past_its_limit_shows_the_reason(make_study, monkeypatch, settings):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from annotation.reports import background
+
+    settings.REPORT_BACKGROUND_RATINGS = 0  # every report computed by a worker
+    study = make_study("rrgen-001")
+
+    def stalls(study):
+        raise SoftTimeLimitExceeded()
+    monkeypatch.setattr(background, "study_report", stalls)
+    with pytest.raises(SoftTimeLimitExceeded):
+        background.report_compute(study.pk)
+    with pytest.raises(background.ReportFailed, match="took longer than 1800 s"):
+        background.report_for_request(study)
 
 
 @pytest.fixture
@@ -92,6 +127,7 @@ def test_a_stuck_build_starves_neither_judge_runs_nor_the_beat(private_redis, ma
     log = tmp_path / "workers.log"
     workers = []
     holder = psycopg.connect(current_database_url(), autocommit=False)
+    watcher = psycopg.connect(current_database_url(), autocommit=True)  # sees each moment's activity
     with app_broker(private_redis.url), running_fake_server() as server:
         try:
             for kind in KINDS:  # started together: each pays its imports at once
@@ -100,7 +136,8 @@ def test_a_stuck_build_starves_neither_judge_runs_nor_the_beat(private_redis, ma
             (release,) = releases_create(study=study, version="1.0.0", formats=["csv"])
             holder.execute(f"SELECT 1 FROM {DatasetRelease._meta.db_table} WHERE id = %s FOR UPDATE", [release.pk])
             # the build's claim waits on the row: its worker, the only builds worker, is taken
-            wait_for(lambda: holder.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()[0] > 0,
+            wait_for(lambda: watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                             " AND datname = current_database()").fetchone()[0] > 0,
                      60, interval=0.02, what="the build to block on its release's row")
             run = judge_run_start(study=study, judge=make_judge(endpoint=server.base_url))
             registered_task("annotation.tasks.studies_close_past_deadline").delay()
@@ -114,5 +151,6 @@ def test_a_stuck_build_starves_neither_judge_runs_nor_the_beat(private_redis, ma
                      interval=0.02, what="the build to end once its row is free")
         finally:
             holder.close()
+            watcher.close()
             for worker in workers:
                 stop_worker(worker)

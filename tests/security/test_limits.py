@@ -278,6 +278,7 @@ def test_the_docs_table_lists_every_limit():
 @pytest.mark.parametrize("extra, status", [pytest.param(0, 201, id="at"), pytest.param(1, 413, id="past")])
 def test_a_json_body_is_bounded(extra, status, released, researcher, api_for, settings,
                                 django_capture_on_commit_callbacks):
+    assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE == limit("request.body")  # Django enforces the table's value
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     body = json.dumps({"version": "1.0.0", "formats": ["csv"], "changelog": ""})
     body = body.replace('""', '"' + "p" * (1000 - len(body) + extra) + '"')
@@ -288,3 +289,79 @@ def test_a_json_body_is_bounded(extra, status, released, researcher, api_for, se
     if status == 413:
         assert response.json()["detail"] == "request body: at most 1,000 bytes besides uploaded files"
     assert DatasetRelease.objects.count() == (status == 201)
+
+
+@pytest.mark.parametrize("size, accepted", at_and_past("rating.text"))
+def test_a_text_answer_is_bounded(size, accepted, make_study, annotator, api_for, preset_version):
+    from rubrics.services import rubric_version_create
+
+    version, _ = rubric_version_create(data={"slug": "notes", "name": "Notes", "criteria": [
+        {"key": "notes", "name": "Notes", "kind": "text"}]})
+    preset_version["notes"] = version
+    study = make_study("notes", annotators=[annotator], items_text=items_jsonl(1, k=1))
+    api = api_for(annotator)
+    url = _rate_url(api, study)
+    response = api.post(url + "submit/", {"answers": {"responses": {"1": {"notes": "n" * size}}}}, format="json")
+    if accepted:
+        assert response.status_code == 200, response.content
+    else:
+        assert response.status_code == 400
+        assert f"text: at most {limit('rating.text'):,} characters" in response.json()["errors"]["r1__notes"]
+
+
+@pytest.mark.parametrize("size, accepted", at_and_past("questionnaire.text"))
+def test_a_questionnaire_text_answer_is_bounded(size, accepted, make_study, annotator, api_for):
+    study = make_study("rrgen-001", annotators=[annotator], items_text=items_jsonl(1), phases={
+        "pre_questionnaire": {"questions": [{"key": "why", "text": "Why?", "kind": "text"}]}})
+    api = api_for(annotator)
+    assert api.post(f"/api/studies/{study.slug}/rate/next/").json()["state"] == "questionnaire"
+    response = api.post(f"/api/studies/{study.slug}/questionnaire/pre/", {"answers": {"why": "w" * size}},
+                        format="json")
+    if accepted:
+        assert response.status_code == 200 and response.json()["state"] != "questionnaire"
+    else:
+        assert response.status_code == 400, response.content
+        assert f"at most {limit('questionnaire.text')} characters" in str(response.json())
+
+
+@pytest.mark.parametrize("extra, accepted", [pytest.param(0, True, id="at"), pytest.param(1, False, id="past")])
+def test_members_per_add_are_bounded(extra, accepted, released, admin_user, api_for, settings):
+    settings.CONCORD_LIMITS = {"members.per_add": 2}
+    from tests.conftest import make_user
+
+    names = [make_user(f"m{k}").username for k in range(2 + extra)]
+    response = api_for(admin_user).post(f"/api/studies/{released.slug}/members/",
+                                        {"usernames": names, "role": "annotator"}, format="json")
+    if accepted:
+        assert response.status_code == 200, response.content
+    else:
+        assert response.status_code == 400
+        assert "members: at most 2 at once (this has 3)" in str(response.json())
+        assert not released.members.filter(user__username__in=names).exists()
+
+
+@pytest.mark.parametrize("key", [k for k, lim in LIMITS.items() if lim.written_by_concord])
+def test_text_concord_writes_is_cut_to_its_limit(key):
+    from config.limits import clip
+
+    most = limit(key)
+    assert clip(key, "w" * most) == "w" * most  # at the limit: kept whole
+    cut = clip(key, "w" * (most + 1))
+    assert len(cut) == most and cut.endswith("…")
+
+
+def test_a_version_in_every_format_fits_the_build_quotas():
+    from annotation.datasets import FORMATS
+
+    # the demo releases 1.0.0 in every format at once (judges/simulation.py); twice that fits an hour
+    assert limit("builds.per_study_at_once") >= len(FORMATS)
+    assert limit("releases.per_study_per_hour") >= 2 * len(FORMATS)
+
+
+def test_every_limit_is_tried_here():
+    """Each key of the table appears in a test of this module (at the limit and past it)."""
+    from pathlib import Path
+
+    source = Path(__file__).read_text()
+    untried = [key for key, lim in LIMITS.items() if not lim.written_by_concord and f'"{key}"' not in source]
+    assert untried == []
