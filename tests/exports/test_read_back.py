@@ -9,6 +9,7 @@
 |   comparative study; the client's table      |                                      |                                       |
 | export_study pairs of a comparative study    | `comparisons FILE`                   | the stored answers' win matrix less   |
 |                                              |                                      |   the evenly split pairs              |
+| consensus-parquet (`Client.consensus`)       | pandas                               | the report's consensus rows           |
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import os
 import zipfile
 
+import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
@@ -146,6 +148,27 @@ def test_the_hugging_face_release_opened_by_datasets_reads_back(rated_study, res
     report = json.loads(_report(rated_study, researcher, "json"))["agreement"]
     for key, entry in report.items():
         _close(got[key]["krippendorff_alpha"], entry["details"]["krippendorff_alpha"], key)
+
+
+def test_the_clients_consensus_table_holds_the_reports_consensus(rated_study, researcher):
+    """Client.consensus(slug) is the consensus-parquet export, read by pandas."""
+    client = Client()
+    client.force_login(researcher)
+    response = client.get(reverse("api-study-export", args=[rated_study.slug]), {"file": "consensus-parquet"})
+    assert response.status_code == 200
+    table = pd.read_parquet(io.BytesIO(_body(response)))
+    rows = json.loads(_report(rated_study, researcher, "json"))["consensus"]["rows"]
+    assert rows
+    got = {(r.item, r.output, r.level, r.criterion): r for r in table.itertuples()}
+    for row in rows:
+        for key, c in row["criteria"].items():
+            mine = got[(row["item"], row["output"], "criterion", key)]
+            if "consensus" in c:
+                assert mine.consensus == pytest.approx(c["consensus"], rel=1e-12), (row["item"], key)
+            else:
+                assert mine.majority == c["majority"] and mine.share == pytest.approx(c["share"], rel=1e-12)
+        overall = got[(row["item"], row["output"], "overall", "overall")]
+        assert overall.consensus == pytest.approx(row["overall"], rel=1e-12)
 
 
 def test_consensus_from_a_file_names_what_is_wrong(tmp_path):
