@@ -9,7 +9,8 @@
 |   comparative study; the client's table      |                                      |                                       |
 | export_study pairs of a comparative study    | `comparisons FILE`                   | the stored answers' win matrix less   |
 |                                              |                                      |   the evenly split pairs              |
-| consensus-parquet (`Client.consensus`)       | pandas                               | the report's consensus rows           |
+| consensus-parquet, raters-parquet            | pandas (`Client.consensus`,          | the report's consensus rows and rater |
+|                                              |   `Client.rater_estimates`)          |   models                              |
 """
 
 from __future__ import annotations
@@ -150,14 +151,30 @@ def test_the_hugging_face_release_opened_by_datasets_reads_back(rated_study, res
         _close(got[key]["krippendorff_alpha"], entry["details"]["krippendorff_alpha"], key)
 
 
-def test_the_clients_consensus_table_holds_the_reports_consensus(rated_study, researcher):
-    """Client.consensus(slug) is the consensus-parquet export, read by pandas."""
+def test_the_clients_consensus_and_rater_tables_hold_the_reports_figures(rated_study, researcher):
+    """Client.consensus(slug) and Client.rater_estimates(slug) are the consensus-parquet and raters-parquet
+    exports, read by pandas."""
     client = Client()
     client.force_login(researcher)
-    response = client.get(reverse("api-study-export", args=[rated_study.slug]), {"file": "consensus-parquet"})
-    assert response.status_code == 200
-    table = pd.read_parquet(io.BytesIO(_body(response)))
-    rows = json.loads(_report(rated_study, researcher, "json"))["consensus"]["rows"]
+
+    def table(fmt: str) -> pd.DataFrame:
+        response = client.get(reverse("api-study-export", args=[rated_study.slug]), {"file": fmt})
+        assert response.status_code == 200
+        return pd.read_parquet(io.BytesIO(_body(response)))
+
+    report = json.loads(_report(rated_study, researcher, "json"))
+    estimates = {(r.rater, r.criterion): r for r in table("raters-parquet").itertuples()}
+    criteria = report["rater_models"]["criteria"]
+    assert criteria
+    for key, c in criteria.items():
+        for r in c["raters"]:
+            mine = estimates[(r["rater"], key)]
+            assert mine.method == c["method"]
+            for name in ("n", "agreement", "distance", "accuracy", "competence", "bias", "noise_sd"):
+                if r.get(name) is not None:
+                    assert getattr(mine, name) == pytest.approx(r[name], rel=1e-12), (key, r["rater"], name)
+    rows = report["consensus"]["rows"]
+    table = table("consensus-parquet")
     assert rows
     got = {(r.item, r.output, r.level, r.criterion): r for r in table.itertuples()}
     for row in rows:
