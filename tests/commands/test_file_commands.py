@@ -103,3 +103,29 @@ def test_errors_name_the_row_and_column(tmp_path):
     (tmp_path / "kinds.csv").write_text("item,rater,criterion,criterion_kind,value\na,r,text,text,hello\n")
     with pytest.raises(CommandError, match=r"column 'criterion_kind': no pairwise, ranking or best_worst answers"):
         _run("comparisons", str(tmp_path / "kinds.csv"))
+
+
+def _pair(item: str, chosen: str, rejected: str, won: float, lost: float, n: int) -> str:
+    scores = lambda overall: {"overall": overall, "confidence_interval": None, "vote_count": n}  # noqa: E731
+    return json.dumps({"prompt": "p", "chosen": "c", "rejected": "r", "metadata": {
+        "challenge": item, "chosen_model": chosen, "rejected_model": rejected, "chosen_scores": scores(won),
+        "rejected_scores": scores(lost), "score_difference": won - lost, "dataset_version": "1.0.0",
+        "evaluation_date": None}}) + "\n"
+
+
+def test_preference_pairs_of_shares_count_each_judgement_and_pairs_of_scores_one_each(tmp_path):
+    shares = tmp_path / "shares.jsonl"  # a comparative study: x won 3 of 4 against y, 2 of 3 against z
+    shares.write_text(_pair("i1", "x", "y", 0.75, 0.25, 4) + _pair("i2", "x", "z", 2 / 3, 1 / 3, 3))
+    got = _run("comparisons", str(shares))
+    assert "share" in got["source"]
+    assert got["systems"]["x"]["n"] == pytest.approx(7) and got["systems"]["y"]["n"] == pytest.approx(4)
+    assert got["win_rates"]["x"]["y"] == pytest.approx(0.75) and got["win_rates"]["x"]["z"] == pytest.approx(2 / 3)
+    scores = tmp_path / "scores.jsonl"  # a rated study: consensus scores, one judgement per pair
+    scores.write_text(_pair("i1", "x", "y", 4.5, 2.0, 2) + _pair("i2", "y", "x", 4.0, 3.0, 2))
+    got = _run("comparisons", str(scores))
+    assert "one judgement per pair" in got["source"]
+    assert got["win_rates"]["x"]["y"] == pytest.approx(0.5) and got["systems"]["x"]["n"] == pytest.approx(2)
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(shares.read_text() + scores.read_text())
+    with pytest.raises(CommandError, match="mixed"):
+        _run("comparisons", str(mixed))
