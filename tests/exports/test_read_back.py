@@ -1,16 +1,14 @@
 """Every file Concord writes, read back by what takes that kind of data, gives the stored study's figures.
 
-| written by                                   | read back by                         | compared with                         |
-|----------------------------------------------|--------------------------------------|---------------------------------------|
-| export_study csv / jsonl / parquet, releases | `agreement FILE`                     | the report's agreement (JSON and CSV) |
-| the same                                     | `consensus FILE`                     | `consensus SLUG` (the stored ratings) |
-| a Hugging Face release, via `datasets`       | `agreement` on its ratings           | the report's agreement                |
-| export_study csv / jsonl / parquet of a      | `comparisons FILE --criterion KEY`   | the report's Comparisons section      |
-|   comparative study; the client's table      |                                      |                                       |
-| export_study pairs of a comparative study    | `comparisons FILE`                   | the stored answers' win matrix less   |
-|                                              |                                      |   the evenly split pairs              |
-| consensus-parquet, raters-parquet            | pandas (`Client.consensus`,          | the report's consensus rows and rater |
-|                                              |   `Client.rater_estimates`)          |   models                              |
+- export_study csv / jsonl / parquet and a parquet release: `agreement FILE` gives the report's agreement (JSON
+  and CSV); `consensus FILE` gives what `consensus SLUG` gives from the stored ratings.
+- a Hugging Face release opened by `datasets`, saved as CSV: `agreement` gives the report's alpha.
+- consensus-parquet and raters-parquet (`Client.consensus`, `Client.rater_estimates`), read by pandas: the
+  report's consensus rows and rater models.
+- a comparative study's csv / jsonl / parquet export and the client's comparisons table: `comparisons FILE
+  --criterion KEY` gives the report's Comparisons section.
+- a comparative study's pairs: `comparisons FILE` gives the stored answers' win matrix less the pairs split
+  evenly (which are no pair).
 """
 
 from __future__ import annotations
