@@ -11,6 +11,8 @@ code only sets (`os.environ.setdefault`) or computes (a judge's `api_key_env`) i
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # What a deployment or `make run` imports: the project's packages and gunicorn's settings.
 SOURCES = ("config", "annotation", "judges", "rubrics", "concord", "gunicorn.conf.py")
 SKIP_PARTS = {"migrations", "tests", "__pycache__"}
+_MAY_READ = re.compile(r"\benv[.(]|os\.environ|getenv")
 
 # NAME -> what it means (defaults come from the code). Keep one sentence or two: the why, the unit.
 MEANINGS: dict[str, str] = {
@@ -135,11 +138,15 @@ def reads(tree: ast.AST):
             yield node.slice.value, None, "str"
 
 
+@functools.lru_cache(maxsize=1)  # the source does not change under a running process; parsing it takes seconds
 def variables_read() -> dict[str, Variable]:
     found: dict[str, Variable] = {}
     for path in _files():
         rel = str(path.relative_to(ROOT))
-        for name, default, kind in reads(ast.parse(path.read_text(), filename=rel)):
+        text = path.read_text()
+        if not _MAY_READ.search(text):
+            continue  # (no read possible: parsing only the files that may read keeps this under a second)
+        for name, default, kind in reads(ast.parse(text, filename=rel)):
             var = found.setdefault(name, Variable(name, kind=kind))
             if default is not None and not var.default:
                 var.default = ast.unparse(default)

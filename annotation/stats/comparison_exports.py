@@ -66,12 +66,26 @@ def read_client_table(df, criterion: str | None, make) -> Any:
     data = make(kind)
     for n, r in rows:
         shown = _json(r["shown"], n, "shown")
+        if not isinstance(shown, list) or len(shown) < 2 or len(set(map(str, shown))) != len(shown):
+            raise TableError("needs two or more different systems", row=n, column="shown")
+        shown = [str(s) for s in shown]
+
+        def picked(column: str, tie: bool = False) -> str:
+            v = r[column].strip()
+            if v not in shown and not (tie and v == "tie"):
+                raise TableError(f"{v!r} is not one of the shown {shown}" + (" nor 'tie'" if tie else ""), row=n,
+                                 column=column)
+            return v
+
         if kind == "pairwise":
-            add_answer(data, kind, shown, winner=r["winner"].strip())
+            add_answer(data, kind, shown, winner=picked("winner", tie=True))
         elif kind == "ranking":
-            add_answer(data, kind, shown, ranks=_json(r["ranks"], n, "ranks"))
+            ranks = _json(r["ranks"], n, "ranks")
+            if not isinstance(ranks, list) or len(ranks) != len(shown):
+                raise TableError("one rank per shown system", row=n, column="ranks")
+            add_answer(data, kind, shown, ranks=ranks)
         else:
-            add_answer(data, kind, shown, best=r["best"].strip(), worst=r["worst"].strip())
+            add_answer(data, kind, shown, best=picked("best"), worst=picked("worst"))
     return data
 
 

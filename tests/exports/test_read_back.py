@@ -1,14 +1,14 @@
 """Every file Concord writes, read back by what takes that kind of data, gives the stored study's figures.
 
-| written by                                   | read back by                         | compared with                         |
-|----------------------------------------------|--------------------------------------|---------------------------------------|
-| export_study csv / jsonl / parquet, releases | `agreement FILE`                     | the report's agreement (JSON and CSV) |
-| the same                                     | `consensus FILE`                     | `consensus SLUG` (the stored ratings) |
-| a Hugging Face release, via `datasets`       | `agreement` on its ratings           | the report's agreement                |
-| export_study csv / jsonl / parquet of a      | `comparisons FILE --criterion KEY`   | the report's Comparisons section      |
-|   comparative study; the client's table      |                                      |                                       |
-| export_study pairs of a comparative study    | `comparisons FILE`                   | the stored answers' win matrix less   |
-|                                              |                                      |   the evenly split pairs              |
+- export_study csv / jsonl / parquet and a parquet release: `agreement FILE` gives the report's agreement (JSON
+  and CSV); `consensus FILE` gives what `consensus SLUG` gives from the stored ratings.
+- a Hugging Face release opened by `datasets`, saved as CSV: `agreement` gives the report's alpha.
+- consensus-parquet and raters-parquet (`Client.consensus`, `Client.rater_estimates`), read by pandas: the
+  report's consensus rows and rater models.
+- a comparative study's csv / jsonl / parquet export and the client's comparisons table: `comparisons FILE
+  --criterion KEY` gives the report's Comparisons section.
+- a comparative study's pairs: `comparisons FILE` gives the stored answers' win matrix less the pairs split
+  evenly (which are no pair).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import json
 import os
 import zipfile
 
+import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
@@ -146,6 +147,43 @@ def test_the_hugging_face_release_opened_by_datasets_reads_back(rated_study, res
     report = json.loads(_report(rated_study, researcher, "json"))["agreement"]
     for key, entry in report.items():
         _close(got[key]["krippendorff_alpha"], entry["details"]["krippendorff_alpha"], key)
+
+
+def test_the_clients_consensus_and_rater_tables_hold_the_reports_figures(rated_study, researcher):
+    """Client.consensus(slug) and Client.rater_estimates(slug) are the consensus-parquet and raters-parquet
+    exports, read by pandas."""
+    client = Client()
+    client.force_login(researcher)
+
+    def table(fmt: str) -> pd.DataFrame:
+        response = client.get(reverse("api-study-export", args=[rated_study.slug]), {"file": fmt})
+        assert response.status_code == 200
+        return pd.read_parquet(io.BytesIO(_body(response)))
+
+    report = json.loads(_report(rated_study, researcher, "json"))
+    estimates = {(r.rater, r.criterion): r for r in table("raters-parquet").itertuples()}
+    criteria = report["rater_models"]["criteria"]
+    assert criteria
+    for key, c in criteria.items():
+        for r in c["raters"]:
+            mine = estimates[(r["rater"], key)]
+            assert mine.method == c["method"]
+            for name in ("n", "agreement", "distance", "accuracy", "competence", "bias", "noise_sd"):
+                if r.get(name) is not None:
+                    assert getattr(mine, name) == pytest.approx(r[name], rel=1e-12), (key, r["rater"], name)
+    rows = report["consensus"]["rows"]
+    table = table("consensus-parquet")
+    assert rows
+    got = {(r.item, r.output, r.level, r.criterion): r for r in table.itertuples()}
+    for row in rows:
+        for key, c in row["criteria"].items():
+            mine = got[(row["item"], row["output"], "criterion", key)]
+            if "consensus" in c:
+                assert mine.consensus == pytest.approx(c["consensus"], rel=1e-12), (row["item"], key)
+            else:
+                assert mine.majority == c["majority"] and mine.share == pytest.approx(c["share"], rel=1e-12)
+        overall = got[(row["item"], row["output"], "overall", "overall")]
+        assert overall.consensus == pytest.approx(row["overall"], rel=1e-12)
 
 
 def test_consensus_from_a_file_names_what_is_wrong(tmp_path):

@@ -38,7 +38,7 @@ class Command(ConcordCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="CSV with columns item,rater,score[,criterion][,output], or Concord's own "
-                                         "export (export_study --format csv) as it is")
+                                         "export (export_study --format csv, jsonl or parquet) as it is")
         parser.add_argument("--judge", action="append", default=[], metavar="RATER",
                             help="a rater that is a judge, not a human (repeatable)")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -26,7 +26,8 @@ CHOICES = ["best", *(m.replace("_", "-") for m in METHODS)]
 class Command(ConcordCommand):
     help = ("Consensus that models the raters, from a study's stored ratings (attention checks left out) or "
             "from a long CSV as `agreement` reads it (item,rater,score[,criterion][,output], or Concord's own "
-            "export, export_study --format csv, as it is: the same figures as from the stored study). "
+            "export, export_study --format csv, jsonl or parquet, as it is: the same figures as from the stored "
+            "study). "
             "Categorical criteria (binary, choice): each output's posterior per choice and each rater's "
             "estimated accuracy, agreement and the method's own estimate (best: the lowest BIC). Likert and "
             "numeric criteria: the rater-effects model whatever the method, each output's adjusted mean with "
