@@ -4,6 +4,7 @@ import math
 import re
 
 from django import forms
+from rest_framework import serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
@@ -104,3 +105,24 @@ class WholeNumberField(_AsciiField, forms.IntegerField):
     """A form's whole number, in ASCII digits ('5.0' read as 5, as Django does)."""
 
     pattern = re.compile(r"[+-]?[0-9]+(?:\.0*)?", re.ASCII)
+
+
+class _AsciiApiField:
+    """DRF's FloatField and IntegerField read a JSON string through float()/int() as well ('٣' is 3)."""
+
+    pattern = _NUMBER
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and (not self.pattern.fullmatch(data.strip()) or len(data) > 40):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class ApiNumberField(_AsciiApiField, serializers.FloatField):
+    """An API's number: ASCII when sent as a string, finite (DRF refuses inf and nan itself)."""
+
+
+class ApiWholeNumberField(_AsciiApiField, serializers.IntegerField):
+    """An API's whole number: ASCII digits when sent as a string."""
+
+    pattern = WholeNumberField.pattern

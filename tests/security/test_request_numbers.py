@@ -145,6 +145,12 @@ def test_forms_read_numbers_in_ascii_only():
     release = ReleaseForm({"version": "1.0.0", "formats": ["jsonl"], "delta": "١"})
     assert not release.is_valid() and "delta" in release.errors
     assert NumberField().clean(" 2.5 ") == 2.5 and WholeNumberField().clean("5.0") == 5
+    from config.parsers import ApiNumberField, ApiWholeNumberField
+
+    assert ApiNumberField().run_validation("0.5") == 0.5 and ApiWholeNumberField().run_validation("12") == 12
+    for field, bad in ((ApiNumberField(), "٣"), (ApiNumberField(), "inf"), (ApiWholeNumberField(), "３")):
+        with pytest.raises(Exception, match="valid"):
+            field.run_validation(bad)
     for bad in ("inf", "1_0", "²"):
         with pytest.raises(Exception, match="Enter a"):
             NumberField().clean(bad)
