@@ -113,7 +113,8 @@ def own_ports() -> list[int]:
     "http://169.254.169.254/latest/meta-data/", "http://169.254.170.2/v2/credentials", "http://[fd00:ec2::254]/v1",
     "http://metadata.google.internal/computeMetadata/v1", "http://METADATA.google.internal./v1",
     "http://2852039166/v1",  # 169.254.169.254 as one number
-    "http://[::ffff:169.254.169.254]/v1", "http://0.0.0.0:8011/v1", "http://127.0.0.1:8000/v1",  # Concord's web
+    "http://[::ffff:169.254.169.254]/v1", "http://[64:ff9b::a9fe:a9fe]/v1", "http://[2002:a9fe:a9fe::]/v1",
+    "http://0x7f000001:6379/v1", "http://127.1:5432/v1", "http://0.0.0.0:8011/v1", "http://127.0.0.1:8000/v1",  # Concord's web
     "http://127.0.0.1:5432/v1", "http://127.0.0.1:6379/v1"])
 def test_metadata_link_local_and_own_ports_are_always_refused(endpoint):
     for local in (True, False):
