@@ -60,8 +60,10 @@ def parse_int(raw: object, name: str, *, minimum: int | None = None, maximum: in
 
 
 def parse_number(raw: object, name: str, *, minimum: float | None = None, maximum: float | None = None,
-                 positive: bool = False) -> float:
-    """A finite number written in ASCII (`0.5`, `-2`, `1e-3`); BadNumber naming `name` otherwise."""
+                 positive: bool = False, finite: bool = True) -> float:
+    """A finite number written in ASCII (`0.5`, `-2`, `1e-3`); BadNumber naming `name` otherwise.
+    `finite=False` lets a number too large for a float through as ±inf (never 'inf' or 'nan' as words),
+    for a caller whose own range check then says what is allowed."""
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         value = float(raw)
     else:
@@ -69,7 +71,7 @@ def parse_number(raw: object, name: str, *, minimum: float | None = None, maximu
         if not _NUMBER.fullmatch(text) or len(text) > 40:
             raise BadNumber(f"{name}: give a number such as 0.5, not {_shown(raw)}")
         value = float(text)
-    if not math.isfinite(value):
+    if finite and not math.isfinite(value):
         raise BadNumber(f"{name}: give a finite number, not {_shown(raw)}")
     if positive and not value > 0:
         raise BadNumber(f"{name}: give a number above 0, not {_shown(raw)}")
