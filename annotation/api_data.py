@@ -30,6 +30,7 @@ from annotation.reports.background import ReportFailed, ReportPending
 from annotation.reports.downloads import report_bytes
 from annotation.reports.views import report_not_ready
 from annotation.serializers import RubricVersionSerializer
+from config.parsers import ApiNumberField
 from rubrics.loader import RubricError, parse_rubric_text
 from config.limits import QuotaExceeded
 from rubrics.services import rubric_version_create
@@ -49,7 +50,7 @@ class ReleaseCreateSerializer(serializers.Serializer):
     version = serializers.CharField(max_length=64)
     formats = serializers.ListField(child=serializers.ChoiceField(choices=list(FORMATS)), min_length=1)
     changelog = serializers.CharField(required=False, allow_blank=True, default="")
-    delta = serializers.FloatField(required=False, min_value=0.01, default=DEFAULT_DELTA)
+    delta = ApiNumberField(required=False, min_value=0.01, default=DEFAULT_DELTA)
     license = serializers.ChoiceField(choices=list(LICENSES), required=False, default="", allow_blank=True,
                                       help_text="Required with the hf format: the dataset card states it.")
 

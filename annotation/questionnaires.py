@@ -176,7 +176,8 @@ def _clean_one(q: dict, value: Any) -> Any:
         try:
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
                 raise TypeError
-            number = parse_number(value, "answer")  # ASCII digits, finite: float() takes '٣' and 'inf'
+            # ASCII digits: float() takes '٣' and 'inf'; 1e999 is left to the range check below
+            number = parse_number(value, "answer", finite=False)
         except (TypeError, ValueError, OverflowError):  # OverflowError: an integer of 400 digits
             raise ValueError(_("a number")) from None
         if kind == "likert":

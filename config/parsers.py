@@ -4,6 +4,7 @@ import math
 import re
 
 from django import forms
+from rest_framework import serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
@@ -59,8 +60,10 @@ def parse_int(raw: object, name: str, *, minimum: int | None = None, maximum: in
 
 
 def parse_number(raw: object, name: str, *, minimum: float | None = None, maximum: float | None = None,
-                 positive: bool = False) -> float:
-    """A finite number written in ASCII (`0.5`, `-2`, `1e-3`); BadNumber naming `name` otherwise."""
+                 positive: bool = False, finite: bool = True) -> float:
+    """A finite number written in ASCII (`0.5`, `-2`, `1e-3`); BadNumber naming `name` otherwise.
+    `finite=False` lets a number too large for a float through as ±inf (never 'inf' or 'nan' as words),
+    for a caller whose own range check then says what is allowed."""
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         value = float(raw)
     else:
@@ -68,7 +71,7 @@ def parse_number(raw: object, name: str, *, minimum: float | None = None, maximu
         if not _NUMBER.fullmatch(text) or len(text) > 40:
             raise BadNumber(f"{name}: give a number such as 0.5, not {_shown(raw)}")
         value = float(text)
-    if not math.isfinite(value):
+    if finite and not math.isfinite(value):
         raise BadNumber(f"{name}: give a finite number, not {_shown(raw)}")
     if positive and not value > 0:
         raise BadNumber(f"{name}: give a number above 0, not {_shown(raw)}")
@@ -104,3 +107,24 @@ class WholeNumberField(_AsciiField, forms.IntegerField):
     """A form's whole number, in ASCII digits ('5.0' read as 5, as Django does)."""
 
     pattern = re.compile(r"[+-]?[0-9]+(?:\.0*)?", re.ASCII)
+
+
+class _AsciiApiField:
+    """DRF's FloatField and IntegerField read a JSON string through float()/int() as well ('٣' is 3)."""
+
+    pattern = _NUMBER
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and (not self.pattern.fullmatch(data.strip()) or len(data) > 40):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class ApiNumberField(_AsciiApiField, serializers.FloatField):
+    """An API's number: ASCII when sent as a string, finite (DRF refuses inf and nan itself)."""
+
+
+class ApiWholeNumberField(_AsciiApiField, serializers.IntegerField):
+    """An API's whole number: ASCII digits when sent as a string."""
+
+    pattern = WholeNumberField.pattern

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from annotation.access import Can, get_study_for_reader, is_admin, studies_where
 from annotation.models import Study
+from config.parsers import ApiNumberField
 from judges.config import JudgeConfigError, validate_judge
 from judges.masking import mask_judge
 from judges.models import JudgeConfig, JudgeRun, JudgeScore
@@ -62,11 +63,11 @@ class JudgeRunSerializer(serializers.ModelSerializer):
 class RunStartSerializer(serializers.Serializer):
     study = serializers.SlugField()
     judge = serializers.CharField()
-    max_cost_usd = serializers.FloatField(required=False, allow_null=True, min_value=0.000001)
+    max_cost_usd = ApiNumberField(required=False, allow_null=True, min_value=0.000001)
 
 
 class RunCapSerializer(serializers.Serializer):
-    max_cost_usd = serializers.FloatField(allow_null=True, min_value=0.000001,
+    max_cost_usd = ApiNumberField(allow_null=True, min_value=0.000001,
                                           help_text="The run's new cap in USD (null: no cap); a paused run resumes.")
 
 

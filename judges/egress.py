@@ -134,10 +134,20 @@ def _addresses(host: str, port: int, *, quiet: bool = False) -> list[str]:
     return sorted({str(info[4][0]).split("%", 1)[0] for info in infos})
 
 
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
 def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The address as it will be reached: an IPv6 address that carries an IPv4 one (::ffff:169.254.169.254,
+    NAT64's 64:ff9b::a9fe:a9fe, 6to4's 2002:a9fe:a9fe::) counts as that IPv4 address."""
     ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:  # ::ffff:169.254.169.254 is 169.254.169.254
-        return ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped:
+            return ip.ipv4_mapped
+        if ip in NAT64:
+            return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if ip.sixtofour:
+            return ip.sixtofour
     return ip
 
 
@@ -163,7 +173,7 @@ def address_problem(host: str, address: str, port: int, pol: Policy) -> str | No
     except ValueError:
         return f"{host} did not resolve to an address"
     if any(ip in net for net in ALWAYS_REFUSED if net.version == ip.version):
-        return f"{host} is a link-local , cloud-metadata or unspecified address, never a judge's endpoint"
+        return f"{host} is a link-local, cloud-metadata or unspecified address, never a judge's endpoint"
     public = ip.is_global
     if ((str(ip), port) in pol.own or (not public and port in pol.own_ports)
             or ((ip.is_loopback or ip.is_unspecified) and port == pol.web_port)):

@@ -30,13 +30,14 @@ from annotation.services.crowd import crowd_state
 from annotation.services.phases import PhaseOrderError, PhaseState, phase_require, phase_state
 from annotation.services.ratings import AnswerError, SubmitError, assignment_save_draft, assignment_submit
 from annotation.views.workspace import load_for_screen, shown_outputs
+from config.parsers import ApiWholeNumberField
 
 _RUBRIC_KEYS = ("slug", "name", "description", "instructions", "scope_note", "criteria", "groups", "item_options")
 
 
 class AnswersSerializer(serializers.Serializer):
     answers = serializers.JSONField()
-    time_on_task_ms = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+    time_on_task_ms = ApiWholeNumberField(min_value=0, required=False, allow_null=True)
 
 
 def assignment_payload(study: Study, assignment: Assignment) -> dict:

@@ -20,6 +20,7 @@ from judges.providers.base import api_key
 from judges.providers.openai_compat import api_root
 from judges.backends.tls import tls_context
 from judges.egress import check_endpoint, guard_transport
+from judges.masking import scrub_text, secret_values
 from judges.backends.errors import (
     BackendError, BackendNotAvailable, BackendTimeout, PermanentBackendError, RateLimited, RetryableBackendError,
 )
@@ -102,6 +103,7 @@ class OpenAICompatBackend(Backend):
         self._rng = rng or random.Random()
         self._semaphores: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.limiter: Any = None  # judges.ratelimit.SharedRateLimiter when the judge sets rpm/tpm
+        self._sent_secrets: set[str] = set()  # the credentials this client sends, masked in error texts
 
     def identity(self) -> dict[str, Any]:
         """Who answers (the response cache's key): another server or another key's account may answer
@@ -152,8 +154,8 @@ class OpenAICompatBackend(Backend):
             except httpx.TransportError as exc:
                 raise RetryableBackendError(f"connection error: {exc!r}") from exc
             latency = time.perf_counter() - start
-        if resp.status_code != 200:
-            raise self.provider.error(resp.status_code, resp.text[:2000],
+        if resp.status_code != 200:  # a key the server echoes back is masked before anything keeps the text
+            raise self.provider.error(resp.status_code, scrub_text(resp.text[:2000], self._sent_secrets),
                                       parse_retry_after(resp.headers.get("retry-after")))
         out = self.provider.decode(resp.content, self.config.model)
         out.latency_s = latency
@@ -191,6 +193,8 @@ class OpenAICompatBackend(Backend):
             headers = self._headers()
         except BackendError as exc:  # e.g. the API key variable is not set: every request fails alike
             return [exc] * len(requests)
+        self._sent_secrets = secret_values({"backend_options": {"headers": headers,
+                                                                "extra_body": self.config.extra_body}})
         # httpx clients are bound to their event loop; one per call keeps callers that use
         # asyncio.run (Celery tasks, tests) free of leaked connections.
         async with self._new_client(headers) as client:

@@ -113,7 +113,8 @@ def own_ports() -> list[int]:
     "http://169.254.169.254/latest/meta-data/", "http://169.254.170.2/v2/credentials", "http://[fd00:ec2::254]/v1",
     "http://metadata.google.internal/computeMetadata/v1", "http://METADATA.google.internal./v1",
     "http://2852039166/v1",  # 169.254.169.254 as one number
-    "http://[::ffff:169.254.169.254]/v1", "http://0.0.0.0:8011/v1", "http://127.0.0.1:8000/v1",  # Concord's web
+    "http://[::ffff:169.254.169.254]/v1", "http://[64:ff9b::a9fe:a9fe]/v1", "http://[2002:a9fe:a9fe::]/v1",
+    "http://0x7f000001:6379/v1", "http://127.1:5432/v1", "http://0.0.0.0:8011/v1", "http://127.0.0.1:8000/v1",  # Concord's web
     "http://127.0.0.1:5432/v1", "http://127.0.0.1:6379/v1"])
 def test_metadata_link_local_and_own_ports_are_always_refused(endpoint):
     for local in (True, False):
@@ -208,7 +209,8 @@ class _Service(BaseHTTPRequestHandler):
 
     def do_POST(self):  # noqa: N802 - http.server's name
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        status, kind, body = self.answers[self.path]
+        status, kind, body = self.answers.get(self.path) or (401, "application/json", json.dumps(
+            {"error": {"message": f"Incorrect API key provided: {self.headers.get('Authorization')}"}}))
         data = body.encode()
         self.send_response(status)
         self.send_header("Content-Type", kind)
@@ -220,14 +222,15 @@ class _Service(BaseHTTPRequestHandler):
         pass
 
 
-def test_a_run_error_echoes_no_answer_of_a_service_that_is_not_a_model_server():
+def test_a_run_error_echoes_no_answer_of_a_service_that_is_not_a_model_server(monkeypatch):
+    monkeypatch.setenv("JUDGE_TEST_ECHO", "sk-echoed-key-0123456789")
     server = HTTPServer(("127.0.0.1", 0), _Service)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
-        errors = {path: str(send(validate_judge(judge(endpoint=f"{base}/{path}/v1",
+        errors = {path: str(send(validate_judge(judge(endpoint=f"{base}/{path}/v1", api_key_env="JUDGE_TEST_ECHO",
                                                       backend_options={"max_retries": 0}))))
-                  for path in ("json", "html", "model")}
+                  for path in ("json", "html", "model", "echo")}
     finally:
         server.shutdown()
         server.server_close()
@@ -236,3 +239,5 @@ def test_a_run_error_echoes_no_answer_of_a_service_that_is_not_a_model_server():
     assert "alice" not in "".join(errors.values()) and "Jenkins" not in errors["html"]
     # a model server's own error is still shown, as a sentence, not a body
     assert "model 'x' not found" in errors["model"] and len(errors["model"]) < 400
+    # a key the server echoes back is masked before the error is kept anywhere (scores, run files, API)
+    assert errors["echo"].endswith("Incorrect API key provided: Bearer sk-...") and "0123456789" not in errors["echo"]

@@ -5,6 +5,8 @@ and a refusal that names the parameter in words (issue 55: `estimate/?judge=abc`
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from annotation.services.ratings import AnswerError, answers_check, answers_normalise
 from config.parsers import BadNumber, parse_int, parse_number, whole_number
@@ -70,6 +72,37 @@ def test_ranks_in_other_digits_are_refused_in_the_raters_words(digits):
         assert "invalid literal" not in str(text) and "base 10" not in str(text)
 
 
+COMPARATIVE = {
+    "criteria": [
+        {"key": "order", "name": "Ranking", "kind": "ranking", "target": "item", "required": True, "reasoning": "none"},
+        {"key": "bw", "name": "Best and worst", "kind": "best_worst", "target": "item", "required": True,
+         "reasoning": "none"},
+        {"key": "pref", "name": "Better", "kind": "pairwise", "target": "item", "required": True, "reasoning": "none",
+         "ties": True},
+    ],
+    "item_options": {"allow_ignore": False, "comment": False},
+}
+digits = st.text(alphabet="0123456789٠١٢٣３²¹½ⅷ-+ .e_", max_size=4)
+answer_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**30) | st.floats() | digits,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["ranks", "best", "worst", "winner", "strength"]) | digits, inner, max_size=3),
+    max_leaves=6)
+PYTHON_WORDS = ("invalid literal", "base 10", "NoneType", "<class", "not supported between", "Traceback", "int()",
+                "object has no attribute", "unhashable")
+
+
+@settings(max_examples=250, deadline=None)
+@given(key=st.sampled_from(["order", "bw", "pref"]), value=answer_values)
+def test_comparative_answers_are_refused_in_the_raters_words(key, value):
+    good = {"order": {"ranks": {"1": 1, "2": 2}}, "bw": {"best": "1", "worst": "2"}, "pref": "1"}
+    item = {k: {"value": value if k == key else v} for k, v in good.items()}
+    try:
+        answers_check(COMPARATIVE, answers_normalise({"item": item}), ["first", "second"], shown_ids=[11, 12])
+    except AnswerError as exc:
+        assert not [m for m in exc.errors.values() if any(w in m for w in PYTHON_WORDS)], exc.errors
+
+
 def test_ascii_ranks_are_stored():
     rows = answers_check(RUBRIC, answers_normalise({"item": {"order": {"value": {"ranks": {"1": "2", "2": 1}}}},
                                                     "responses": {"2": {"clarity": " 4 "}}}),
@@ -112,6 +145,12 @@ def test_forms_read_numbers_in_ascii_only():
     release = ReleaseForm({"version": "1.0.0", "formats": ["jsonl"], "delta": "١"})
     assert not release.is_valid() and "delta" in release.errors
     assert NumberField().clean(" 2.5 ") == 2.5 and WholeNumberField().clean("5.0") == 5
+    from config.parsers import ApiNumberField, ApiWholeNumberField
+
+    assert ApiNumberField().run_validation("0.5") == 0.5 and ApiWholeNumberField().run_validation("12") == 12
+    for field, bad in ((ApiNumberField(), "٣"), (ApiNumberField(), "inf"), (ApiWholeNumberField(), "３")):
+        with pytest.raises(Exception, match="valid"):
+            field.run_validation(bad)
     for bad in ("inf", "1_0", "²"):
         with pytest.raises(Exception, match="Enter a"):
             NumberField().clean(bad)
