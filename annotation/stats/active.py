@@ -72,7 +72,7 @@ def active_probabilities(uncertainty: Any, budget: float, floor: float = 0.1) ->
     so that the probabilities sum to `budget` (the expected number of human ratings).
 
     `floor` in (0, 1] is the share of the budget spread evenly, so every item keeps a positive
-    probability (1 = uniform sampling). Items whose probability would pass 1 are capped at 1 and the
+    probability (1 = uniform sampling); one per row when rows are given. Items whose probability would pass 1 are capped at 1 and the
     rest of the budget goes to the others. Works on (..., n) arrays, one design per row.
 
     Reference: Zrnic & Candès (2024), Active Statistical Inference, ICML (π = (1−τ)·η·u + τ·budget).
@@ -85,9 +85,10 @@ def active_probabilities(uncertainty: Any, budget: float, floor: float = 0.1) ->
     n = u.shape[-1]
     if not 0 < budget <= n:
         raise ValueError(f"budget must be in (0, {n}] (the expected number of human ratings of {n} items), got {budget}")
-    if not 0 < floor <= 1:
+    floor = np.asarray(floor, dtype=float)
+    if np.any(floor <= 0) or np.any(floor > 1):
         raise ValueError(f"floor must be in (0, 1], got {floor}")
-    base = floor * budget / n
+    base = (floor[..., None] if floor.ndim else floor) * budget / n
     capped = np.zeros(u.shape, dtype=bool)
     for _ in range(n + 1):  # each pass caps at least one more item or stops
         free_u = np.where(capped, 0.0, u).sum(axis=-1, keepdims=True)
@@ -204,27 +205,40 @@ def ipw_ppi_systems(system: Any, y: Any, yhat: Any, pi: Any, rated: Any, *, leve
     return {str(s): ipw_ppi_mean(*(a[names == s] for a in arrays), level=level) for s in np.unique(names)}
 
 
-def choose_floor(uncertainty: Any, budget: float, pilot_uncertainty: Any, pilot_residual: Any,
-                 floors: Any = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)) -> float:
-    """The floor whose probabilities minimise the estimated variance mean(r²/π) over a pilot of
-    uniformly sampled items (r = human − λ·judge there): 1 (uniform) when the uncertainty says
-    nothing about the error.
+def choose_design(uncertainty: Any, budget: float, pilot_uncertainty: Any, pilot_residual: Any, *,
+                  floors: Any = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0),
+                  powers: Any = (0.5, 1.0)) -> tuple[Any, Any]:
+    """(power, floor) whose probabilities active_probabilities(uncertainty**power, budget, floor)
+    minimise the estimated variance mean(r²/π) over a pilot of uniformly sampled items (r = human −
+    λ·judge there; NaN = not rated): floor 1 (uniform) when the uncertainty says nothing about the
+    error, a power below 1 when it is heavy-tailed. Works on (..., n) rows, one design per row.
 
-    Reference: Zrnic & Candès (2024), Active Statistical Inference, ICML (τ tuned on held-out data).
+    Reference: Zrnic & Candès (2024), Active Statistical Inference, ICML (τ tuned on held-out data;
+    the optimal π ∝ sqrt(E[(Y − f)² | u])).
     """
     u = np.asarray(uncertainty, dtype=float)
-    pu = _array("pilot_uncertainty", pilot_uncertainty)
-    r2 = _array("pilot_residual", pilot_residual) ** 2
-    if pu.size != r2.size or pu.size < 2:
-        raise ValueError("pilot_uncertainty and pilot_residual must pair at least two pilot items")
-    best, best_var = 1.0, np.inf
-    for floor in floors:
-        pi = active_probabilities(u, budget, floor)
-        # The pilot items' probabilities under this design: the same floor and κ.
-        free = (pi < 1) & (u > 0)
-        kappa = float(np.median((pi[free] - floor * budget / u.size) / u[free])) if free.any() else 0.0
-        pilot_pi = np.clip(floor * budget / u.size + kappa * pu, 1e-12, 1.0)
-        var = float(np.mean(r2 / pilot_pi))
-        if var < best_var - 1e-12:
-            best, best_var = float(floor), var
-    return best
+    pu = np.asarray(pilot_uncertainty, dtype=float)
+    r2 = np.asarray(pilot_residual, dtype=float) ** 2
+    if pu.shape != r2.shape or pu.shape[:-1] != u.shape[:-1]:
+        raise ValueError("pilot_uncertainty and pilot_residual must pair the same pilot items, row by row")
+    rated = np.isfinite(r2)
+    if np.any(rated.sum(axis=-1) < 2):
+        raise ValueError("the pilot needs at least two rated items")
+    base_share = budget / u.shape[-1]
+    scores, designs = [], []
+    for power in powers:
+        up, pup = u ** power, pu ** power
+        for floor in floors:
+            pi = active_probabilities(up, budget, floor)
+            # The pilot items' probabilities under this design: the same floor and scale κ.
+            free = (pi < 1) & (up > 0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(free, (pi - floor * base_share) / np.where(up > 0, up, 1), np.nan)
+                kappa = np.nan_to_num(np.nanmedian(ratio, axis=-1, keepdims=True)) if free.any() else 0.0
+            pilot_pi = np.clip(floor * base_share + kappa * pup, 1e-12, 1.0)
+            scores.append(np.nanmean(np.where(rated, r2, np.nan) / pilot_pi, axis=-1))
+            designs.append((power, floor))
+    best = np.argmin(np.stack(scores), axis=0)
+    power = np.array([d[0] for d in designs])[best]
+    floor = np.array([d[1] for d in designs])[best]
+    return (float(power), float(floor)) if power.ndim == 0 else (power, floor)

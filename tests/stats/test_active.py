@@ -6,7 +6,7 @@ from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy.stats import norm
 
 from annotation.stats.active import (
-    active_probabilities, choose_floor, ipw_ppi_lambda, ipw_ppi_mean, ipw_ppi_systems, judge_uncertainty,
+    active_probabilities, choose_design, ipw_ppi_lambda, ipw_ppi_mean, ipw_ppi_systems, judge_uncertainty,
 )
 
 
@@ -130,12 +130,19 @@ def test_per_system_estimates_and_lambda_extremes():
     assert ipw_ppi_lambda(y, np.full(y.size, 2.0), np.ones(y.size), np.ones(y.size)) == 0
 
 
-def test_choose_floor_is_uniform_without_signal_and_low_with_it():
+def test_choose_design_is_uniform_without_signal_and_active_with_it():
     rng = np.random.default_rng(4)
     n = 2000
     scale = rng.lognormal(0, 1, n)
     resid = scale * rng.normal(size=n)
     pilot = rng.choice(n, 200, replace=False)
-    assert choose_floor(scale, 200, scale[pilot], resid[pilot]) <= 0.3
+    power, floor = choose_design(scale, 200, scale[pilot], resid[pilot])
+    assert floor <= 0.3
     noise = rng.permutation(scale)
-    assert choose_floor(noise, 200, noise[pilot], resid[pilot]) >= 0.7
+    assert choose_design(noise, 200, noise[pilot], resid[pilot])[1] >= 0.7
+    # Rows: one design each; NaN residuals are the pilot items no human rated.
+    both = np.vstack([scale, noise])
+    pilot_resid = np.vstack([resid[pilot], resid[pilot]])
+    pilot_resid[:, ::3] = np.nan
+    powers, floors = choose_design(both, 200, both[:, pilot], pilot_resid)
+    assert floors[0] < floors[1]
