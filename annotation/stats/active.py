@@ -72,8 +72,8 @@ def active_probabilities(uncertainty: Any, budget: float, floor: float = 0.1) ->
     so that the probabilities sum to `budget` (the expected number of human ratings).
 
     `floor` in (0, 1] is the share of the budget spread evenly, so every item keeps a positive
-    probability (1 = uniform sampling); one per row when rows are given. Items whose probability would pass 1 are capped at 1 and the
-    rest of the budget goes to the others. Works on (..., n) arrays, one design per row.
+    probability (1 = uniform sampling); one per row when rows are given. Items whose probability
+    would pass 1 are capped at 1 and the rest of the budget goes to the others. Works on (..., n) arrays, one design per row.
 
     Reference: Zrnic & Candès (2024), Active Statistical Inference, ICML (π = (1−τ)·η·u + τ·budget).
     """
@@ -84,7 +84,8 @@ def active_probabilities(uncertainty: Any, budget: float, floor: float = 0.1) ->
         raise ValueError("uncertainty must be finite and >= 0 for every item")
     n = u.shape[-1]
     if not 0 < budget <= n:
-        raise ValueError(f"budget must be in (0, {n}] (the expected number of human ratings of {n} items), got {budget}")
+        raise ValueError(f"budget must be in (0, {n}] (the expected number of human ratings of {n} items), "
+                         f"got {budget}")
     floor = np.asarray(floor, dtype=float)
     if np.any(floor <= 0) or np.any(floor > 1):
         raise ValueError(f"floor must be in (0, 1], got {floor}")

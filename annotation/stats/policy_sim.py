@@ -1,16 +1,16 @@
 """Sampling policies against planted truth, before any money is spent (`manage.py simulate_policy`).
 
-Active sampling (§1): each study has `items` outputs with a human value Y ~ N(5, 2²) and a judge score
-f = Y + 0.3 + s·e, e ~ N(0, 1): a biased judge, close (s = 0.15) on most items and far off (s = 1.2)
-on 15% of them. The judges'
-uncertainty u = exp(ρ'·log|error| + sqrt(1 − ρ'²)·log|an independent error of the same law|), with ρ'
-set so that Pearson's corr(u, |error|) is the level asked for. The active design spends `pilot` of the budget uniformly on
-that share of the items, picks the floor on them (choose_floor) and samples the rest with
-active_probabilities; the estimate is ipw_ppi_mean. The uniform design rates m items chosen at random,
-with PPI++ (annotation/stats/ppi.py) on the rest; its width at several m gives, by log-log
-interpolation, the m that matches the active design's mean width: the saving is 1 − (active ratings)/m.
-The same is done for uniform sampling with the active design's own estimator (ipw_ppi_mean, π = m/n),
-which isolates what the sampling design alone saves.
+Active sampling (§1): each study has `items` outputs with a human value Y ~ N(5, 2²) and a judge
+score f = Y + 0.3 + s·e, e ~ N(0, 1): a biased judge, close (s = 0.15) on most items and far off
+(s = 1.2) on 15% of them. The judges' uncertainty u = exp(ρ'·log|error| + sqrt(1 − ρ'²)·log|an
+independent error of the same law|), with ρ' set so that Pearson's corr(u, |error|) is the level
+asked for. The active design rates the first share `pilot` of the items uniformly (budget/items
+each), picks its design on them (choose_design) and samples the rest with active_probabilities; the
+estimate is ipw_ppi_mean. The uniform design rates m items chosen at random, with PPI++
+(annotation/stats/ppi.py) on the rest; its width at several m gives, by log-log interpolation, the
+m that matches the active design's mean width: the saving is 1 − (active ratings)/m. The same is
+done for uniform sampling with the active design's own estimator (ipw_ppi_mean, π = m/n), which
+isolates what the sampling design alone saves.
 
 Peeking (§4): null studies of ratings in {0, ½, 1} with mean ½ (system A wins, tie, B wins), each
 checked after every rating from the 10th on; "significant" = the interval excludes ½.

@@ -62,7 +62,9 @@ def test_peeking_after_every_observation():
     cs = confidence_sequence(x)
     fixed = fixed_sample_interval(x)
     asym = asymptotic_cs(x, t_opt=100)
-    wrong = lambda iv: np.mean(np.any((iv["lower"][:, look] > 0.5) | (iv["upper"][:, look] < 0.5), axis=1))  # noqa: E731
+
+    def wrong(iv):
+        return np.mean(np.any((iv["lower"][:, look] > 0.5) | (iv["upper"][:, look] < 0.5), axis=1))
     assert wrong(cs) <= 0.05
     assert wrong(asym) <= 0.08
     assert wrong(fixed) >= 0.15
