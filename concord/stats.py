@@ -13,6 +13,9 @@ lists them all.
     1.0
 """
 
+from annotation.stats.active import (
+    active_probabilities, choose_design, ipw_ppi_lambda, ipw_ppi_mean, ipw_ppi_systems, judge_uncertainty,
+)
 from annotation.stats.agreement import matrix_agreement
 from annotation.stats.alt_test import alt_test, benjamini_yekutieli
 from annotation.stats.bias import length_controlled, self_preference, verbosity
@@ -41,6 +44,9 @@ from annotation.stats.raters import (
 )
 from annotation.stats.report import agreement_report
 from annotation.stats.result import Stat
+from annotation.stats.sequential import (
+    asymptotic_cs, asymptotic_rho, confidence_sequence, fixed_sample_interval, ipw_ppi_confidence_sequence,
+)
 from annotation.stats.tables import read_labels, read_ratings
 
 __all__ = [
@@ -62,6 +68,10 @@ __all__ = [
     # judges: PPI, calibration, bias, gold labels
     "estimate_system", "estimate_systems", "human_only", "ppi_mean", "ppi_lambda", "calibration",
     "verbosity", "length_controlled", "self_preference", "classification_report", "gold_eval",
+    # humans where the judges are unsure (active inference) and intervals valid at any look
+    "judge_uncertainty", "active_probabilities", "choose_design", "ipw_ppi_mean", "ipw_ppi_lambda",
+    "ipw_ppi_systems", "confidence_sequence", "asymptotic_cs", "asymptotic_rho", "ipw_ppi_confidence_sequence",
+    "fixed_sample_interval",
     # planning: power
     "paired_power", "items_needed", "items_table", "scores_plan", "binomial_power", "judgements_needed",
     "pairwise_plan",

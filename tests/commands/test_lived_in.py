@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 PEERS = Path(__file__).resolve().parent.parent / "fixtures" / "peers"
 ALL_COMMANDS = {"agreement", "comparisons", "consensus", "export_study", "gold_eval", "import_items", "import_peer", "plan_study",
                 "study_report", "estimate", "judge_request", "load_demo", "load_judge", "parse_judge_output",
-                "run_judge", "simulate_study", "load_rubric", "routes"}
+                "run_judge", "simulate_study", "load_rubric", "routes", "simulate_policy"}
 
 
 def run(*args) -> str:
@@ -338,6 +338,16 @@ def test_routes_prints_the_route_inventory(lived_in):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_simulate_policy_beside_the_demo_touches_no_study(lived_in):
+    from annotation.models import Rating
+
+    before = Rating.objects.count()
+    out = run("simulate_policy", "--replications", "10", "--items", "200", "--budget", "20", "--correlations", "0.5",
+              "--studies", "20", "--ratings", "30")
+    assert "Active sampling: 10 studies per row" in out and "false 'significant'" in out
+    assert Rating.objects.count() == before
+
+
 def test_simulate_study_beside_the_demo(lived_in):
     """Last in the module: the simulation's judge run must commit (it refuses to run inside a transaction)."""
     from annotation.models import Rating, Study
