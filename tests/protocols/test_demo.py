@@ -4,6 +4,7 @@ the demo annotators, and nothing new on a second run."""
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -96,3 +97,43 @@ def test_the_demo_crowd_study_splits_its_report_by_the_participants_answers(fres
     assert native["yes"]["criteria"]["helpfulness"]["system_means"]
     page = client.get(reverse("report", args=["demo-compare-pairwise"])).content.decode()
     assert 'data-facet="pre.native_english"' in page
+
+
+def _simulated_ratings(study: Study) -> list[tuple]:
+    """The simulated raters' ratings, by names and places only (no ids): item, output, rater (by number),
+    criterion, value, the order the outputs were shown in."""
+    from annotation.models import Output
+
+    position = dict(Output.objects.filter(item__study=study).values_list("id", "position"))
+
+    def named(value):  # a comparative answer names outputs by id: by position here
+        if not isinstance(value, dict):
+            return value
+        return {k: ([position[i] for i in v] if k == "shown" else position[v] if k in ("winner", "best", "worst")
+                    and isinstance(v, int) else v) for k, v in value.items()}
+
+    rows = (Rating.objects.filter(assignment__study=study, assignment__rater__username__contains="-rater-")
+            .values_list("assignment__item__external_id", "output__position", "assignment__rater__username",
+                         "criterion", "value", "assignment__permutation", "assignment__time_on_task_ms"))
+    return sorted((item, -1 if pos is None else pos, user.rsplit("-", 1)[1], key,
+                   json.dumps(named(value), sort_keys=True), tuple(perm), ms)
+                  for item, pos, user, key, value, perm, ms in rows)
+
+
+@pytest.mark.parametrize("preset", ["rrgen-001", "compare-pairwise"])
+def test_a_demo_study_is_simulated_the_same_with_other_ids_and_another_secret_key(fresh_demo, preset,  # noqa: F811
+                                                                                   settings):
+    """Two load_demos gave different ratings (the items' random order, the raters' starting points and the
+    outputs' order came from PostgreSQL's random(), the ids and the secret key): the demo's study simulated
+    again, in a database whose ids have moved on and under another key, has the very same ratings."""
+    from annotation.demo import demo_simulation
+    from annotation.simulation.study import simulated_study_create
+
+    settings.SECRET_KEY = "another machine's key"
+    seed = (PRESETS + COMPARE_PRESETS).index(preset)
+    admin = get_user_model().objects.get(username="admin")
+    again = simulated_study_create(slug=f"again-{preset}", admin=admin, rater_prefix="again-rater",
+                                   **demo_simulation(preset, seed))
+    demo = _simulated_ratings(Study.objects.get(slug=f"demo-{preset}"))
+    assert len(demo) > 100
+    assert _simulated_ratings(again.study) == demo
