@@ -125,6 +125,15 @@ def _training_and_crowd(study: Study, admin) -> None:
                       items_per_participant=5, time_limit_minutes=30)
 
 
+def demo_simulation(preset: str, seed: int) -> dict:
+    """What a demo study's simulation is made of (simulated_study_create's arguments but the names): the
+    same on every machine, since the simulation depends on nothing else (annotation.simulation.raters)."""
+    styles = {} if preset in COMPARE_PRESETS else STYLED_RATERS
+    return {"preset": preset, "seed": seed, "n_items": N_COMPARE_ITEMS if preset in COMPARE_PRESETS else N_ITEMS,
+            "n_raters": N_SIM_RATERS + len(styles), "knobs": KNOBS, "styles": styles,
+            "raters_per_item": N_SIM_RATERS + len(styles) + len(ANNOTATORS), "unrated_items": N_UNRATED}
+
+
 @transaction.atomic
 def demo_accounts() -> dict[str, object]:
     users = {}
@@ -160,14 +169,8 @@ def _demo_studies(users, presets, judges_hook) -> None:
         slug = f"demo-{preset}"
         if Study.objects.filter(slug=slug).exists():
             continue
-        styles = {} if preset in COMPARE_PRESETS else STYLED_RATERS
-        sim = simulated_study_create(
-            preset=preset, slug=slug, n_items=N_COMPARE_ITEMS if preset in COMPARE_PRESETS else N_ITEMS,
-            n_raters=N_SIM_RATERS + len(styles), seed=seed, knobs=KNOBS, styles=styles,
-            raters_per_item=N_SIM_RATERS + len(styles) + len(ANNOTATORS), admin=users["admin"],
-            rater_prefix="demo-rater", unrated_items=N_UNRATED,
-            name=f"Demo: {load_preset(preset)['name']}",
-        )
+        sim = simulated_study_create(slug=slug, admin=users["admin"], rater_prefix="demo-rater",
+                                     name=f"Demo: {load_preset(preset)['name']}", **demo_simulation(preset, seed))
         study_members_add(study=sim.study, usernames=ANNOTATORS, role=StudyMember.Role.ANNOTATOR)
         study_members_add(study=sim.study, usernames=["researcher"], role=StudyMember.Role.RESEARCHER)
         if preset == CROWD_PRESET:

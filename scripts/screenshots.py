@@ -10,7 +10,10 @@ It signs in as the demo accounts (password `<username>-demo`) and writes:
 
 - workspace.png: the rater's workspace of demo-rrgen-001 (as `annotator`);
 - report-summary.png: the summary that opens the report of demo-rrgen-001 (as `researcher`);
-- judges-vs-humans.png: the judges beside the humans on one criterion of that report (as `researcher`).
+- judges-vs-humans.png: the judges beside the humans on one criterion of that report (as `researcher`);
+- screenshots.json: what the screenshots show that the demo decides (the report's verdicts, its raters, the
+  responses in the workspace): tests/protocols/test_demo.py fails when the demo no longer shows it, until
+  the screenshots are taken again.
 
 Chromium is Debian's (/usr/bin/chromium, or CHROMIUM), driven by Playwright, as in the tests.
 """
@@ -18,6 +21,7 @@ Chromium is Debian's (/usr/bin/chromium, or CHROMIUM), driven by Playwright, as 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -32,6 +36,8 @@ from playwright.sync_api import Page, sync_playwright
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = "demo-rrgen-001"
 # The workspace as a rater on a laptop sees it; the report wider, so that its widest table is whole.
+# A report is computed on its first opening (then cached): on a busy machine that took over Playwright's 30 s.
+REPORT_TIMEOUT_MS = 300_000
 VIEWPORTS = {"workspace": (1400, 900), "report_summary": (1800, 1000), "judges_vs_humans": (1800, 1000)}
 
 
@@ -75,24 +81,27 @@ def sign_in(page: Page, base: str, username: str) -> None:
     page.wait_for_url(base + "/")
 
 
-def workspace(page: Page, base: str, out: Path) -> Path:
+def workspace(page: Page, base: str, out: Path, shown: dict) -> Path:
     sign_in(page, base, "annotator")
     page.goto(f"{base}/studies/{STUDY}/rate/", wait_until="networkidle")
     page.screenshot(path=out / "workspace.png")
+    shown["workspace"] = {"study": STUDY, "responses": page.locator("[role=tab]").count()}
     return out / "workspace.png"
 
 
-def report_summary(page: Page, base: str, out: Path) -> Path:
+def report_summary(page: Page, base: str, out: Path, shown: dict) -> Path:
     sign_in(page, base, "researcher")
-    page.goto(f"{base}/studies/{STUDY}/report/", wait_until="networkidle")
+    page.goto(f"{base}/studies/{STUDY}/report/", wait_until="networkidle", timeout=REPORT_TIMEOUT_MS)
     summary = page.locator("#answers")
     _top_of(page, summary, out / "report-summary.png", height=1000)
+    shown["report"] = {"study": STUDY, "verdicts": page.locator("#answers span.verdict").all_inner_texts(),
+                       "raters": page.locator("#raters table").first.locator("tbody tr").count()}
     return out / "report-summary.png"
 
 
-def judges_vs_humans(page: Page, base: str, out: Path) -> Path:
+def judges_vs_humans(page: Page, base: str, out: Path, shown: dict) -> Path:
     sign_in(page, base, "researcher")
-    page.goto(f"{base}/studies/{STUDY}/report/", wait_until="networkidle")
+    page.goto(f"{base}/studies/{STUDY}/report/", wait_until="networkidle", timeout=REPORT_TIMEOUT_MS)
     section = page.locator("section.card", has=page.locator("h2", has_text="Judges vs humans")).first
     _top_of(page, section, out / "judges-vs-humans.png", height=1000)
     return out / "judges-vs-humans.png"
@@ -118,6 +127,7 @@ def main(argv: list[str]) -> int:
     if args.start and args.url:
         parser.error("give --url (a running Concord) or --start, not both")
     args.out.mkdir(parents=True, exist_ok=True)
+    shown: dict = {}
     chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
     with concord(None if args.start else (args.url or "http://127.0.0.1:8000"), args.port) as base, \
             sync_playwright() as pw:
@@ -127,11 +137,12 @@ def main(argv: list[str]) -> int:
                 width, height = VIEWPORTS[shot.__name__]
                 context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
                 try:
-                    print(shot(context.new_page(), base, args.out))
+                    print(shot(context.new_page(), base, args.out, shown))
                 finally:
                     context.close()
         finally:
             browser.close()
+    (args.out / "screenshots.json").write_text(json.dumps(shown, indent=2, ensure_ascii=False) + "\n")
     return 0
 
 

@@ -1,12 +1,13 @@
-"""Planning inputs read from a study used as a pilot: σ, ρ and c of a numeric criterion, and the
-tie share and win rate of its pairwise question. A selector: reads only.
+"""Planning inputs read from a study used as a pilot: σ, ρ and c of a numeric criterion, R (the
+study's raters per output), and the tie share and win rate of its pairwise question. A selector:
+reads only.
 
-ρ is computed as the study report computes its ICC1 (annotation.reports.study), one-way ICC(1)
-over (item, output) units with the first k ratings of each unit (the most common k ≥ 2), but of
-the ratings minus their system's mean: the planner's σ is spread within a system, and ρ is the
-share of it that is the output's true score. The report's own ICC1 is returned beside it
-(`report_icc`); it counts the systems' differences as true-score variance too, so it is higher
-whenever systems differ. c is the systems' per-item correlation corrected for rater noise
+ρ is the report's ICC1 of the criterion (annotation.reports.study.criterion_icc1: the same function
+on the same ratings, so the plan and the report show one figure). It counts the systems'
+differences as true-score variance, so σ is the SD of single ratings over every system (not
+within one): then (1 − ρ)σ² is the raters' noise as the report measures it, and ρσ² overstates the
+outputs' true spread by the systems' gap, which makes the plan ask for more items, not fewer.
+c is the systems' per-item correlation corrected for rater noise
 (annotation.stats.pilot.disattenuate); the observed one is `corr_observed`.
 """
 
@@ -20,10 +21,10 @@ import pandas as pd
 
 from annotation.models import Output, Study
 from annotation.reports.ratings import stats_frame
-from annotation.reports.stats import add_analysis_value, criterion_measure, slot_matrix
-from annotation.stats.icc import icc
+from annotation.reports.stats import add_analysis_value, criterion_measure
+from annotation.reports.study import criterion_icc1
+from annotation.stats.pilot import disattenuate, pairwise_summary, system_correlations
 from annotation.stats.power import InvalidArgument
-from annotation.stats.pilot import disattenuate, pairwise_summary, system_correlations, within_system_sd
 from annotation.stats.result import Stat
 
 FEW_ITEMS = 10  # below this many rated items the estimates are rough; the page says so
@@ -43,34 +44,34 @@ def _stat(s: Stat) -> dict[str, Any]:
     return {"value": s.value, "reason": s.reason}
 
 
-def _icc1(units: np.ndarray, x: np.ndarray) -> Stat:
-    matrix, _, k = slot_matrix(units, x)
-    if k < 2:
-        return Stat.undefined("too little data: no output has two or more ratings")
-    return icc(matrix)["ICC1"]
+def _rating_sd(x: np.ndarray) -> Stat:
+    if x.size < 2:
+        return Stat.undefined(f"too little data: {x.size} rating(s)")
+    sd = float(np.std(x, ddof=1))
+    return Stat.of(sd) if sd > 0 else Stat.undefined("every rating is the same (no spread)")
 
 
 def _score_estimates(study: Study, criterion: Mapping[str, Any]) -> dict[str, Any]:
     df = stats_frame(study, [criterion["key"]])
     df = add_analysis_value(df[~df["is_attention_check"]], [criterion])
-    df = df[df["x"].notna() & df["system"].notna()]
+    df = df[df["x"].notna()]  # as the report reads them (criterion_icc1)
     out: dict[str, Any] = {"criterion": criterion["key"], "n_ratings": int(len(df)),
                            "n_items": int(df["item_id"].nunique()), "n_raters": int(df["rater_id"].nunique())}
     if df.empty:
         reason = "too little data: no ratings of this criterion yet"
         return {**out, "corr_pairs": [], "ratings_per_output": 0.0,
-                **{k: {"value": None, "reason": reason} for k in ("sd", "icc", "corr", "report_icc", "corr_observed")}}
+                **{k: {"value": None, "reason": reason} for k in ("sd", "icc", "corr", "corr_observed")}}
+    icc1, k = criterion_icc1(df)
+    out["icc"] = _stat(icc1 if k >= 2 else Stat.undefined("too little data: no output has two or more ratings"))
     x = df["x"].to_numpy(float)
-    systems = df["system"].to_numpy()
-    out["sd"] = _stat(within_system_sd(x, systems))
+    out["sd"] = _stat(_rating_sd(x))
+    df = df[df["system"].notna()]
+    x, systems = df["x"].to_numpy(float), df["system"].to_numpy()
     units = pd.MultiIndex.from_arrays([df["item_id"], df["output"]]).factorize()[0].astype(np.int64)
-    centred = x - df.groupby("system")["x"].transform("mean").to_numpy(float)
-    out["icc"] = _stat(_icc1(units, centred))
-    out["report_icc"] = _stat(_icc1(units, x))
     corr = system_correlations(df["item_id"].to_numpy(), systems, x)
     out["corr_observed"] = {"value": corr["value"], "reason": corr["reason"]}
     out["corr_pairs"] = corr["pairs"]
-    out["ratings_per_output"] = float(np.bincount(units).mean())
+    out["ratings_per_output"] = float(np.bincount(units).mean()) if units.size else 0.0
     out["corr"] = _stat(disattenuate(corr["value"], out["icc"]["value"], out["ratings_per_output"])
                         if corr["value"] is not None else Stat.undefined(corr["reason"]))
     return out
@@ -103,7 +104,8 @@ def pilot_estimates(study: Study, *, criterion: str | None = None) -> dict[str, 
         raise InvalidArgument("criterion", f"{criterion!r} is not a numeric criterion of each output in "
                                            f"{study.slug} (numeric ones: {known})")
     key = criterion or next(iter(scores), None)
-    out: dict[str, Any] = {"study": study.slug, "scores": None, "pairwise": None, "notes": []}
+    out: dict[str, Any] = {"study": study.slug, "raters_per_output": study.raters_per_item, "scores": None,
+                           "pairwise": None, "notes": []}
     if key is not None:
         out["scores"] = _score_estimates(study, scores[key])
         if 0 < out["scores"]["n_items"] < FEW_ITEMS:

@@ -15,9 +15,11 @@ FROM_PILOT_SCORES = ("sd", "icc", "corr")
 
 
 def pilot_inputs(pilot: Mapping[str, Any] | None) -> tuple[dict[str, float], dict[str, str]]:
-    """Values the pilot can supply (sd, icc, corr, ties, win_prob), and why the others are missing."""
+    """Values the pilot can supply (raters, sd, icc, corr, ties, win_prob), and why the others are missing."""
     values: dict[str, float] = {}
     missing: dict[str, str] = {}
+    if (pilot or {}).get("raters_per_output"):  # the pilot study's own design, not a default of 3
+        values["raters"] = pilot["raters_per_output"]
     scores = (pilot or {}).get("scores")
     if scores:
         for name in FROM_PILOT_SCORES:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from annotation.labels import CONVERGED, NOT_CONVERGED
 from annotation.models import Study
 from annotation.reports.ratings import rater_names, stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure
@@ -33,7 +34,7 @@ OVERUSED = 0.40           # a class given this much more often than the majority
 BIAS_POINTS = 1.0         # a rater's shift from the median rater, in scale points, and at least
 BIAS_SHARE = 0.25         # this share of the scale's range (1.5 points of a 1-7 scale, 25 of 0-100)
 NOISE_TIMES = 2.0         # a rater's noise SD this many times the median rater's
-GLAD_MAX_LABELS = 500_000
+GLAD_MAX_LABELS = 50_000  # GLAD run to convergence: 2 s at 25,000 labels, 7 s at 100,000 here
 EFFECTS_MAX_RATINGS = 50_000
 EFFECTS_MAX_ITER = 100      # EM steps past 10,000 ratings: 0.17 s a step at 50,000 ratings by 1,000 raters here
 RATERS_SHOWN = 200        # rows per criterion kept in the report (the flagged ones first)
@@ -96,7 +97,7 @@ def _categorical(codes: Mapping[str, Any], choices: list[str]) -> tuple[dict[str
     k = len(choices)
     data = label_data(codes["unit"], codes["rater"], codes["x"].astype(np.int64), n_classes=k,
                       n_items=len(codes["units"]), n_raters=len(codes["raters"]))
-    # GLAD fits a difficulty per output: the slowest by far (2 s at 100,000 labels here), and its BIC pays
+    # GLAD fits a difficulty per output: the slowest by far (run until it converges), and its BIC pays
     # for every output, so on a large study it is left out rather than holding the report up.
     methods = tuple(m for m in METHODS if m != "glad" or data.n <= GLAD_MAX_LABELS)
     choice = best_label_model(data, methods)
@@ -138,8 +139,11 @@ def _categorical(codes: Mapping[str, Any], choices: list[str]) -> tuple[dict[str
         raters.append({"rater": name, "n": int(n[r]), "agreement": float(agree[r]), "distance": None,
                        "accuracy": accuracy, "competence": comp, "bias": None, "noise_sd": None,
                        "to_check": "; ".join(why)})
+    if not best.converged:
+        reason += f"; {METHOD_NAMES.get(best.method, best.method)} stopped after {best.iterations} steps, {NOT_CONVERGED}"
     entry = {
         "measure": "categorical", "method": best.method, "reason": reason,
+        "state": CONVERGED if best.converged else NOT_CONVERGED,
         "fits": [{**row, "chosen": row["method"] == best.method} for row in choice.table()],
         "accuracy_from": estimates.method, "n_units": data.n_items, "n_answers": data.n,
         "differs_from_majority": int(differ.sum()), "differs_share": float(differ.mean()),
@@ -246,8 +250,8 @@ def _numeric(codes: Mapping[str, Any], criterion: Mapping[str, Any]) -> dict[str
         "measure": "numeric", "method": "rater_effects",
         "reason": "score = output level + rater bias + the rater's own noise (REML); the adjusted mean is what "
                   "an average rater would give" + sampled
-                  + ("" if fit.converged else f"; stopped after {fit.iterations} EM steps, not converged"),
-        "converged": fit.converged,
+                  + ("" if fit.converged else f"; stopped after {fit.iterations} EM steps, {NOT_CONVERGED}"),
+        "converged": fit.converged, "state": CONVERGED if fit.converged else NOT_CONVERGED,
         "n_units": n_units, "n_answers": int(codes["x"].size), "bias_sd": fit.bias_sd, "noise_sd": fit.noise_sd,
         "differs_from_majority": int(moved.sum()), "differs_share": float(moved.mean()),
         "max_shift": float(np.nanmax(np.abs(shift))) if n_units else None,

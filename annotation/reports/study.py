@@ -30,6 +30,7 @@ from annotation.reports.large_arrays import large_arrays
 from annotation.reports.rater_models import rater_models_csv_rows, rater_models_section
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
 from annotation.stats.consensus import acceptance
+from annotation.stats.gold import agrees, gold_for, parse_gold
 from annotation.stats.grouping import group_codes, unique_ints
 from annotation.stats.icc import icc
 from annotation.stats.ranking import compare_systems
@@ -149,6 +150,21 @@ def _units(df: pd.DataFrame, items: pd.Index | None = None) -> tuple[np.ndarray,
     return unit.astype(np.int64), item_codes.astype(np.int64)
 
 
+def icc1_of_units(units: np.ndarray, x: np.ndarray) -> tuple[Stat, int]:
+    """(ICC1, k) of one numeric criterion's ratings, a unit per (item, output): the report's figure,
+    which the plan's pilot (annotation.planning.pilot) reads too."""
+    mat, _, k = slot_matrix(units, x)
+    return (icc(mat)["ICC1"] if k >= 2 else Stat.undefined("no unit has two or more ratings")), k
+
+
+def criterion_icc1(df: pd.DataFrame) -> tuple[Stat, int]:
+    """icc1_of_units of the rows of one criterion (columns item_id, output, x; rows without x
+    left out, in the frame's order as the report reads them)."""
+    has_x = df["x"].notna().to_numpy()
+    rated = pd.DataFrame({"item_id": df["item_id"].to_numpy(np.int64)[has_x], "output": df["output"].to_numpy()[has_x]})
+    return icc1_of_units(_units(rated)[0], df["x"].to_numpy(float)[has_x])
+
+
 def agreement_section(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int, seed: int,
                level: float) -> dict[str, Any]:
     # Columns as arrays and rows picked by mask: a selection of the whole frame copied every
@@ -194,8 +210,7 @@ def agreement_section(df: pd.DataFrame, by_key: dict[str, dict], *, n_boot: int,
             "details": full,
         }
         if measure == "numeric":
-            mat, _, k = slot_matrix(u, x)
-            s = icc(mat)["ICC1"] if k >= 2 else Stat.undefined("no unit has two or more ratings")
+            s, k = icc1_of_units(u, x)
             entry["icc1"] = stat(s, bootstrap_ci=boot["icc1"]["bootstrap_ci"])
             entry["icc1"].update({"k": k, "n_units": boot["n_units_icc"]})
         else:
@@ -301,8 +316,8 @@ def _raters(df: pd.DataFrame, gold_rows: pd.DataFrame, numeric: list[str]) -> di
     rows_of = {names[k]: k for k in np.flatnonzero(n_rows)}
     mask = (df["criterion"].isin(numeric) & df["x"].notna()).to_numpy()
     quality = rater_quality(_quality_rows(df, mask)) if mask.any() else {}
-    gold = _gold_accuracy(gold_rows)
-    for rater in sorted(set(rows_of) | set(gold)):
+    gold, gold_reasons = _gold_accuracy(gold_rows, numeric)
+    for rater in sorted(set(rows_of) | set(gold) | set(gold_reasons)):
         info = dict(quality.get(rater, {}))
         if not info:
             info = {"bias": None, "pearson_vs_others": None, "mae_vs_others": None, "flags": [],
@@ -315,7 +330,7 @@ def _raters(df: pd.DataFrame, gold_rows: pd.DataFrame, numeric: list[str]) -> di
             reasons["pearson_vs_others"] = reasons.get("bias") or "fewer than 3 shared units or constant scores"
         info["gold_accuracy"] = gold.get(rater)
         if info["gold_accuracy"] is None:
-            reasons["gold_accuracy"] = "no rated item with a gold answer"
+            reasons["gold_accuracy"] = gold_reasons.get(rater, NO_GOLD)
         info["n_items"] = int(n_items[rows_of[rater]]) if rater in rows_of else 0
         if "median_seconds" not in info:
             sec = pd.Series(df["seconds"].to_numpy()[rater_code == rows_of[rater]]) if rater in rows_of else ()
@@ -346,15 +361,41 @@ def _quality_rows(df: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
     return rows
 
 
-def _gold_accuracy(rows: pd.DataFrame) -> dict[str, float]:
-    """Share of ratings equal to the item's gold answer (labels as text, scores as numbers)."""
+NO_GOLD = "no rated item with a gold answer"
+GOLD_NOT_COMPARABLE = ("no rating of this rater has a gold answer it can be compared with (the gold names no "
+                       "answer for the outputs rated, or is per output for a question asked of the whole item)")
+
+
+def _gold_accuracy(rows: pd.DataFrame, numeric: list[str]) -> tuple[dict[str, float], dict[str, str]]:
+    """(rater -> share of ratings equal to their gold answer, rater -> why there is none).
+
+    Each rating is compared with the gold for what it rates (annotation.stats.gold, the judges'
+    gold page's rule too): the item's answer, or the rated output's where the gold is per output;
+    a rating whose gold cannot be told counts neither way."""
     if rows.empty:
-        return {}
-    gold_num = pd.to_numeric(rows["gold"], errors="coerce")
-    numeric_match = gold_num.notna() & (gold_num == rows["x"])
-    label_match = rows["label"].astype(str) == rows["gold"].astype(str)
-    match = (numeric_match | label_match).astype(float)
-    return {str(r): float(v) for r, v in match.groupby(rows["rater"]).mean().items()}
+        return {}, {}
+    texts = rows["gold"].astype(object).to_numpy()
+    positions = rows["output"].astype("Int64").to_numpy(dtype=object, na_value=None)
+    parsed: dict[Any, Any] = {}
+    expected_of: dict[tuple, str | None] = {}
+    expected = np.empty(len(rows), dtype=object)
+    for k, key in enumerate(zip(texts, positions)):
+        if key not in expected_of:
+            if key[0] not in parsed:
+                parsed[key[0]] = parse_gold(key[0])
+            expected_of[key] = gold_for(parsed[key[0]], None if key[1] is None else int(key[1]))
+        expected[k] = expected_of[key]
+    told = np.array([e is not None for e in expected], dtype=bool)
+    is_numeric = rows["criterion"].isin(numeric).to_numpy()
+    labels, x = rows["label"].astype(object).to_numpy(), rows["x"].to_numpy(float)
+    match = np.array([told[k] and (agrees(expected[k], x[k] if not np.isnan(x[k]) else labels[k], numeric=True)
+                                   if is_numeric[k] else agrees(expected[k], labels[k]))
+                      for k in range(len(rows))], dtype=float)
+    raters = rows["rater"].astype(str).to_numpy()
+    frame = pd.DataFrame({"rater": raters[told], "match": match[told]})
+    accuracy = {str(r): float(v) for r, v in frame.groupby("rater")["match"].mean().items()}
+    reasons = {str(r): GOLD_NOT_COMPARABLE for r in set(raters) if str(r) not in accuracy}
+    return accuracy, reasons
 
 
 def _positions(df: pd.DataFrame, numeric: list[str], level: float) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from annotation.labels import NOT_RELIABLE, RELIABLE, UNCERTAIN, UNDEFINED
 from annotation.stats.icc import raters_for_reliability
 
 SIGNIFICANCE = 0.05  # Holm-adjusted p below this is a significant difference
@@ -26,18 +27,19 @@ def _interval(s: Mapping[str, Any]) -> list[float] | None:
 
 
 def verdict(value: float | None, ci: Sequence[float] | None, threshold: float) -> tuple[str, str]:
-    """(code, words): reliable when the whole interval clears the threshold, not reliable when the whole
-    interval is below it, uncertain when the interval straddles it."""
+    """(verdict, why), the verdict one of annotation.labels.RELIABILITY_VERDICTS: reliable when the whole
+    interval clears the threshold, not reliable when the whole interval is below it, uncertain when the
+    interval straddles it."""
     if value is None:
-        return "undefined", "undefined for these data"
+        return UNDEFINED, "undefined for these data"
     if ci:
         if ci[0] >= threshold:
-            return "reliable", f"the whole interval is at or above {threshold:g}"
+            return RELIABLE, f"the whole interval is at or above {threshold:g}"
         if ci[1] < threshold:
-            return "unreliable", f"the whole interval is below {threshold:g}"
+            return NOT_RELIABLE, f"the whole interval is below {threshold:g}"
         side = "at or above" if value >= threshold else "below"
-        return "uncertain", f"the estimate is {side} {threshold:g} but the interval reaches across it"
-    return ("reliable" if value >= threshold else "unreliable"), f"no interval; the estimate against {threshold:g}"
+        return UNCERTAIN, f"the estimate is {side} {threshold:g} but the interval reaches across it"
+    return (RELIABLE if value >= threshold else NOT_RELIABLE), f"no interval; the estimate against {threshold:g}"
 
 
 def _reliability(report: Mapping[str, Any], threshold: float) -> list[dict[str, Any]]:
@@ -78,7 +80,7 @@ def _ranking(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _to_rerate(report: Mapping[str, Any], reliability: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Outputs whose raters disagree most, on the criteria that are not reliable (widest spread first)."""
-    weak = {r["criterion"] for r in reliability if r["verdict"] in ("unreliable", "uncertain")}
+    weak = {r["criterion"] for r in reliability if r["verdict"] in (NOT_RELIABLE, UNCERTAIN)}
     ranges = {c["key"]: (c["max"] - c["min"]) for c in report.get("criteria", [])
               if c["key"] in weak and c.get("min") is not None and c.get("max") is not None and c["max"] > c["min"]}
     found = []

@@ -124,18 +124,22 @@ def _item_seed(study: Study, item_id: int) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def study_response_order(study: Study, *, item_id: int, slot: int, n_outputs: int) -> list[int]:
+def study_response_order(study: Study, *, item_id: int, slot: int, n_outputs: int,
+                         item_seed: int | None = None) -> list[int]:
     """The shown order (indexes into the item's outputs by position) for one slot, by the study's
     settings: counterbalanced with random order within each cell (both on by default), counterbalanced
     in the fixed Williams order, shuffled, or as uploaded. A rubric with a pairwise or best_worst
-    question shows a pair or a tuple from its balanced design instead (annotation.services.comparative)."""
+    question shows a pair or a tuple from its balanced design instead (annotation.services.comparative).
+    `item_seed` replaces the item's secret seed (a simulation that must give the same orders on every
+    machine and database)."""
     kind, size = comparative.shown_design(study.rubric)
+    seed = _item_seed(study, item_id) if item_seed is None else item_seed
     if kind == "pairwise":
-        return comparative.pair_order(n_outputs, slot=slot, seed=_item_seed(study, item_id))
+        return comparative.pair_order(n_outputs, slot=slot, seed=seed)
     if kind == "best_worst":
-        return comparative.tuple_order(n_outputs, size, slot=slot, seed=_item_seed(study, item_id))
+        return comparative.tuple_order(n_outputs, size, slot=slot, seed=seed)
     if study.counterbalance and study.randomize_outputs:
-        return counterbalanced_order(n_outputs=n_outputs, slot=slot, item_seed=_item_seed(study, item_id))
+        return counterbalanced_order(n_outputs=n_outputs, slot=slot, item_seed=seed)
     # Without randomisation the fixed rotation continues across items, so positions balance over the study.
     rotation = item_id * study.raters_per_item + slot if study.counterbalance else None
     return response_order(n_outputs=n_outputs, rotation=rotation, shuffle=study.randomize_outputs)

@@ -4,7 +4,9 @@
     simulate_ratings(study=..., raters=[users], preset=..., knobs=..., seed=...) -> number of submits (raters take turns)
 
 Every answer goes through the workspace's own services (assignment_next, assignment_submit), so
-the engine's order, counterbalancing and validation apply to simulated raters as to people.
+the engine's order, counterbalancing and validation apply to simulated raters as to people; only
+the seeds of its random order are the simulation's own (`stable_key`: the seed and names, never
+ids, the secret key or the clock), so a simulated study, the demo above all, is the same every time.
 Each answer covers every control of the rubric: scales, accept/reject, labels, highlights,
 confidence, reasoning (always where required, at the scale's ends where optional), the item
 comment (now and then) and ignoring an item whose context is unsuitable (seed 001's NOTE).
@@ -12,11 +14,12 @@ comment (now and then) and ignoring an item whose context is unsuitable (seed 00
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any, Mapping, Sequence
 
-from annotation.models import Item, Output, Study
-from annotation.services.assignments import assignment_next
+from annotation.models import Assignment, Item, Output, Study, StudyMember
+from annotation.services.assignments import assignment_next, study_response_order
 from annotation.services.ratings import assignment_submit, span_text
 from rubrics.schema import COMPARATIVE_KINDS
 from annotation.simulation.comparative import comparative_answer
@@ -113,6 +116,44 @@ def rater_answers(*, rubric: dict, preset: str, item: Item, shown: Sequence[Outp
     return {"responses": responses, "item": item_block, "ignored": False, "ignore_reason": "", "comment": comment}
 
 
+def stable_key(seed: int, *names: object) -> int:
+    """A signed 64-bit key fixed by the seed and the names (an item's place in the study's random order,
+    a rater's starting point, an item's order seed): never the database's ids, the secret key or the clock,
+    so that a simulated study is the same on every machine and in every database."""
+    digest = hashlib.sha256("/".join(["concord-simulation", str(seed), *map(str, names)]).encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def stable_pick_keys(study: Study, seed: int) -> None:
+    """The study's items' places in its random order (drawn by PostgreSQL at import) from the seed and
+    their external ids."""
+    items = list(Item.objects.filter(study=study).only("id", "external_id"))
+    for item in items:
+        item.pick_key = stable_key(seed, "pick", item.external_id)
+    Item.objects.bulk_update(items, ["pick_key"])
+
+
+def _stable_walks(study: Study, raters: Mapping[str, Any], seed: int) -> None:
+    """Each simulated rater starts their walk at a point fixed by the seed and their name (not their id)."""
+    if study.randomize_items:
+        for name, rater in raters.items():
+            StudyMember.objects.filter(study=study, user=rater, pick_cursor__isnull=True).update(
+                pick_cursor=stable_key(seed, "start", name))
+
+
+def _stable_order(study: Study, a, positions: list[int], seed: int) -> None:
+    """The order shown in the assignment's slot, from the study's design with an item seed fixed by the seed
+    and the item's external id in place of the secret one (which depends on the key and the ids)."""
+    if a.slot is None:
+        return
+    order = study_response_order(study, item_id=a.item_id, slot=a.slot, n_outputs=len(positions),
+                                 item_seed=stable_key(seed, "order", a.item.external_id))
+    permutation = [positions[i] for i in order]
+    if permutation != a.permutation:
+        Assignment.objects.filter(pk=a.pk).update(permutation=permutation)
+        a.permutation = permutation
+
+
 def simulate_ratings(*, study: Study, raters: Sequence, preset: str, knobs: Knobs, seed: int,
                      who: Sequence[str] | None = None, styles: Mapping[str, str] | None = None) -> int:
     """Raters take turns, one item each, as people working side by side would, until the engine has
@@ -121,6 +162,7 @@ def simulate_ratings(*, study: Study, raters: Sequence, preset: str, knobs: Knob
     rubric = study.rubric_version.definition
     names = list(who) if who else [f"rater-{k + 1}" for k in range(len(raters))]
     busy = dict(zip(names, raters))
+    _stable_walks(study, busy, seed)
     submits = 0
     while busy:
         for name, rater in list(busy.items()):
@@ -129,6 +171,7 @@ def simulate_ratings(*, study: Study, raters: Sequence, preset: str, knobs: Knob
                 del busy[name]
                 continue
             by_position = {o.position: o for o in a.item.outputs.all()}
+            _stable_order(study, a, sorted(by_position), seed)
             shown = [by_position[p] for p in a.permutation]
             answers = rater_answers(rubric=rubric, preset=preset, item=a.item, shown=shown, who=name,
                                     knobs=knobs, seed=seed, style=(styles or {}).get(name, ""))

@@ -12,7 +12,7 @@ from annotation.services.items import items_import
 from annotation.services.studies import study_create, study_members_add, study_set_status
 from annotation.simulation.items import items_for
 from annotation.simulation.latent import Knobs
-from annotation.simulation.raters import simulate_ratings
+from annotation.simulation.raters import simulate_ratings, stable_pick_keys
 from rubrics.loader import load_preset
 from rubrics.services import rubric_presets_install
 
@@ -60,10 +60,12 @@ def simulated_study_create(*, preset: str, slug: str, n_items: int = 20, n_rater
     )
     rows = items_for(preset, n_items + unrated_items, seed)
     items_import(study=study, text="\n".join(json.dumps(r) for r in rows[:n_items]), filename="simulated.jsonl")
+    stable_pick_keys(study, seed)
     raters = rater_accounts(n_raters, rater_prefix)
     study_members_add(study=study, usernames=[u.username for u in raters], role=StudyMember.Role.ANNOTATOR)
     study_set_status(study=study, status=Study.Status.OPEN)
     submits = simulate_ratings(study=study, raters=raters, preset=preset, knobs=knobs, seed=seed, styles=styles)
     if unrated_items:
         items_import(study=study, text="\n".join(json.dumps(r) for r in rows[n_items:]), filename="later.jsonl")
+        stable_pick_keys(study, seed)
     return SimulatedStudy(study, raters, submits)

@@ -9,8 +9,9 @@
 - pairwise judgements: the tie share and, per pair of systems, the first system's win rate
   among decided judgements.
 
-ρ, the inter-rater reliability, is ICC1 (annotation.stats.icc) of the ratings minus their
-system's mean, so that, like σ, it measures spread within a system.
+ρ, the inter-rater reliability, is the report's ICC1 (annotation.planning.pilot reads it with
+annotation.reports.study.criterion_icc1), and the planner's σ is then the SD of single ratings over
+every system (within_system_sd stays for a planner that wants the spread within one).
 """
 
 from __future__ import annotations

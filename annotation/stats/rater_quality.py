@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .gold import agrees, answer_text
 from .pairwise import pearson
 
 
@@ -43,7 +44,8 @@ def rater_quality(rows: pd.DataFrame, *, bias_z: float = 2.0, min_pearson: float
         }
         if "gold" in r.columns:
             gold = r.dropna(subset=["gold"])
-            info["gold_accuracy"] = (float(np.mean(gold["score"].astype(str) == gold["gold"].astype(str)))
+            info["gold_accuracy"] = (float(np.mean([agrees(answer_text(g), v, numeric=True)
+                                                    for g, v in zip(gold["gold"], gold["score"])]))
                                      if len(gold) else None)
         if "seconds" in r.columns:
             info["median_seconds"] = float(r["seconds"].median())

@@ -18,7 +18,9 @@ from django.conf import settings
 from django.db.models import Count
 
 from annotation.models import Output
+from annotation.reports.stats import NUMERIC_KINDS
 from annotation.stats.classification import FAILED, gold_eval
+from annotation.stats.gold import agrees
 from judges.models import JudgeRun, JudgeScore
 from judges.services.gold import gold_value, list_cost, method_title, output_key, seed_table
 
@@ -41,11 +43,11 @@ def _rows(run: JudgeRun) -> list[dict[str, Any]]:
     for s in qs.iterator(chunk_size=2000):
         pos = s.output.position if s.output else None
         key = output_key(s.item.external_id, pos, counts.get(s.item_id, 1)) if pos is not None else s.item.external_id
-        gold = gold_value(s.item.gold, s.criterion, pos or 0) if s.criterion in crits else None
+        gold = gold_value(s.item.gold, s.criterion, pos) if s.criterion in crits else None
         pred = s.value if s.status == "scored" else None
         correct = None
-        if gold is not None and gold != "":
-            correct = pred is not None and str(pred) == str(gold)
+        if gold is not None:
+            correct = agrees(gold, pred, numeric=crits[s.criterion].get("kind") in NUMERIC_KINDS)
         out.append({"id": key, "item": s.item.external_id, "output": pos if pos is not None else "",
                     "system": s.output.system if s.output else "", "criterion": s.criterion,
                     "value": "" if s.value is None else (s.value if isinstance(s.value, str) else json.dumps(s.value)),

@@ -17,6 +17,7 @@ from django.db.models import Count
 
 from annotation.models import Output, Study
 from annotation.stats.classification import FAILED, gold_eval, seed_table  # noqa: F401 (seed_table: one format)
+from annotation.stats.gold import answer_text, gold_for
 from annotation.stats.tables import TableError, read_labels
 from judges.models import JudgeRun, JudgeScore
 
@@ -40,20 +41,18 @@ def _outputs(study: Study) -> list[tuple[str, int, int, Any]]:
     return [(ext, pos, n[item_id], gold) for ext, pos, item_id, gold in rows]
 
 
-def gold_value(gold: Mapping[str, Any] | None, criterion: str, position: int) -> Any:
-    """An item's gold for one output: a scalar applies to every output, a list is per position."""
-    value = (gold or {}).get(criterion)
-    if isinstance(value, list):
-        return value[position] if position < len(value) else None
-    return value
+def gold_value(gold: Mapping[str, Any] | None, criterion: str, position: int | None) -> str | None:
+    """An item's gold for one output (position None: for the item), as text; None where the gold
+    names none. The rule of the report's gold accuracy too (annotation.stats.gold)."""
+    return gold_for((gold or {}).get(criterion), position)
 
 
 def gold_from_items(study: Study, criterion: str) -> dict[str, str]:
     out = {}
     for ext, pos, n, gold in _outputs(study):
         value = gold_value(gold, criterion, pos)
-        if value is not None and value != "":
-            out[output_key(ext, pos, n)] = str(value)
+        if value is not None:
+            out[output_key(ext, pos, n)] = value
     return out
 
 
@@ -83,7 +82,7 @@ def predictions(run: JudgeRun, criterion: str) -> tuple[dict[str, str], dict[str
         key = output_key(ext, pos, counts.get(item_id, 1))
         cost[key] = cost.get(key, 0.0) + list_cost(c, detail)
         if crit == criterion:
-            pred[key] = str(value) if status == "scored" and value is not None else FAILED
+            pred[key] = answer_text(value) if status == "scored" and value is not None else FAILED
     return pred, cost
 
 

@@ -28,6 +28,7 @@ from annotation.stats.krippendorff import krippendorff_alpha
 from judges.models import JudgeRun, JudgeScore
 from judges.prompts.base import LABEL_KINDS
 from judges.services.engine import numeric_score
+from annotation.stats.gold import agrees
 from judges.services.gold import gold_value
 
 COMBINE = ("mean", "median", "majority", "weighted")
@@ -61,11 +62,11 @@ def gold_weights(study: Study, runs: Sequence[JudgeRun], criteria: Sequence[str]
         hits, errors = [], []
         for score in JudgeScore.objects.filter(run=run, criterion__in=criteria, status="scored").select_related(
                 "item", "output"):
-            gold = gold_value(score.item.gold, score.criterion, score.output.position if score.output else 0)
-            if gold in (None, ""):
+            gold = gold_value(score.item.gold, score.criterion, score.output.position if score.output else None)
+            if gold is None:
                 continue
             if _is_label(crits.get(score.criterion), score.criterion):
-                hits.append(str(score.value) == str(gold))
+                hits.append(agrees(gold, score.value))
             else:
                 try:
                     errors.append(abs(float(score.value) - float(gold)))

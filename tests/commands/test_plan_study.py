@@ -53,12 +53,34 @@ def test_pilot_supplies_what_was_not_entered(rated_study):
     est = pilot_estimates(rated_study)["scores"]
     plan = json.loads(run("--pilot", rated_study.slug, "--delta", "0.5", "--corr", "0.1", "--json"))
     assert plan["sources"] == {"delta": "entered", "sd": "pilot", "icc": "pilot", "corr": "entered",
-                               "raters": "default", "power": "default", "alpha": "default"}
+                               "raters": "pilot", "power": "default", "alpha": "default"}
     assert plan["scores"]["inputs"]["sd"] == pytest.approx(est["sd"]["value"])
+    rpi = rated_study.raters_per_item
+    assert plan["scores"]["inputs"]["raters"] == rpi
     assert plan["scores"]["items"] == pw.items_needed(delta=0.5, sd=est["sd"]["value"], icc=est["icc"]["value"],
-                                                      corr=0.1, raters=3)
+                                                      corr=0.1, raters=rpi)
     text = run("--pilot", rated_study.slug, "--delta", "0.5", "--criterion", "semantic_relevance")
     assert f"Pilot: study {rated_study.slug}" in text and "(from the pilot)" in text
+    assert f"With {rpi} raters per output (from the pilot):" in text
+
+
+@pytest.mark.django_db
+def test_the_pilot_reads_the_reports_icc_and_the_studys_raters_per_output(make_study, raters, researcher):
+    """Two raters per output in the pilot: the plan is for two, and its ICC is the report's figure."""
+    from annotation.reports.study import study_report
+    from tests.reports.conftest import rrgen_value
+    from tests.reports.factories import items_jsonl, rate_study
+
+    study = make_study("rrgen-001", annotators=raters[:2], researchers=[researcher], items_text=items_jsonl(8),
+                       raters_per_item=2)
+    rate_study(study, raters[:2], rrgen_value)
+    plan = json.loads(run("--pilot", study.slug, "--delta", "0.5", "--json"))
+    report_icc = study_report(study, n_boot=10)["agreement"]["semantic_relevance"]["icc1"]["value"]
+    assert plan["scores"]["inputs"]["icc"] == report_icc and plan["scores"]["inputs"]["raters"] == 2
+    assert "With 2 raters per output (from the pilot):" in run("--pilot", study.slug, "--delta", "0.5")
+    # entered values still win
+    assert json.loads(run("--pilot", study.slug, "--delta", "0.5", "--raters", "4", "--json"))[
+        "scores"]["inputs"]["raters"] == 4
 
 
 @pytest.mark.parametrize("args,option", [

@@ -4,6 +4,9 @@ the demo annotators, and nothing new on a second run."""
 from __future__ import annotations
 
 import io
+import json
+import re
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -96,3 +99,98 @@ def test_the_demo_crowd_study_splits_its_report_by_the_participants_answers(fres
     assert native["yes"]["criteria"]["helpfulness"]["system_means"]
     page = client.get(reverse("report", args=["demo-compare-pairwise"])).content.decode()
     assert 'data-facet="pre.native_english"' in page
+
+
+def _simulated_ratings(study: Study) -> list[tuple]:
+    """The simulated raters' ratings, by names and places only (no ids): item, output, rater (by number),
+    criterion, value, the order the outputs were shown in."""
+    from annotation.models import Output
+
+    position = dict(Output.objects.filter(item__study=study).values_list("id", "position"))
+
+    def named(value):  # a comparative answer names outputs by id: by position here
+        if not isinstance(value, dict):
+            return value
+        return {k: ([position[i] for i in v] if k == "shown" else position[v] if k in ("winner", "best", "worst")
+                    and isinstance(v, int) else v) for k, v in value.items()}
+
+    rows = (Rating.objects.filter(assignment__study=study, assignment__rater__username__contains="-rater-")
+            .values_list("assignment__item__external_id", "output__position", "assignment__rater__username",
+                         "criterion", "value", "assignment__permutation", "assignment__time_on_task_ms"))
+    return sorted((item, -1 if pos is None else pos, user.rsplit("-", 1)[1], key,
+                   json.dumps(named(value), sort_keys=True), tuple(perm), ms)
+                  for item, pos, user, key, value, perm, ms in rows)
+
+
+@pytest.mark.parametrize("preset", ["rrgen-001", "compare-pairwise"])
+def test_a_demo_study_is_simulated_the_same_with_other_ids_and_another_secret_key(fresh_demo, preset,  # noqa: F811
+                                                                                   settings):
+    """Two load_demos gave different ratings (the items' random order, the raters' starting points and the
+    outputs' order came from PostgreSQL's random(), the ids and the secret key): the demo's study simulated
+    again, in a database whose ids have moved on and under another key, has the very same ratings."""
+    from annotation.demo import demo_simulation
+    from annotation.simulation.study import simulated_study_create
+
+    settings.SECRET_KEY = "another machine's key"
+    seed = (PRESETS + COMPARE_PRESETS).index(preset)
+    admin = get_user_model().objects.get(username="admin")
+    again = simulated_study_create(slug=f"again-{preset}", admin=admin, rater_prefix="again-rater",
+                                   **demo_simulation(preset, seed))
+    demo = _simulated_ratings(Study.objects.get(slug=f"demo-{preset}"))
+    assert len(demo) > 100
+    assert _simulated_ratings(again.study) == demo
+
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def test_the_readme_states_the_demos_own_figures(fresh_demo):  # noqa: F811
+    """Every figure the README's tour quotes of the demo is the freshly loaded demo's."""
+    from annotation.selectors import study_progress
+    from judges.models import JudgeScore
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    said = re.search(r"In this one (\d+) simulated raters rated the first (\d+) of its (\d+) items \(the last (\d+) "
+                     r"only the judges scored.*?each item wants (\d+) raters, so its progress page reads (\d+) of "
+                     r"(\d+) ratings and no item complete", text)
+    assert said, "the README's tour no longer states the RRGen demo's figures where this test reads them"
+    raters, rated, n_items, judged_only, rpi, submitted, places = map(int, said.groups())
+    study = Study.objects.get(slug="demo-rrgen-001")
+    progress = study_progress(study)
+    done = study.assignments.filter(status="submitted")
+    assert raters == done.values("rater").distinct().count()
+    assert rated == done.values("item").distinct().count()
+    assert (n_items, rpi, submitted, places) == (progress.items, study.raters_per_item, progress.submitted,
+                                                  progress.slots)
+    assert progress.items_complete == 0 and n_items - rated == judged_only
+    unrated = study.items.exclude(assignments__status="submitted")
+    assert unrated.count() == judged_only and all(JudgeScore.objects.filter(item=i).exists() for i in unrated)
+    languages = re.search(r"German interface\* has no ratings on purpose: its (\d+) items", text)
+    study = Study.objects.get(slug=LANGUAGES)
+    assert languages and int(languages.group(1)) == study.items.count()
+    assert not Rating.objects.filter(assignment__study=study).exists()
+    assert "every report below is full" not in text
+
+
+def test_the_screenshots_show_what_the_demo_shows(fresh_demo, client):  # noqa: F811
+    """scripts/screenshots.py writes what its screenshots show beside them; the demo must still show it
+    (else take them again), and the README's words about them must say the same."""
+    from django.urls import reverse
+
+    shown = json.loads((ROOT / "docs" / "img" / "screenshots.json").read_text())
+    client.force_login(get_user_model().objects.get(username="researcher"))
+    data = client.get(reverse("report", args=[shown["report"]["study"]]), {"download": "json"}).json()
+    assert shown["report"]["verdicts"] == [r["verdict"] for r in data["summary"]["reliability"]]
+    assert shown["report"]["raters"] == len(data["raters"])
+    # the RRGen demo's gold is a decision per output: every rater has a gold accuracy, and only raters
+    # planted to answer badly (a spammer, one strict by far) can fall below the bar that "what to do next" names
+    gold = {name: r["gold_accuracy"] for name, r in data["raters"].items()}
+    assert all(g is not None and g > 0 for g in gold.values()), gold
+    low = {r["rater"] for r in data["summary"]["next"]["raters_to_check"] if any("gold" in w for w in r["reasons"])}
+    assert low <= {"demo-rater-4", "demo-rater-5"} and len(low) < len(gold), gold
+    study = Study.objects.get(slug=shown["workspace"]["study"])
+    first = study.items.order_by("id").first()
+    assert shown["workspace"]["responses"] == first.outputs.count()
+    alt = re.search(r"workspace: a hotel review as context, (\w+) responses in tabs", (ROOT / "README.md").read_text())
+    assert alt and NUMBER_WORDS[alt.group(1)] == shown["workspace"]["responses"]

@@ -22,21 +22,18 @@ KEY = "semantic_relevance"
 def test_score_estimates_agree_with_the_report_pingouin_and_scipy(rated_study):
     est = pilot_estimates(rated_study)["scores"]
     assert est["criterion"] == KEY
-    # the report's ICC1 for the criterion, unchanged
+    # ρ: the report's own ICC1 of the criterion, the figure the report shows
     report = study_report(rated_study, n_boot=10)
-    assert est["report_icc"]["value"] == pytest.approx(report["agreement"][KEY]["icc1"]["value"])
+    assert est["icc"]["value"] == report["agreement"][KEY]["icc1"]["value"]
     df = stats_frame(rated_study, [KEY])
     df = df[~df["is_attention_check"]]
-    df = df.assign(centred=df["score"] - df.groupby("system")["score"].transform("mean"))
-    # ρ: ICC1 of the ratings minus their system's mean, over (item, output) units (pingouin)
+    # ... which is pingouin's ICC(1,1) over the (item, output) units rated by all three raters
     complete = df.assign(unit=df["item_id"].astype(str) + "/" + df["output"].astype(str))
     full_units = complete.groupby("unit")["rater_id"].transform("nunique") == 3
-    ref = pingouin.intraclass_corr(complete[full_units], targets="unit", raters="rater_id", ratings="centred")
+    ref = pingouin.intraclass_corr(complete[full_units], targets="unit", raters="rater_id", ratings="score")
     assert est["icc"]["value"] == pytest.approx(ref.set_index("Type").loc["ICC(1,1)", "ICC"])
-    assert est["icc"]["value"] < est["report_icc"]["value"]  # the systems' gap is not reliability
-    # σ: the pooled within-system SD
-    assert est["sd"]["value"] == pytest.approx(np.sqrt((df["centred"]**2).sum() / (len(df) - df["system"].nunique())))
-    assert est["sd"]["value"] < df["score"].std()
+    # σ: the SD of single ratings over every system, as ρ counts the systems' spread too
+    assert est["sd"]["value"] == pytest.approx(df["score"].std())
     # c: mean over system pairs of the Pearson correlation of per-item means, corrected by ρk
     means = df.groupby(["item_id", "system"])["score"].mean().unstack()
     pairs = [("sys-a", "sys-b"), ("sys-a", "sys-c"), ("sys-b", "sys-c")]
@@ -47,9 +44,12 @@ def test_score_estimates_agree_with_the_report_pingouin_and_scipy(rated_study):
     assert est["corr"]["value"] == pytest.approx(min(0.99, observed * (1 + (k - 1) * rho) / (k * rho)))
 
 
-def test_a_pilot_simulated_from_the_model_gives_back_its_parameters(make_study, db):
-    """150 items, two systems two points apart, three raters per output: σ, ρ and c come back
-    near the values the ratings were drawn with (the report's ICC1 does not)."""
+def test_a_pilot_simulated_from_the_model_plans_at_least_the_items_its_parameters_need(make_study, db):
+    """150 items, two systems two points apart, three raters per output: the raters' noise (1 − ρ)σ² comes
+    back as drawn, and the systems' gap, counted as true-score spread by the report's ICC1, only makes the
+    plan ask for more items than the planted parameters need, never fewer."""
+    from annotation.stats.power import items_needed
+
     sd, rho, c, n_items, n_raters = 1.0, 0.5, 0.6, 150, 3
     raters = [make_user(f"sim{r}") for r in range(n_raters)]
     study = make_study("rrgen-001", annotators=raters, items_text=items_jsonl(n_items, systems=("sys-a", "sys-b")))
@@ -61,10 +61,15 @@ def test_a_pilot_simulated_from_the_model_gives_back_its_parameters(make_study, 
             # numeric criterion values are stored as given; the model is continuous
             submit(study, rater, item, {(p, KEY): float(truth[i, p] + noise[i, p, r]) for p in range(2)})
     est = pilot_estimates(study, criterion=KEY)["scores"]
-    assert est["sd"]["value"] == pytest.approx(sd, abs=0.1)
-    assert est["icc"]["value"] == pytest.approx(rho, abs=0.12)
-    assert est["corr"]["value"] == pytest.approx(c, abs=0.15)
-    assert est["report_icc"]["value"] > 0.75  # 2σ between systems counted as true variance
+    gap_var = 1.0  # systems at +-1 around their mean
+    assert est["sd"]["value"] == pytest.approx(np.sqrt(sd**2 + gap_var), abs=0.1)
+    assert est["icc"]["value"] == pytest.approx((rho * sd**2 + gap_var) / (sd**2 + gap_var), abs=0.08)
+    noise_var = (1 - est["icc"]["value"]) * est["sd"]["value"] ** 2
+    assert noise_var == pytest.approx((1 - rho) * sd**2, abs=0.08)
+    for delta in (0.2, 0.3, 0.5):
+        planned = items_needed(delta=delta, sd=est["sd"]["value"], icc=est["icc"]["value"], corr=est["corr"]["value"],
+                               raters=n_raters)
+        assert planned >= items_needed(delta=delta, sd=sd, icc=rho, corr=c, raters=n_raters)
 
 
 def test_an_unknown_or_non_numeric_criterion_is_named(rated_study):
@@ -76,7 +81,7 @@ def test_an_unknown_or_non_numeric_criterion_is_named(rated_study):
 def test_a_study_without_ratings_says_so(make_study):
     est = pilot_estimates(make_study("rrgen-001"))["scores"]
     assert est["n_ratings"] == 0
-    for name in ("sd", "icc", "corr", "report_icc"):
+    for name in ("sd", "icc", "corr"):
         assert est[name]["value"] is None and "too little data" in est[name]["reason"]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from itertools import combinations
 
 import numpy as np
@@ -16,6 +17,7 @@ from django.urls import reverse
 from scipy.stats import wilcoxon
 from statsmodels.stats.multitest import multipletests
 
+from annotation.labels import RELIABILITY_VERDICTS
 from annotation.reports.summary import report_summary, verdict
 from annotation.stats.icc import icc, raters_for_reliability
 from annotation.stats.ranking import compare_systems
@@ -23,7 +25,7 @@ from annotation.stats.ranking import compare_systems
 
 @pytest.mark.parametrize("value,ci,code", [
     (0.80, [0.72, 0.88], "reliable"), (0.75, [0.60, 0.85], "uncertain"), (0.65, [0.55, 0.71], "uncertain"),
-    (0.50, [0.30, 0.69], "unreliable"), (None, None, "undefined"), (0.71, None, "reliable"), (0.69, None, "unreliable"),
+    (0.50, [0.30, 0.69], "not reliable"), (None, None, "undefined"), (0.71, None, "reliable"), (0.69, None, "not reliable"),
 ])
 def test_verdict_against_the_threshold(value, ci, code):
     assert verdict(value, ci, 0.70)[0] == code
@@ -122,4 +124,9 @@ def test_summary_tops_the_page_and_every_download(rated_study, client_for, resea
 
     standalone = c.get(url, {"download": "html"}).content.decode()
     assert standalone.index('id="answers"') < standalone.index('id="agreement"')
+    # one vocabulary: the page and the HTML download print the very words the JSON and CSV carry
+    for page in (html, standalone):
+        shown = re.findall(r'<span class="verdict verdict-[a-z-]+">([^<]+)</span>', page)
+        assert shown == [r["verdict"] for r in summary["reliability"]]
+    assert {r["verdict"] for r in summary["reliability"]} <= set(RELIABILITY_VERDICTS)
     assert "Are the ratings reliable?" in standalone

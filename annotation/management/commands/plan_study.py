@@ -33,10 +33,10 @@ class Command(ConcordCommand):
         scores.add_argument("--sd", type=float, help="SD of one rating (σ)")
         scores.add_argument("--icc", type=float, help="inter-rater reliability ICC(1), 0..1 (ρ)")
         scores.add_argument("--corr", type=float, help="correlation of the systems' true scores per item, -1..1 (c)")
-        scores.add_argument("--raters", type=int, help="raters per output (default 3)")
+        scores.add_argument("--raters", type=int, help="raters per output (default: the pilot's, else 3)")
         pilot = parser.add_argument_group("pilot")
-        pilot.add_argument("--pilot", metavar="SLUG", help="take --sd, --icc, --corr (and --ties, --win-prob) "
-                                                           "from this study's ratings where not given")
+        pilot.add_argument("--pilot", metavar="SLUG", help="take --sd, --icc (the report's ICC1), --corr, --raters "
+                                                           "(and --ties, --win-prob) from this study where not given")
         pilot.add_argument("--criterion", metavar="KEY", help="the pilot's numeric criterion (default: its first)")
         pairs = parser.add_argument_group("comparisons")
         pairs.add_argument("--win-prob", type=float, help="win probability worth telling from 0.5")
@@ -87,7 +87,7 @@ def format_plan(plan: dict) -> str:
             f"  delta {i['delta']:g}, sd {i['sd']:.4g}{src('sd')}, icc {i['icc']:.3f}{src('icc')}, "
             f"corr {i['corr']:.3f}{src('corr')}, power {i['power']:g}, alpha {i['alpha']:g}",
             f"  Formula: {scores['formula']}",
-            f"  With {i['raters']} raters per output: {scores['items']} items "
+            f"  With {i['raters']} raters per output{src('raters')}: {scores['items']} items "
             f"(normal approximation {scores['items_normal']:.1f}), power {scores['power_reached']:.3f}, "
             f"{scores['total_ratings']} ratings",
             "  raters  items  normal approx.  power  total ratings",

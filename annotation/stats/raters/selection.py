@@ -31,9 +31,11 @@ class ModelChoice:
     reason: str
 
     def table(self) -> list[dict]:
-        """One row per model: method, log-likelihood, parameters, BIC, chosen."""
+        """One row per model: method, log-likelihood, parameters, BIC, chosen, and whether its fit
+        converged in how many steps."""
         return [{"method": m, "log_likelihood": f.log_likelihood, "n_params": f.n_params, "bic": f.bic,
-                 "chosen": m == self.best.method} for m, f in self.fits.items()]
+                 "chosen": m == self.best.method, "converged": f.converged, "iterations": f.iterations}
+                for m, f in self.fits.items()]
 
 
 def best_label_model(data: Labels, methods: tuple[str, ...] = tuple(METHODS)) -> ModelChoice:
