@@ -1,5 +1,6 @@
 """/docs/: the documentation site that MkDocs builds (`make docs` -> site/), served by Concord itself to
-signed-in users, so that a deployed instance's users read the documentation of the version it runs.
+signed-in users but crowd participants, so that a deployed instance's users read the documentation of the
+version it runs.
 Only the built files are served (nothing of any study); a site not built yet gets a page that says how."""
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import SuspiciousFileOperation
+from django.core.exceptions import PermissionDenied, SuspiciousFileOperation
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils._os import safe_join
 from django.views.decorators.http import require_safe
+
+from annotation.access import may_read_docs
 
 
 def site_dir() -> Path:
@@ -24,6 +27,8 @@ def site_dir() -> Path:
 @login_required
 @require_safe
 def docs_file(request: HttpRequest, name: str = "") -> HttpResponse:
+    if not may_read_docs(request.user):
+        raise PermissionDenied("The documentation is for the study's team, not its crowd participants.")
     root = site_dir()
     if not (root / "index.html").is_file():
         return render(request, "docs_not_built.html", status=404)

@@ -142,7 +142,7 @@ if TESTING:
 
 # Login throttling (django-axes): after AXES_FAILURE_LIMIT failed logins for one username from one
 # IP address, that pair is refused (HTTP 429, even with the right password) for AXES_COOLOFF_TIME.
-# Keyed on username+IP, so an attacker elsewhere cannot lock a rater out. Behind a reverse proxy set
+# Keyed on username+IP, so an attacker elsewhere cannot lock a rater out (and on the address alone, below). Behind a reverse proxy set
 # TRUSTED_PROXY_COUNT to the number of proxies, so the client address comes from X-Forwarded-For.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -157,6 +157,10 @@ AXES_RESET_ON_SUCCESS = True
 # not kept out for ever, and a guesser still gets at most ten tries per quarter hour.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_VERBOSE = False  # no banner on every manage.py command; lockouts are still logged (LOGGING)
+# And per address over all accounts: LOGIN_ADDRESS_FAILURE_LIMIT failures within AXES_COOLOFF_TIME lock that
+# address out for every account (config/login_throttle.py), so that one address cannot spray passwords.
+AXES_HANDLER = "config.login_throttle.AddressAwareHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=30)
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)  # reverse proxies in front of Concord
 
 
@@ -219,7 +223,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "annotation.api_tokens.ExpiringTokenAuthentication",  # DRF's, with an expiry (API_TOKEN_DAYS)
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -231,6 +235,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }
+API_TOKEN_DAYS = env.int("API_TOKEN_DAYS", default=90)  # a token's life; its owner makes a new one on /account/tokens/
 SPECTACULAR_SETTINGS = {
     "TITLE": "Concord API",
     "DESCRIPTION": "Human evaluation of AI-generated text with LLM judges.",
@@ -290,6 +295,10 @@ CELERY_LOST_WORK_SWEEP_S = env.float("CELERY_LOST_WORK_SWEEP_S", default=300.0)
 
 # Annotation
 ASSIGNMENT_TTL_SECONDS = env.int("ASSIGNMENT_TTL_SECONDS", default=30 * 60)
+# Crowd participants (annotation.services.crowd): another browser with the same panel ids takes a participant
+# over only once the holding browser was idle this long; their sessions last this long (staff's: SESSION_COOKIE_AGE).
+CROWD_BROWSER_IDLE_MINUTES = env.int("CROWD_BROWSER_IDLE_MINUTES", default=15)
+CROWD_SESSION_SECONDS = env.int("CROWD_SESSION_SECONDS", default=4 * 3600)
 # Connections one bulk read (export, report) may use at once, each on a range of the ratings.
 BULK_READ_WORKERS = env.int("BULK_READ_WORKERS", default=min(4, os.cpu_count() or 1))
 # A study with this many ratings (the triggers' change count) has its report computed by a worker,
