@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "annotation",
     "judges",
     "axes",
+    "csp",
     "config.apps.ConcordConfig",  # the project's own system checks (config/checks.py)
 ]
 
@@ -72,6 +73,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",  # the Content-Security-Policy of every response (CONTENT_SECURITY_POLICY)
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a lockout raised during authentication into its response.
     "axes.middleware.AxesMiddleware",
@@ -315,12 +317,35 @@ CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cook
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
+# No inline script, no eval, nothing from other origins: scripts and styles come from our static files (htmx
+# vendored, configured without eval in _base.html). Inline style attributes stay allowed (templates set widths
+# and colours with them; they run no code). The documentation site adds the hashes of its own inline scripts
+# (config/docs_site.py); Swagger UI loads its initialiser as a file (SpectacularSwaggerSplitView).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "worker-src": ["'self'", "blob:"],  # the docs site's search runs in a worker
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 if not LOCAL_SERVING and not TESTING:
     SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
-    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
-    # HSTS is a promise browsers keep for its whole max-age: opt in once HTTPS works (e.g. 31536000).
-    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+    # Production serves HTTPS only: plain http is redirected and browsers keep to HTTPS for a year (HSTS). A
+    # proxy that ends TLS sets X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER below). A deployment that says it
+    # serves plain http on purpose (SESSION_COOKIE_SECURE=0: the benchmarks' servers on loopback) gets neither;
+    # health checks over plain http go to paths in SECURE_REDIRECT_EXEMPT (regular expressions).
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=SESSION_COOKIE_SECURE)
+    SECURE_REDIRECT_EXEMPT = env.list("SECURE_REDIRECT_EXEMPT", default=[])
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if SESSION_COOKIE_SECURE else 0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
     SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
