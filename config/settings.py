@@ -144,8 +144,9 @@ if TESTING:
 
 # Login throttling (django-axes): after AXES_FAILURE_LIMIT failed logins for one username from one
 # IP address, that pair is refused (HTTP 429, even with the right password) for AXES_COOLOFF_TIME.
-# Keyed on username+IP, so an attacker elsewhere cannot lock a rater out (and on the address alone, below). Behind a reverse proxy set
-# TRUSTED_PROXY_COUNT to the number of proxies, so the client address comes from X-Forwarded-For.
+# Keyed on username+IP, so an attacker elsewhere cannot lock a rater out (and on the address alone, below).
+# Behind a reverse proxy set TRUSTED_PROXY_COUNT to the number of proxies, so the client address comes from
+# X-Forwarded-For.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "annotation.auth_backend.ModelBackend",  # Django's, the session user read by a prepared statement
@@ -320,7 +321,8 @@ SECURE_REFERRER_POLICY = "same-origin"
 # No inline script, no eval, nothing from other origins: scripts and styles come from our static files (htmx
 # vendored, configured without eval in _base.html). Inline style attributes stay allowed (templates set widths
 # and colours with them; they run no code). The documentation site adds the hashes of its own inline scripts
-# (config/docs_site.py); Swagger UI loads its initialiser as a file (SpectacularSwaggerSplitView).
+# (config/docs_site.py); Swagger UI loads its initialiser as a file (SpectacularSwaggerSplitView); the pages that
+# show a study's sandboxed HTML outputs allow inline scripts (annotation.views.workspace.allow_output_frames).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],

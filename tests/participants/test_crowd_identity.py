@@ -35,8 +35,8 @@ def _fresh_browsers():
 
 
 def enter(link, pid: str = PID, client: Client | None = None):
-    resp = (client or _browsers.setdefault((link.pk, pid), Client())).get(f"/crowd/{link.token}/", {"PROLIFIC_PID": pid, "STUDY_ID": "s",
-                                                              "SESSION_ID": "x"})
+    browser = client or _browsers.setdefault((link.pk, pid), Client())
+    resp = browser.get(f"/crowd/{link.token}/", {"PROLIFIC_PID": pid, "STUDY_ID": "s", "SESSION_ID": "x"})
     assert resp.status_code == 302, resp.content[:500]
     return CrowdParticipant.objects.filter(link=link, participant_id=pid).get().user
 
