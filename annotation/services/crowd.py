@@ -15,7 +15,8 @@ active in the last CROWD_BROWSER_IDLE_MINUTES (`CrowdInUse`), and takes over aft
 holder out; the panel's session id (Prolific's SESSION_ID) must be the one the participant started with.
 A panel id is a rater of one study: the same id through another study's link is a new account
 (`<provider>-<participant id>.<study id>` when the plain name is taken), unless both links were made
-with `shared_identity` by a site admin. A participant who returns the task, or runs past the time limit, gives their open assignments back to the pool at once, not after the lease expiry
+with `shared_identity` by a site admin. A participant who returns the task, or runs past the time limit,
+gives their open assignments back to the pool at once, not after the lease expiry
 (assignments_release_overdue, which the assignment engine's sweep calls).
 """
 
