@@ -132,6 +132,16 @@ def is_crowd_participant(user) -> bool:
     return is_signed_in(user) and CrowdParticipant.objects.filter(user=user).exists()
 
 
+def is_team_account(user) -> bool:
+    """Every signed-in account but crowd participants, who rate and reach nothing else: they read no
+    documentation site (its pages describe studies, panels and administration) and hold no API token
+    (their browser is their credential)."""
+    return is_signed_in(user) and not is_crowd_participant(user)
+
+
+may_read_docs = may_hold_api_token = is_team_account
+
+
 def may_read_api_docs(user) -> bool:
     """The API's schema and docs: signed-in staff and study members (or owners), not crowd participants."""
     if is_admin(user):

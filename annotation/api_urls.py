@@ -3,12 +3,15 @@ from rest_framework.routers import DefaultRouter
 
 from annotation import api_data
 from annotation.api import RubricViewSet, StudyViewSet
+from annotation.views import tokens
 
 router = DefaultRouter()
 router.register("rubrics", RubricViewSet, basename="rubric")
 router.register("studies", StudyViewSet, basename="study")
 
 urlpatterns = [
+    path("tokens/", tokens.api_tokens, name="api-tokens"),
+    path("tokens/<str:prefix>/", tokens.api_token_revoke_view, name="api-token-revoke"),
     # before the router, whose rubrics/<pk>/ would take "file"
     path("rubrics/file/", api_data.rubric_file, name="api-rubric-file"),
     path("studies/<slug:slug>/export/", api_data.study_export, name="api-study-export"),

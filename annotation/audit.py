@@ -11,8 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from datetime import timedelta
+
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
+from django.utils import timezone
 
 from annotation.models import AuditEntry, Study
 
@@ -98,3 +101,18 @@ def audit_download(*, actor, study: Study, target: str, query=None, action: str 
     parameters = dict(query.items()) if query else {}
     return audit_record(actor=actor, action=action, study=study, target=target,
                         detail={**detail, **({"parameters": parameters} if parameters else {})})
+
+
+# A page's own htmx refresh (the progress page polls) is the same viewing as the page it refreshes: within
+# this time of that viewer's entry for the page, it writes none of its own.
+REFRESH_WINDOW = timedelta(minutes=10)
+
+
+def audit_page(*, request, study: Study, target: str) -> AuditEntry | None:
+    """The one entry of a page that shows participants' data (panel ids with times, raters named with their
+    statistics): who, which study, which page, with the query string asked."""
+    if getattr(request, "htmx", False) and AuditEntry.objects.filter(
+            actor_id=request.user.pk, action=Action.PAGE_VIEW, study=study, target=target,
+            at__gte=timezone.now() - REFRESH_WINDOW).exists():
+        return None
+    return audit_download(actor=request.user, study=study, target=target, query=request.GET, action=Action.PAGE_VIEW)

@@ -502,6 +502,11 @@ class CrowdParticipant(models.Model):
     returned_at = models.DateTimeField(null=True, blank=True)
     # Set when the retention period replaced participant_id and session_id by a random id.
     ids_purged_at = models.DateTimeField(null=True, blank=True)
+    # The browser that holds the participant (annotation.services.crowd): a hash of its cookie's key, and
+    # its session, which another browser's takeover (after CROWD_BROWSER_IDLE_MINUTES) signs out.
+    browser_key_hash = models.CharField(max_length=64, blank=True)
+    session_key = models.CharField(max_length=40, blank=True)
+    seen_at = models.DateTimeField(null=True, blank=True, help_text="The holding browser's latest entry.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["link", "participant_id"], name="crowd_participant_unique")]
@@ -547,6 +552,7 @@ class AuditEntry(models.Model):
         MEMBER_CHANGE = "member_change", "Member change"
         SETTING_CHANGE = "setting_change", "Setting change"
         RELEASE = "release", "Dataset release"
+        PAGE_VIEW = "personal_page", "Page with participants' data viewed"
 
     at = models.DateTimeField(auto_now_add=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

@@ -1,9 +1,10 @@
 from django.urls import include, path
 
-from annotation.views import crowd, items, manage, manage_phases, participants, progress, studies
+from annotation.views import crowd, items, manage, manage_phases, participants, progress, studies, tokens
 
 urlpatterns = [
     path("", studies.home, name="home"),
+    path("account/tokens/", tokens.api_tokens_page, name="account-tokens"),
     path("studies/new/", studies.study_create_view, name="study-create"),
     path("studies/<slug:slug>/manage/", manage.study_manage, name="study-manage"),
     path("studies/<slug:slug>/upload/", manage.study_upload_items, name="manage-upload"),

@@ -17,7 +17,7 @@ from typing import Callable
 
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from annotation.access import Can, can, is_admin, is_signed_in, may_read_api_docs
+from annotation.access import Can, can, is_admin, is_signed_in, is_team_account, may_read_api_docs
 from annotation.models import AuditEntry
 
 Action = AuditEntry.Action
@@ -39,6 +39,8 @@ SIGNED_IN = Rule("signed in", "any signed-in, active account; lists hold only wh
                  lambda user, study: is_signed_in(user))
 API_DOCS = Rule("API docs", "site admins, study members and owners; not crowd participants",
                 lambda user, study: may_read_api_docs(user))
+TEAM = Rule("team", "signed-in accounts but crowd participants (the docs site, API tokens)",
+            lambda user, study: is_team_account(user))
 SITE_ADMIN = Rule("site admin", "site admins (is_staff, active)", lambda user, study: is_admin(user))
 STUDY_READ = Rule("study: read", "site admins, the study's owner, its researchers (not removed)",
                   lambda user, study: can(user, study, Can.READ), study_scoped=True)
@@ -53,7 +55,7 @@ STUDY_ADMIN = Rule("study: site admin", "site admins only (judge runs spend mone
 STUDY_RUBRIC = Rule("rubric of a study", "site admins; those who read or rate a study that uses the rubric",
                     lambda user, study: can(user, study, Can.READ) or can(user, study, Can.RATE), study_scoped=True)
 
-RULES = (ANYONE, SIGNED_IN, API_DOCS, SITE_ADMIN, STUDY_READ, STUDY_RATE, STUDY_MANAGE, STUDY_PARTICIPANTS,
+RULES = (ANYONE, SIGNED_IN, API_DOCS, TEAM, SITE_ADMIN, STUDY_READ, STUDY_RATE, STUDY_MANAGE, STUDY_PARTICIPANTS,
          STUDY_ADMIN, STUDY_RUBRIC)
 
 
@@ -74,14 +76,27 @@ class Route:
     audit: str = ""  # the audit action each serving of personal data writes
     # the query strings under which the route serves personal data (each is audited once)
     queries: tuple[str, ...] = ("",)
+    page_audit: str = ""  # the action of the page itself (no query), where it differs from its downloads'
 
     def __post_init__(self):
         if (self.data == Data.PERSONAL) != bool(self.audit):
             raise ValueError("a route serving personal data names its audit action, and only such a route")
 
+    def audit_of(self, query: str) -> str:
+        return self.page_audit if query == "" and self.page_audit else self.audit
+
+    @property
+    def audits(self) -> str:
+        return "; ".join(filter(None, [self.page_audit, self.audit]))
+
 
 def personal(rule: Rule, audit: str, *queries: str) -> Route:
     return Route(rule, Data.PERSONAL, audit, queries or ("",))
+
+
+def personal_page(rule: Rule, download_audit: str, *downloads: str) -> Route:
+    """A page that shows personal data itself (a page view) and offers it as downloads under `downloads`."""
+    return Route(rule, Data.PERSONAL, download_audit, ("", *downloads), page_audit=Action.PAGE_VIEW)
 
 
 ROUTES: dict[str, Route] = {
@@ -142,10 +157,10 @@ ROUTES: dict[str, Route] = {
     "api:api-phase-instructions": Route(STUDY_RATE, Data.OWN),
     "api:api-training-retry": Route(STUDY_RATE, Data.OWN),
     # reading a study: reports, progress, plans, datasets
-    "page:report": personal(STUDY_READ, Action.DATA_DOWNLOAD, "download=json", "download=csv", "download=html"),
+    "page:report": personal_page(STUDY_READ, Action.DATA_DOWNLOAD, "download=json", "download=csv", "download=html"),
     "page:report-paper": personal(STUDY_READ, Action.DATA_DOWNLOAD),
     "page:report-paper-file": personal(STUDY_READ, Action.DATA_DOWNLOAD),
-    "page:progress-page": Route(STUDY_READ, Data.NAMES),
+    "page:progress-page": personal(STUDY_READ, Action.PAGE_VIEW),  # crowd panel ids with times and payments
     "page:plan": Route(STUDY_READ),
     "page:datasets": Route(STUDY_READ),
     "page:dataset-export": personal(STUDY_READ, Action.DATA_DOWNLOAD),
@@ -155,7 +170,10 @@ ROUTES: dict[str, Route] = {
     "api:api-root": Route(SIGNED_IN, Data.NONE),
     "api:schema": Route(API_DOCS, Data.NONE),
     "api:api-docs": Route(API_DOCS, Data.NONE),
-    "page:docs": Route(SIGNED_IN, Data.NONE),  # the built documentation site (config/docs_site.py)
+    "page:docs": Route(TEAM, Data.NONE),
+    "page:account-tokens": Route(TEAM, Data.OWN),
+    "api:api-tokens": Route(TEAM, Data.OWN),
+    "api:api-token-revoke": Route(TEAM, Data.OWN),  # the built documentation site (config/docs_site.py)
     "api:rubric-list": Route(SIGNED_IN),
     "api:rubric-detail": Route(STUDY_RUBRIC),
     "api:api-rubric-file": Route(SITE_ADMIN),
@@ -253,6 +271,6 @@ def markdown_table() -> str:
     lines = ["| Route | Path | Rule | Data | Audited as |", "|---|---|---|---|---|"]
     for key, route in ROUTES.items():
         shown = "django-admin/…" if key == "django-admin/" else "<br>".join(f"`/{p}`" for p in paths.get(key, []))
-        lines.append(f"| `{key}` | {shown} | {route.rule.name} | {route.data} | {route.audit or ''} |")
+        lines.append(f"| `{key}` | {shown} | {route.rule.name} | {route.data} | {route.audits} |")
     return "\n".join(lines)
 

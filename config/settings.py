@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "annotation",
     "judges",
     "axes",
+    "csp",
     "config.apps.ConcordConfig",  # the project's own system checks (config/checks.py)
 ]
 
@@ -79,6 +80,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",  # the Content-Security-Policy of every response (CONTENT_SECURITY_POLICY)
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a lockout raised during authentication into its response.
     "axes.middleware.AxesMiddleware",
@@ -149,8 +151,9 @@ if TESTING:
 
 # Login throttling (django-axes): after AXES_FAILURE_LIMIT failed logins for one username from one
 # IP address, that pair is refused (HTTP 429, even with the right password) for AXES_COOLOFF_TIME.
-# Keyed on username+IP, so an attacker elsewhere cannot lock a rater out. Behind a reverse proxy set
-# TRUSTED_PROXY_COUNT to the number of proxies, so the client address comes from X-Forwarded-For.
+# Keyed on username+IP, so an attacker elsewhere cannot lock a rater out (and on the address alone, below).
+# Behind a reverse proxy set TRUSTED_PROXY_COUNT to the number of proxies, so the client address comes from
+# X-Forwarded-For.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "annotation.auth_backend.ModelBackend",  # Django's, the session user read by a prepared statement
@@ -164,6 +167,10 @@ AXES_RESET_ON_SUCCESS = True
 # not kept out for ever, and a guesser still gets at most ten tries per quarter hour.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_VERBOSE = False  # no banner on every manage.py command; lockouts are still logged (LOGGING)
+# And per address over all accounts: LOGIN_ADDRESS_FAILURE_LIMIT failures within AXES_COOLOFF_TIME lock that
+# address out for every account (config/login_throttle.py), so that one address cannot spray passwords.
+AXES_HANDLER = "config.login_throttle.AddressAwareHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=30)
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)  # reverse proxies in front of Concord
 
 
@@ -229,7 +236,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024  # larger uploaded files wait in 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "annotation.api_tokens.ExpiringTokenAuthentication",  # DRF's, with an expiry (API_TOKEN_DAYS)
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -241,6 +248,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }
+API_TOKEN_DAYS = env.int("API_TOKEN_DAYS", default=90)  # a token's life; its owner makes a new one on /account/tokens/
 SPECTACULAR_SETTINGS = {
     "TITLE": "Concord API",
     "DESCRIPTION": "Human evaluation of AI-generated text with LLM judges.",
@@ -306,6 +314,10 @@ CELERY_LOST_WORK_SWEEP_S = env.float("CELERY_LOST_WORK_SWEEP_S", default=300.0)
 
 # Annotation
 ASSIGNMENT_TTL_SECONDS = env.int("ASSIGNMENT_TTL_SECONDS", default=30 * 60)
+# Crowd participants (annotation.services.crowd): another browser with the same panel ids takes a participant
+# over only once the holding browser was idle this long; their sessions last this long (staff's: SESSION_COOKIE_AGE).
+CROWD_BROWSER_IDLE_MINUTES = env.int("CROWD_BROWSER_IDLE_MINUTES", default=15)
+CROWD_SESSION_SECONDS = env.int("CROWD_SESSION_SECONDS", default=4 * 3600)
 # Connections one bulk read (export, report) may use at once, each on a range of the ratings.
 BULK_READ_WORKERS = env.int("BULK_READ_WORKERS", default=min(4, os.cpu_count() or 1))
 # A study with this many ratings (the triggers' change count) has its report computed by a worker,
@@ -322,12 +334,36 @@ CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cook
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
+# No inline script, no eval, nothing from other origins: scripts and styles come from our static files (htmx
+# vendored, configured without eval in _base.html). Inline style attributes stay allowed (templates set widths
+# and colours with them; they run no code). The documentation site adds the hashes of its own inline scripts
+# (config/docs_site.py); Swagger UI loads its initialiser as a file (SpectacularSwaggerSplitView); the pages that
+# show a study's sandboxed HTML outputs allow inline scripts (annotation.views.workspace.allow_output_frames).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "worker-src": ["'self'", "blob:"],  # the docs site's search runs in a worker
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 if not LOCAL_SERVING and not TESTING:
     SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
-    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
-    # HSTS is a promise browsers keep for its whole max-age: opt in once HTTPS works (e.g. 31536000).
-    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+    # Production serves HTTPS only: plain http is redirected and browsers keep to HTTPS for a year (HSTS). A
+    # proxy that ends TLS sets X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER below). A deployment that says it
+    # serves plain http on purpose (SESSION_COOKIE_SECURE=0: the benchmarks' servers on loopback) gets neither;
+    # health checks over plain http go to paths in SECURE_REDIRECT_EXEMPT (regular expressions).
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=SESSION_COOKIE_SECURE)
+    SECURE_REDIRECT_EXEMPT = env.list("SECURE_REDIRECT_EXEMPT", default=[])
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if SESSION_COOKIE_SECURE else 0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
     SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from annotation.views.language import javascript_catalog
 from config.docs_site import docs_file
@@ -22,7 +22,8 @@ urlpatterns = [
     path("api/judges/", include("judges.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # A page for people: signed out, it sends to the sign-in page and back (the schema stays 403 for clients).
-    path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
+    # The split view serves Swagger UI's initialiser as a script file of its own: the CSP allows no inline script.
+    path("api/docs/", login_required(SpectacularSwaggerSplitView.as_view(url_name="schema")), name="api-docs"),
     # The documentation site built by `make docs` (config/docs_site.py), for signed-in users.
     re_path(r"^docs/(?P<name>.*)$", docs_file, name="docs"),
 ]

@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
-from annotation.audit import audit_download
+from annotation.audit import audit_download, audit_page
 from annotation.reports.background import ReportFailed, ReportPending
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import Study
@@ -68,6 +68,7 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
         response["Content-Disposition"] = f'attachment; filename="{report_filename(study, download)}"'
         return response
     context = {**page_context(study, report, sections, threshold), "threshold_error": error}
+    audit_page(request=request, study=study, target="report page")  # raters named with their statistics
     return render(request, "annotation/report.html", context)
 
 

@@ -13,31 +13,39 @@ as a form posted to `<turkSubmitTo>/mturk/externalSubmit` with the assignmentId;
 `participant` and `session`, whose PARTICIPANT_ID and SESSION_ID the researcher replaces by the
 panel's own placeholders. The rater account is `<provider>-<participant id>`,
 with no password: the link and the participant id are the credentials, and the link is
-unguessable, expires and can be revoked. A panel id is a rater of one study: the same id through
-another study's link is a new account (`<provider>-<participant id>.<study id>` when the plain name
-is taken), unless both links were made with `shared_identity` by a site admin. A participant who returns the task, or runs past the
-time limit, gives their open assignments back to the pool at once, not after the lease expiry
+unguessable, expires and can be revoked. Since ids travel in URLs (browser histories, screenshots,
+the panel's pages), a participant is also held by the browser that started: its cookie's key (a hash
+of it is kept) and its session. Another browser with the same ids is refused while the holder was
+active in the last CROWD_BROWSER_IDLE_MINUTES (`CrowdInUse`), and takes over after that, signing the
+holder out; the panel's session id (Prolific's SESSION_ID) must be the one the participant started with.
+A panel id is a rater of one study: the same id through another study's link is a new account
+(`<provider>-<participant id>.<study id>` when the plain name is taken), unless both links were made
+with `shared_identity` by a site admin. A participant who returns the task, or runs past the time limit,
+gives their open assignments back to the pool at once, not after the lease expiry
 (assignments_release_overdue, which the assignment engine's sweep calls).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.sessions.backends.base import SessionBase
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotation.access import is_admin
 from annotation.db import instance_from_row, prepared_cursor, select_columns
 from annotation.models import Assignment, CrowdLink, CrowdParticipant, Item, Study, StudyChange, StudyMember
-from annotation.services.assignments import assignments_release
+from annotation.services.assignments import assignments_release, lease_duration
 
 PARAMS = {  # provider -> (participant, session) query parameters
     CrowdLink.Provider.PROLIFIC: ("PROLIFIC_PID", "SESSION_ID"),
@@ -64,6 +72,24 @@ class CrowdError(ValueError):
     def __init__(self, field: str, message: str):
         self.field, self.message = field, message
         super().__init__(f"{field}: {message}" if field else message)
+
+
+class CrowdInUse(CrowdError):
+    """Another browser holds this participant and was active `minutes_left` minutes ago or less."""
+
+    def __init__(self, minutes_left: int):
+        self.minutes_left = minutes_left
+        super().__init__("", _("This participant id is in use in another browser. Continue there, or come back "
+                               "here once it has been left idle for %(minutes)d minutes.") % {"minutes": minutes_left})
+
+
+def browser_key_new() -> str:
+    """The key a browser keeps in its crowd cookie (views.crowd); only its hash is stored."""
+    return secrets.token_urlsafe(32)
+
+
+def _key_hash(browser_key: str) -> str:
+    return hashlib.sha256(browser_key.encode()).hexdigest()
 
 
 def crowd_link_create(*, study: Study, user, provider: str, completion_code: str = "", completion_url: str = "",
@@ -143,28 +169,78 @@ def _panel_id(link: CrowdLink, params) -> str:
     return pid
 
 
-def crowd_enter(*, token: str, params) -> CrowdParticipant:
-    """The participant of these URL parameters, created on the first visit, resumed on the next."""
+def crowd_enter(*, token: str, params, browser_key: str | None = None, session_key: str = "") -> CrowdParticipant:
+    """The participant of these URL parameters, created on the first visit, resumed on the next.
+
+    `browser_key` is the entering browser's (None: a caller inside Concord, e.g. the demo, that holds no
+    browser); `session_key` its current session, if any. A browser that does not hold the participant
+    takes it over only after the holder's idle time (else CrowdInUse); the session id must match."""
     link = _active_link(token)
     pid = _panel_id(link, params)
-    session_id = (params.get(PARAMS[link.provider][1]) or "").strip()[:64]
+    session_param = PARAMS[link.provider][1]
+    session_id = (params.get(session_param) or "").strip()[:64]
     existing = CrowdParticipant.objects.select_related("user").filter(link=link, participant_id=pid).first()
     if existing is not None:
-        if existing.returned_at is not None:
-            raise CrowdError("", _("You returned this task; it cannot be taken up again."))
-        if existing.deadline is not None and existing.deadline <= timezone.now():
-            raise CrowdError("", _("Your time for this task is up."))
-        return existing
+        return _resume(existing, session_param, session_id, browser_key, session_key)
     deadline = timezone.now() + timedelta(minutes=link.time_limit_minutes) if link.time_limit_minutes else None
     try:
         with transaction.atomic():
             user = _rater_account(link, pid)
             StudyMember.objects.get_or_create(study=link.study, user=user,
                                               defaults={"role": StudyMember.Role.ANNOTATOR})
-            return CrowdParticipant.objects.create(link=link, user=user, participant_id=pid, session_id=session_id,
-                                                   deadline=deadline)
+            return CrowdParticipant.objects.create(
+                link=link, user=user, participant_id=pid, session_id=session_id, deadline=deadline,
+                browser_key_hash=_key_hash(browser_key) if browser_key else "", seen_at=timezone.now())
     except IntegrityError:  # the same participant's second tab, at the same moment
-        return CrowdParticipant.objects.select_related("user").get(link=link, participant_id=pid)
+        existing = CrowdParticipant.objects.select_related("user").get(link=link, participant_id=pid)
+        return _resume(existing, session_param, session_id, browser_key, session_key)
+
+
+def _resume(participant: CrowdParticipant, session_param: str, session_id: str, browser_key: str | None,
+            session_key: str) -> CrowdParticipant:
+    if participant.returned_at is not None:
+        raise CrowdError("", _("You returned this task; it cannot be taken up again."))
+    if participant.deadline is not None and participant.deadline <= timezone.now():
+        raise CrowdError("", _("Your time for this task is up."))
+    if participant.session_id and not secrets.compare_digest(participant.session_id, session_id):
+        raise CrowdError(session_param, _("this is not the panel session this task was started in; "
+                                          "open the study from your panel's page again"))
+    if browser_key is None:
+        return participant
+    holds = (participant.browser_key_hash and secrets.compare_digest(participant.browser_key_hash,
+                                                                     _key_hash(browser_key))) or \
+        (session_key and participant.session_key == session_key)
+    if not holds:
+        idle = timedelta(minutes=settings.CROWD_BROWSER_IDLE_MINUTES)
+        last = _last_active(participant)
+        if last is not None and last > timezone.now() - idle:
+            raise CrowdInUse(max(1, -(-int((last + idle - timezone.now()).total_seconds()) // 60)))
+    participant.browser_key_hash = _key_hash(browser_key)
+    participant.seen_at = timezone.now()
+    participant.save(update_fields=["browser_key_hash", "seen_at"])
+    return participant
+
+
+def _last_active(participant: CrowdParticipant) -> datetime | None:
+    """When the holding browser last did something: its entry, a submit, or taking or saving an item (each
+    sets the item's lease from that moment). Asked only when another browser comes, never in the loop."""
+    study = participant.link.study
+    work = Assignment.objects.filter(study=study, rater_id=participant.user_id).aggregate(
+        submitted=Max("submitted_at"), lease_end=Max("expires_at", filter=Q(status=Assignment.Status.ACTIVE)))
+    times = [participant.seen_at, work["submitted"],
+             work["lease_end"] - lease_duration(study) if work["lease_end"] else None]
+    return max((t for t in times if t is not None), default=None)
+
+
+def crowd_hold(*, participant: CrowdParticipant, session: SessionBase) -> None:
+    """After the sign-in: this session holds the participant; a session that held it before (the browser
+    taken over from) is ended, so that two browsers never rate as one participant."""
+    previous = participant.session_key
+    if previous and previous != session.session_key:
+        type(session)(session_key=previous).delete()
+    if previous != session.session_key:
+        participant.session_key = session.session_key or ""
+        participant.save(update_fields=["session_key"])
 
 
 def crowd_entry_check(*, token: str, params, user) -> bool:

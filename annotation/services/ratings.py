@@ -58,6 +58,8 @@ class SubmitError(ValueError):
     """The assignment cannot take a submit now (study closed, slot given to someone else)."""
 
 
+PAUSED_RELEASED = gettext_noop("The researchers paused your work on this study, and this item went back to the pool: "
+                               "it can no longer be saved or submitted. They can resume you.")
 TRAINING_ANSWERED = gettext_noop("This training answer was submitted and its feedback shown; it cannot be changed. "
                                  "Go on with the next item.")
 
@@ -498,6 +500,17 @@ def _time_on_task(current: int, reported: int | None) -> int:
     return max(current, min(int(reported), MAX_TIME_ON_TASK_MS))
 
 
+def _reclaim(a: Assignment) -> None:
+    """An expired assignment back to its rater for a late draft or submit, unless pausing released it (a
+    paused rater gets no work, not even back) or its slot went to someone else; the row is locked."""
+    if a.status != Assignment.Status.EXPIRED:
+        return
+    if StudyMember.objects.filter(study_id=a.study_id, user_id=a.rater_id, paused=True).exists():
+        raise SubmitError(_(PAUSED_RELEASED))
+    if not assignment_reclaim(assignment=a):
+        raise SubmitError(_("This item was given to another rater after a long pause."))
+
+
 def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task_ms: int | None = None) -> Assignment:
     """Store the form as it is (no validation: a draft may be incomplete) and extend the lease.
     Drafts of submitted assignments (a revision in progress) are kept too."""
@@ -507,8 +520,7 @@ def assignment_save_draft(*, assignment: Assignment, answers: dict, time_on_task
                                       f"(this has {size:,})"})
     with transaction.atomic():
         a = _locked(assignment)
-        if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
-            raise SubmitError(_("This item was given to another rater after a long pause."))
+        _reclaim(a)
         if a.status == Assignment.Status.SUBMITTED and assignment.item.is_training:
             raise SubmitError(_(TRAINING_ANSWERED))
         a.draft = answers
@@ -556,8 +568,7 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
         if study.status != Study.Status.OPEN:
             raise SubmitError(_("This study is closed; ratings can no longer change."))
         was_submitted = a.status == Assignment.Status.SUBMITTED
-        if a.status == Assignment.Status.EXPIRED and not assignment_reclaim(assignment=a):
-            raise SubmitError(_("This item was given to another rater after a long pause."))
+        _reclaim(a)
         if was_submitted and item.is_training:
             # Its grade is in the rater's training attempt and its feedback was shown: a change would
             # make the two disagree. The same answers again (a retried request) are a no-op.

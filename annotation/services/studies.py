@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.text import slugify
 
 from annotation.audit import Action, audit_record
 from annotation.models import Assignment, Rating, Study, StudyChange, StudyMember
+from annotation.services.members import MemberRow, MembersError, members_add
 from rubrics.models import RubricVersion
 from config.limits import clip, limit, text_problem
 
@@ -190,20 +190,10 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
 
 @transaction.atomic
 def study_members_add(*, study: Study, usernames: list[str], role: str, user=None) -> list[StudyMember]:
-    """Add existing users by username; refuse the whole list if one is unknown."""
-    if role not in StudyMember.Role.values:
-        raise StudyError(f"role: must be one of {StudyMember.Role.values}")
-    names = [n.strip() for n in usernames if n.strip()]
-    if len(names) > limit("members.per_add"):
-        raise StudyError(f"members: at most {limit('members.per_add'):,} at once (this has {len(names):,})")
-    users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
-    missing = [n for n in names if n not in users]
-    if missing:
-        raise StudyError(f"usernames: no such user(s): {', '.join(missing)}")
-    members = []
-    for name in names:
-        member, _ = StudyMember.objects.update_or_create(study=study, user=users[name], defaults={"role": role})
-        members.append(member)
-    audit_record(actor=user, action=Action.MEMBER_CHANGE, study=study, target=", ".join(names)[:200],
-                 detail={"added": names, "role": role})
-    return members
+    """The API's add by username: the page's service (members_add), so that a removed or paused member
+    added again is active again whichever way they were added; refuses the whole list if one is unknown."""
+    rows = [MemberRow(None, n.strip()) for n in usernames if n.strip()]
+    try:
+        return members_add(study=study, rows=rows, role=role, user=user)
+    except MembersError as exc:
+        raise StudyError(f"usernames: {exc}") from None

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotation.auth_backend import PATH as AUTH_BACKEND
-from annotation.services.crowd import (CrowdError, crowd_enter, crowd_entry_check, crowd_is_preview, crowd_return,
-                                      crowd_state, mturk_submit_url)
+from annotation.services.crowd import (CrowdError, CrowdInUse, browser_key_new, crowd_enter, crowd_entry_check,
+                                       crowd_hold, crowd_is_preview, crowd_return, crowd_state, mturk_submit_url)
 from annotation.views.language import rater_study
 
 SESSION_KEY = "crowd_studies"  # study ids this browser session came to through a crowd link
 MTURK_KEY = "crowd_mturk_submit"  # study id -> where MTurk takes this worker's finished assignment
+BROWSER_COOKIE = "concord_crowd"  # the browser's key: which participants it holds (services.crowd)
 
 
 @require_http_methods(["GET", "POST"])
@@ -33,21 +38,29 @@ def crowd_entry(request: HttpRequest, token: str) -> HttpResponse:
                 token=token, params=request.GET, user=request.user):
             return render(request, "annotation/crowd_confirm.html", {"account": request.user.get_username(),
                                                                      "query": request.GET.urlencode()})
-        participant = crowd_enter(token=token, params=request.GET)
+        browser_key = request.COOKIES.get(BROWSER_COOKIE) or browser_key_new()
+        participant = crowd_enter(token=token, params=request.GET, browser_key=browser_key,
+                                  session_key=request.session.session_key or "")
     except CrowdError as exc:
-        return render(request, "annotation/crowd_message.html", {"title": _("This link cannot be used"),
-                                                                 "message": exc.message, "field": exc.field},
-                      status=404 if not exc.field else 400)
+        in_use = isinstance(exc, CrowdInUse)
+        return render(request, "annotation/crowd_message.html", {
+            "title": _("This participant id is in use") if in_use else _("This link cannot be used"),
+            "message": exc.message, "field": exc.field}, status=409 if in_use else 404 if not exc.field else 400)
     study = participant.link.study
     if request.user.is_authenticated and request.user.pk != participant.user_id:
         logout(request)  # confirmed by the POST above
     login(request, participant.user, backend=AUTH_BACKEND)
+    crowd_hold(participant=participant, session=request.session)
     request.session[SESSION_KEY] = sorted(set(request.session.get(SESSION_KEY, [])) | {study.pk})
     if submit_to := mturk_submit_url(request.GET.get("turkSubmitTo", "")):
         request.session[MTURK_KEY] = {**request.session.get(MTURK_KEY, {}), str(study.pk): submit_to}
-    if participant.deadline is not None:
-        request.session.set_expiry(participant.deadline)  # the time limit ends the session too
-    return redirect("workspace", slug=study.slug)
+    # Shorter than staff sessions, and the time limit ends it too; the browser's key lets it come back by the link.
+    ends = timezone.now() + timedelta(seconds=settings.CROWD_SESSION_SECONDS)
+    request.session.set_expiry(min(ends, participant.deadline) if participant.deadline else ends)
+    response = redirect("workspace", slug=study.slug)
+    response.set_cookie(BROWSER_COOKIE, browser_key, max_age=int(timedelta(days=90).total_seconds()),
+                        secure=settings.SESSION_COOKIE_SECURE, httponly=True, samesite="Lax")
+    return response
 
 
 def crowd_context(request: HttpRequest, study) -> dict:

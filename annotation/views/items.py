@@ -15,7 +15,7 @@ from annotation.access import get_study_for_manager
 from annotation.items_list import FLAGGED, SEARCH_WINDOW, STATUSES, ItemFilters, items_page, study_systems
 from annotation.models import Assignment, Item
 from annotation.services.item_edits import ItemLocked, item_delete, item_replace
-from annotation.views.workspace import build_screen
+from annotation.views.workspace import allow_output_frames, build_screen
 
 TEMPLATE = "annotation/study_items.html"
 
@@ -52,7 +52,7 @@ def item_preview(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     context = {"study": study, "state": "rate", "preview": True, "item": item,
                "progress": {"done": 0, "left": 0, "total": 0, "percent": 0},
                **build_screen(study, fake, draft={})}
-    return render(request, "annotation/item_preview.html", context)
+    return allow_output_frames(render(request, "annotation/item_preview.html", context), study)
 
 
 @login_required

@@ -1,4 +1,4 @@
-"""A study's progress dashboard (admins and the study's researchers), refreshed by htmx polling."""
+"""A study's progress dashboard (admins and the study's researchers), refreshed by htmx polling; audited."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
+from annotation.audit import audit_page
 from annotation.progress import study_dashboard
 
 TEMPLATE = "annotation/study_progress.html"
@@ -18,6 +19,7 @@ TEMPLATE = "annotation/study_progress.html"
 def study_progress_view(request: HttpRequest, slug: str) -> HttpResponse:
     study = get_study_for_reader(request.user, slug)
     context = {"study": study, "d": study_dashboard(study)}
+    audit_page(request=request, study=study, target="progress page")  # crowd panel ids with times and payments
     if request.htmx:
         return render(request, f"{TEMPLATE}#live", context)
     return render(request, TEMPLATE, context)

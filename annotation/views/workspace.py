@@ -21,7 +21,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -311,6 +311,19 @@ def _render(request: HttpRequest, study: Study, context: dict, *, status: int = 
     template = f"{PAGE}#workspace" if request.htmx and not request.htmx.boosted else PAGE
     response = render(request, template, context, status=status)
     response["Cache-Control"] = "no-store"  # a shared machine's back button must not show a rating form
+    if not request.htmx:
+        allow_output_frames(response, study)
+    return response
+
+
+def allow_output_frames(response: HttpResponse, study: Study) -> HttpResponse:
+    """HTML outputs and contexts run as sandboxed srcdoc frames (annotation.rendering), which inherit the page's
+    Content-Security-Policy, narrowed by their own: a page that may show one (any item of the study, htmx swapping
+    the next one in under the page's policy) lets inline scripts run. The frames stay sandboxed (an opaque origin:
+    no cookies, no access to the page) and offline; every other page keeps 'self' only."""
+    if Item.objects.filter(Q(context_kind=Item.ContextKind.HTML) | Q(outputs__kind=Output.Kind.HTML),
+                           study=study).exists():
+        response._csp_update = {"script-src": ["'unsafe-inline'"]}
     return response
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status
-from rest_framework.authentication import TokenAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api_tokens import ExpiringTokenAuthentication
 from annotation.loop_auth import LoopSessionAuthentication, confirm_claim, signed_in_study
 from annotation.models import Assignment, Study
 from annotation.services.crowd import crowd_state
@@ -88,7 +88,7 @@ class LoopView(APIView):
     """The participant's endpoints: signed in by session (its user read with the study:
     annotation.loop_auth) or by token; each handler starts with signed_in_study."""
 
-    authentication_classes = [LoopSessionAuthentication, TokenAuthentication]
+    authentication_classes = [LoopSessionAuthentication, ExpiringTokenAuthentication]
     permission_classes = [permissions.IsAuthenticated]
 
     def http_method_not_allowed(self, request, *args, **kwargs):

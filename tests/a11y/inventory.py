@@ -62,6 +62,7 @@ PAGES: list[Page] = [
     Page("study-manage", (ADMIN,), lambda site: {"slug": site["phases"]}, label="study-manage phases"),
     Page("participant-erase", (ADMIN,), lambda site: {"slug": site["slugs"][MAIN], "user_id": site["participant"]}),
     Page("audit-log", (ADMIN,)),
+    Page("account-tokens", (ADMIN, RESEARCHER)),
     Page("invitation", (SIGNED_OUT, ANNOTATOR), lambda site: {"token": site["invitation"]}),
     *[Page("workspace", (ANNOTATOR,), study(p), label=f"workspace {p}", ready=WORKSPACE_READY) for p in PRESETS],
     Page("workspace-history", (ANNOTATOR,), study()),

@@ -52,7 +52,7 @@ def test_training_feedback_completion_and_return_pages(page_at, live_server, mak
     page.wait_for_selector("#ws-form[data-ready='1']")
     _answer_pair(page)
     page.wait_for_selector("[data-testid=completion-code]")
-    page.wait_for_function("document.getElementById('ws-announce').textContent.includes('Submitted')")
+    page.wait_for_function("() => document.getElementById('ws-announce').textContent.includes('Submitted')")
     _check(page, f"completion-{width}", failures)
 
     page = page_at(width)

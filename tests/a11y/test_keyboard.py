@@ -58,7 +58,7 @@ def test_a_passage_is_highlighted_and_the_submit_announced_by_keyboard_alone(pag
     page.keyboard.press("Enter")
     page.wait_for_selector("#response-1 mark.hl-span")
     assert page.inner_text("#response-1 mark.hl-span") == " ".join(text.split()[1:4])
-    page.wait_for_function("statuses.some(s => s.includes('Highlighted (1 in all)'))", timeout=5_000)
+    page.wait_for_function("() => statuses.some(s => s.includes('Highlighted (1 in all)'))", timeout=5_000)
     (span,) = json.loads(page.input_value("#response-1 [data-spans-input]"))
     assert (span["start"], span["end"]) == (len(text.split()[0]) + 1, len(" ".join(text.split()[:4])))
     shot(page, f"keyboard-highlight-{width}", full_page=False)
@@ -69,7 +69,7 @@ def test_a_passage_is_highlighted_and_the_submit_announced_by_keyboard_alone(pag
             page.keyboard.press(key)
     page.keyboard.press("Enter")
     page.wait_for_selector("[data-progress]:has-text('1 done')")
-    page.wait_for_function("document.getElementById('ws-announce').textContent.includes('Submitted')")
+    page.wait_for_function("() => document.getElementById('ws-announce').textContent.includes('Submitted')")
     assert page.get_attribute("#ws-announce", "aria-live") == "polite"
     a = Assignment.objects.get(rater=rater, status="submitted")
     stored = Rating.objects.get(assignment=a, criterion="highlights", output__position=a.permutation[0]).value
@@ -86,7 +86,7 @@ def test_a_refused_submit_is_announced(page_at, live_server, make_study):
     page.evaluate("htmx.ajax('POST', document.getElementById('ws-form').getAttribute('hx-post'), "
                   "{source: '#ws-form', target: '#workspace', swap: 'outerHTML'})")
     page.wait_for_selector(".error-summary")
-    page.wait_for_function("document.getElementById('ws-announce').textContent.includes('Not submitted')")
+    page.wait_for_function("() => document.getElementById('ws-announce').textContent.includes('Not submitted')")
 
 
 def test_focus_is_visible_on_every_stop_of_the_workspace(page_at, live_server, make_study):

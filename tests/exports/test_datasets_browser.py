@@ -27,7 +27,7 @@ def test_create_a_release_in_the_browser(celery_worker_session, codegen_study, r
     page.fill("textarea[name=changelog]", "First public release")
     page.click("text=Create release")
     page.wait_for_selector("#releases .badge.open", timeout=30_000)  # htmx polling swapped in 'ready'
-    page.wait_for_function("document.querySelectorAll('#releases .badge.open').length == 2", timeout=30_000)
+    page.wait_for_function("() => document.querySelectorAll('#releases .badge.open').length == 2", timeout=30_000)
     assert DatasetRelease.objects.filter(status="ready").count() == 2  # jsonl and parquet by default
     assert page.locator("#releases a.button", has_text="Download").count() == 2
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")

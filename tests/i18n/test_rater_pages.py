@@ -70,7 +70,7 @@ def _texts(page, live_server, study, language: str) -> list[str]:
     page.goto(f"{live_server.url}/studies/{study.slug}/rate/")
     page.wait_for_selector("#ws-form[data-ready='1']")
     page.keyboard.press("Enter")  # nothing answered: the script names what is missing (its own catalog)
-    page.wait_for_function("document.getElementById('save-status').textContent.length > 0")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.length > 0")
     page.click("[data-open=guidelines-dialog]")
     page.wait_for_selector("#guidelines-body .guide")
     page.keyboard.press("Escape")

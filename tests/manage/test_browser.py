@@ -79,7 +79,7 @@ def test_admin_manages_a_study_in_place(make_study, admin_user, annotator, live_
     page.click("#members button:has-text('Add members')")
     assert "ghost: no such user" in error_beside(page, "id_names").inner_text()
     assert page.input_value("#id_names") == "ann, ghost"  # what was typed is still there
-    page.wait_for_function("document.activeElement && document.activeElement.id === 'id_names'")  # focus on it
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'id_names'")  # focus on it
     assert_html_page_without_overflow(page, path)
     shot(page, f"{width}-members-error")
     page.fill("#id_names", "ann")

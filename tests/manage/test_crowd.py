@@ -50,8 +50,10 @@ def test_entry_creates_then_resumes_a_passwordless_rater(link, study):
     assert study.members.filter(user=participant.user, role="annotator").exists()
     page = client.get(f"/studies/{study.slug}/rate/").content.decode()
     assert 'data-testid="crowd-status"' in page and "Return the task" in page
-    _, again = enter(link, client=Client())
+    _, again = enter(link, client=client)
     assert again.status_code == 302 and CrowdParticipant.objects.count() == 1  # resumed, not a second rater
+    _, elsewhere = enter(link, client=Client())  # another browser, while this one is active
+    assert elsewhere.status_code == 409 and CrowdParticipant.objects.count() == 1
 
 
 def test_quota_ends_with_the_completion_code_and_prolifics_return_address(link, study):

@@ -26,9 +26,17 @@ def link_of(study, admin_user, **options):
     return crowd_link_create(study=study, user=admin_user, provider="prolific", completion_code="C1X2Y3", **options)
 
 
+_browsers: dict[tuple, Client] = {}  # a participant's own browser: they are held by the one that started
+
+
+@pytest.fixture(autouse=True)
+def _fresh_browsers():
+    _browsers.clear()
+
+
 def enter(link, pid: str = PID, client: Client | None = None):
-    resp = (client or Client()).get(f"/crowd/{link.token}/", {"PROLIFIC_PID": pid, "STUDY_ID": "s",
-                                                              "SESSION_ID": "x"})
+    browser = client or _browsers.setdefault((link.pk, pid), Client())
+    resp = browser.get(f"/crowd/{link.token}/", {"PROLIFIC_PID": pid, "STUDY_ID": "s", "SESSION_ID": "x"})
     assert resp.status_code == 302, resp.content[:500]
     return CrowdParticipant.objects.filter(link=link, participant_id=pid).get().user
 
@@ -117,6 +125,10 @@ def test_the_migration_splits_an_account_several_studies_shared(study, other_stu
 
     from django.apps import apps
 
+    from datetime import timedelta
+
+    from django.utils import timezone
+
     from annotation.models import Assignment, AuditEntry, StudyChange
     from annotation.services.assignments import assignment_next
 
@@ -146,6 +158,7 @@ def test_the_migration_splits_an_account_several_studies_shared(study, other_stu
     assert audit.target == f"{second.username}, prolific-merged10"  # the other name untouched
     assert audit.detail["added"] == [second.username, "prolific-merged10"]
     assert studies_of(person) == {study.pk, other_study.pk}  # an account with a password: left alone
-    # the participant coming back to the second study by its link is the new account
+    # the participant coming back to the second study by its link (their item's lease long over) is the new account
+    Assignment.objects.filter(rater=second).update(expires_at=timezone.now() - timedelta(days=1))
     assert enter(CrowdParticipant.objects.get(user=second).link, pid="merged1").pk == second.pk
     assert module.split_shared_crowd_accounts(apps) == 0  # nothing shared is left

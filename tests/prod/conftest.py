@@ -66,6 +66,7 @@ def prod_server(django_db_setup, django_db_blocker, collected_static, tmp_path_f
     env = production_env(
         SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1", STATIC_ROOT=str(collected_static),
         DATABASE_URL=current_database_url(), PGAPPNAME="concord-prod-test-gunicorn",
+        SECURE_SSL_REDIRECT="0",  # plain http on loopback, no TLS proxy in front; the rest as production has it
     )
     cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
            "--workers", "2", "--threads", "4", "--worker-class", "gthread", "--access-logfile", "-"]

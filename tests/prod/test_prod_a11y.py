@@ -33,7 +33,7 @@ def test_production_pages_pass_axe_and_speak_german(browser, prod_server, make_s
         and any("scroll-regions" in url for _, url in scripts), scripts
     assert page.inner_text(".submit-btn") == "Absenden"
     page.keyboard.press("Enter")  # nothing answered: the script's own (translated) message
-    page.wait_for_function("document.getElementById('save-status').textContent.includes('erforderlich')")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.includes('erforderlich')")
     problems = describe(axe_run(page))
     context.close()
     assert not problems, problems

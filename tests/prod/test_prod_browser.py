@@ -2,7 +2,8 @@
 files, gunicorn, DEBUG unset) in real Chromium, at a phone's width and a desktop's.
 
 On every page reachable from the navigation: an answer below 500, the stylesheets and htmx loaded
-(a computed style, `window.htmx`), no request to another host, no horizontal overflow at 390 px and
+(a computed style, `window.htmx`), no request to another host, no Content-Security-Policy violation
+(the production policy), no horizontal overflow at 390 px and
 1400 px; each role reaches its study's pages, and an annotator no report or item list. Screenshots of every page
 go to test-artifacts/prod/ for a person to look at."""
 
@@ -40,10 +41,17 @@ class Watch:
     foreign: list[str] = field(default_factory=list)
     static_failures: list[str] = field(default_factory=list)
     server_errors: list[str] = field(default_factory=list)
+    csp_violations: list[str] = field(default_factory=list)
 
     def attach(self, page) -> None:
         page.on("request", self._request)
         page.on("response", self._response)
+
+    def attach_csp(self, context) -> None:
+        """Every Content-Security-Policy violation of the context's pages, as the browser reports it."""
+        context.expose_function("__cspReport", lambda line: self.csp_violations.append(line))
+        context.add_init_script("document.addEventListener('securitypolicyviolation', (e) => window.__cspReport("
+                                "`${e.violatedDirective} ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber}`));")
 
     def _request(self, request) -> None:
         url = request.url
@@ -70,8 +78,9 @@ def log_in(page, server, user) -> None:
 
 def new_page(browser, server, width: int = 1400):
     context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
     watch = Watch(server.url)
+    watch.attach_csp(context)
+    page = context.new_page()
     watch.attach(page)
     return context, page, watch
 
@@ -164,6 +173,7 @@ def walk(browser, server, user, role: str) -> list[str]:
                                                         f"{watch.server_errors}\n{server.log_tail()}")
         assert not watch.static_failures, f"static files missing: {watch.static_failures}"
         assert not watch.foreign, f"requests to another host: {watch.foreign}"
+        assert not watch.csp_violations, f"Content-Security-Policy violations: {watch.csp_violations}"
         assert not problems, f"{role} walked {walked}:\n" + "\n".join(problems)
         assert not overflows, f"{role} walked {walked}:\n" + "\n".join(overflows)
         return walked
@@ -256,6 +266,7 @@ def test_api_docs_render_swagger_ui_from_our_own_static_files(browser, prod_serv
         context.close()
     assert not watch.foreign, f"/api/docs/ asked another host: {watch.foreign}"
     assert not watch.static_failures
+    assert not watch.csp_violations, watch.csp_violations  # its initialiser is a script file, not inline
 
 
 def test_static_files_are_hashed_cached_for_ever_and_compressed(prod_server):

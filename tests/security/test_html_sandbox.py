@@ -85,7 +85,7 @@ def probes_from_workspace(page, live_server, make_study, outputs: dict[str, str]
     page.goto(workspace)
     page.wait_for_selector("#ws-form[data-ready='1']")
     assert page.locator("iframe[sandbox]").count() == len(outputs)
-    page.wait_for_function(f"window.__probes.length >= {len(outputs)}", timeout=15_000)
+    page.wait_for_function(f"() => window.__probes.length >= {len(outputs)}", timeout=15_000)
     page.wait_for_timeout(300)  # a navigation attempt, had it worked, would have started by now
     assert page.url == workspace, "an output navigated the rater's page"
     assert page.evaluate("typeof window.__sandbox_escape") == "undefined", "an output set a global on the page"

@@ -1,5 +1,6 @@
 """Login throttling (django-axes): ten failed logins for one username from one IP address lock that
-pair out for 15 minutes, even with the right password; other pairs are unaffected."""
+pair out for 15 minutes, even with the right password; other pairs are unaffected. Thirty failures
+from one address over any accounts lock that address out (config/login_throttle.py)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,14 @@ def test_behind_a_proxy_the_forwarded_address_is_the_one_locked_out(annotator, s
     assert via_proxy("198.51.100.4", PASSWORD)  # another client behind the same proxy
     # A client cannot dodge the lockout by sending its own X-Forwarded-For: the proxy appends the real one.
     assert not via_proxy("192.0.2.1, 203.0.113.7", PASSWORD)
+
+
+def test_one_address_trying_many_accounts_is_locked_out_for_all(annotator, settings):
+    """A password sprayed over many accounts from one address: 45 tries in a minute were all answered."""
+    limit = settings.LOGIN_ADDRESS_FAILURE_LIMIT
+    assert LIMIT < limit < 45
+    statuses = [log_in(f"sprayed{i:02d}", "Summer2026!")[0].status_code for i in range(45)]
+    assert statuses[:limit] == [200] * limit and set(statuses[limit:]) == {429}
+    response, signed_in = log_in(annotator.username, PASSWORD)  # the right password, from that address
+    assert response.status_code == 429 and not signed_in
+    assert log_in(annotator.username, PASSWORD, ip="10.0.0.2")[1]  # the rater, from elsewhere

@@ -83,6 +83,7 @@ GET_OK = {
     "api:api-phase-questionnaire": {405},
     "api:api-phase-instructions": {405},
     "api:api-training-retry": {405},
+    "api:api-token-revoke": {405},  # DELETE only
     "api:api-workspace-draft": {405},
     "api:api-workspace-submit": {405},
     "api:study-items": {405},
@@ -142,7 +143,8 @@ def world(make_study, admin_user, settings, tmp_path) -> World:
     values = {"slug": study.slug, "pk": "", "fmt": "csv", "user_id": str(u["annotator"].pk), "format": "json",
               "app_label": "annotation", "object_id": "1", "content_type_id": "1", "id": "1", "url": "nope/",
               "which": "pre", "lang": "de", "run": str(_judge_run(study).pk), "rubric": str(study.rubric_version_id),
-              "release": str(_release(study, admin_user, settings, tmp_path)), "item": str(study.items.first().pk)}
+              "release": str(_release(study, admin_user, settings, tmp_path)), "item": str(study.items.first().pk),
+              "prefix": "nottoken"}
     _judge_run(other)
     from judges.models import JudgeConfig
 

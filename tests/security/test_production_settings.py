@@ -1,5 +1,6 @@
 """Production settings (SECRET_KEY set, DEBUG and CONCORD_TESTING unset), each in a fresh process:
-secure cookies, configurable HSTS, the security headers on real responses, and `check --deploy`."""
+secure cookies, HSTS and the HTTPS redirect on by default, a Content-Security-Policy and the other
+security headers on real responses, and `check --deploy`."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def test_production_defaults_are_secure():
     assert s["SECURE_CONTENT_TYPE_NOSNIFF"] is True
     assert s["SECURE_REFERRER_POLICY"] == "same-origin"
     assert s["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
-    assert s["SECURE_HSTS_SECONDS"] == 0  # opt-in: see HARDENED
+    assert (s["SECURE_HSTS_SECONDS"], s["SECURE_SSL_REDIRECT"]) == (31536000, True)
     assert (s["AXES_ENABLED"], s["AXES_FAILURE_LIMIT"], s["AXES_COOLOFF_SECONDS"]) == (True, 10, 15 * 60)
     assert "MD5" not in " ".join(s["PASSWORD_HASHERS"])  # the fast hasher is for the test suite only
 
@@ -67,6 +68,10 @@ def test_hsts_and_https_redirect_are_configurable():
     assert (s["SECURE_HSTS_SECONDS"], s["SECURE_HSTS_INCLUDE_SUBDOMAINS"], s["SECURE_SSL_REDIRECT"]) == (
         31536000, True, True)
     assert production_settings(SECURE_HSTS_SECONDS="600")["SECURE_HSTS_SECONDS"] == 600
+    # a deployment that serves plain http on purpose (a benchmark's server on loopback) says so with its cookies
+    plain = production_settings(SESSION_COOKIE_SECURE="0")
+    assert (plain["SECURE_HSTS_SECONDS"], plain["SECURE_SSL_REDIRECT"]) == (0, False)
+    assert production_settings(SECURE_SSL_REDIRECT="0")["SECURE_HSTS_SECONDS"] == 31536000
 
 
 HEADERS = """
@@ -80,7 +85,8 @@ forwarded = client.get("/login/", HTTP_X_FORWARDED_PROTO="https")
 cookie = tls.cookies["csrftoken"]
 print(json.dumps({"plain": [plain.status_code, plain.get("Location", "")], "tls": tls.status_code,
                   "headers": {k: tls.get(k) for k in ("X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy",
-                                                      "Strict-Transport-Security", "Cross-Origin-Opener-Policy")},
+                                                      "Strict-Transport-Security", "Cross-Origin-Opener-Policy",
+                                                      "Content-Security-Policy")},
                   "cookie_secure": bool(cookie["secure"]), "forwarded": forwarded.status_code}))
 """
 
@@ -97,8 +103,20 @@ def test_responses_carry_the_security_headers():
         "Referrer-Policy": "same-origin",
         "Strict-Transport-Security": "max-age=31536000; includeSubDomains; preload",
         "Cross-Origin-Opener-Policy": "same-origin",
+        "Content-Security-Policy": out["headers"]["Content-Security-Policy"],
     }
+    policy = dict(d.strip().split(" ", 1) for d in out["headers"]["Content-Security-Policy"].split(";"))
+    assert policy["script-src"] == "'self'" and policy["default-src"] == "'self'"  # no inline script, no eval
+    assert (policy["object-src"], policy["frame-ancestors"]) == ("'none'", "'none'")
     assert out["cookie_secure"] is True
+
+
+def test_https_is_the_default():
+    result = run(HEADERS)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["plain"] == [301, "https://concord.example.org/login/"]
+    assert out["headers"]["Strict-Transport-Security"] == "max-age=31536000"
 
 
 def check_deploy(**env: str) -> tuple[int, set[str], str]:
@@ -118,9 +136,10 @@ def test_check_deploy_has_no_errors_and_no_security_warnings_once_https_is_confi
     assert reported == set(), output
 
 
-def test_check_deploy_with_defaults_only_asks_for_the_https_choices():
-    """HSTS and the HTTPS redirect depend on the deployment (TLS at a proxy or not), so they are
-    off by default; everything else Django's deployment checks and django-axes' checks look at passes."""
+def test_check_deploy_with_defaults_only_asks_for_the_domain_wide_choices():
+    """HSTS and the HTTPS redirect are on by default; whether HSTS covers every subdomain and asks for the
+    browsers' preload list depends on the whole domain, so those stay the deployer's (HARDENED sets them).
+    Everything else Django's deployment checks and django-axes' checks look at passes."""
     status, reported, output = check_deploy()
     assert status == 0 and "ERRORS" not in output, output
-    assert reported == {"security.W004", "security.W008"}, output
+    assert reported == {"security.W005", "security.W021"}, output

@@ -29,7 +29,7 @@ def test_items_search_updates_in_place_and_pages(page_at, live_server, make_stud
     assert page.locator("tr[data-item]").count() == 10
     page.goto(f"{live_server.url}/studies/{study.slug}/items/")
     page.fill("#f-q", "it-0042")
-    page.wait_for_function("document.querySelectorAll('tr[data-item]').length === 1")
+    page.wait_for_function("() => document.querySelectorAll('tr[data-item]').length === 1")
     assert page.locator("tr[data-item='it-0042']").is_visible()
     assert "q=it-0042" in page.url  # the filtered view has its own address
     shot(page, "items-search-1400")

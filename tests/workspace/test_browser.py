@@ -30,7 +30,7 @@ def open_workspace(page, live_server, study) -> None:
 
 
 def wait_saved(page) -> None:
-    page.wait_for_function("document.querySelector('#save-status').dataset.saved === '1'", timeout=10_000)
+    page.wait_for_function("() => document.querySelector('#save-status').dataset.saved === '1'", timeout=10_000)
 
 
 def checked(page, scope: str) -> dict[str, str]:
