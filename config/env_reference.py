@@ -57,6 +57,26 @@ MEANINGS: dict[str, str] = {
                            "throttling is the `X-Forwarded-For` entry the outermost one appended; 0 uses the "
                            "connection's address. Set 1 behind one balancer (how-to/add-nodes.md)",
     "STATIC_ROOT": "where `collectstatic` puts the static files gunicorn serves",
+    "LOGIN_ADDRESS_FAILURE_LIMIT": "failed logins from one address over any accounts before that address is "
+                                   "refused for AXES_COOLOFF_MINUTES (a spray over many usernames)",
+    "API_TOKEN_DAYS": "days an API token lasts; its owner makes a new one on /account/tokens/",
+    "CROWD_BROWSER_IDLE_MINUTES": "minutes a crowd participant's first browser must be idle before a second "
+                                  "browser with the same panel id may take over",
+    "CROWD_SESSION_SECONDS": "how long a crowd participant's session lasts (staff sessions last two weeks)",
+    "SECURE_REDIRECT_EXEMPT": "paths (regular expressions) the HTTPS redirect leaves alone, e.g. a load "
+                              "balancer's plain-http health check",
+    "CONCORD_JUDGE_KEY_VARIABLES": "comma-separated variable names judges may name as keys besides `*_API_KEY` "
+                                   "and `JUDGE_*` (never SECRET_KEY, DATABASE_URL, REDIS_URL)",
+    "CONCORD_JUDGE_PRIVATE_ENDPOINTS": "in production, the private or loopback hosts judges may call "
+                                       "(link-local, metadata and Concord's own ports are always refused)",
+    "CONCORD_LIMITS": "JSON object of [limits](limits.md) to change, by key, e.g. "
+                      "`{\"exports.per_study_per_hour\": 500}`",
+    "TASK_TIME_LIMIT_JUDGES_S": "seconds a judge chunk may run before it fails with that reason; 30 s later "
+                                "its process is killed (keep below CELERY_VISIBILITY_TIMEOUT)",
+    "TASK_TIME_LIMIT_BUILDS_S": "seconds a release build, report or export task may run before it fails with "
+                                "that reason",
+    "TASK_TIME_LIMIT_HOUSEKEEPING_S": "seconds a housekeeping task (deadlines, purges, sweeps) may run before it "
+                                      "fails with that reason",
     "MEDIA_ROOT": "where exports, releases and judge-run files are written (shared by every node)",
     "CELERY_VISIBILITY_TIMEOUT": "seconds before a task a worker took and never finished (the worker died, or its "
                                  "broker connection) is delivered again, within 10 s after; keep it above the "
