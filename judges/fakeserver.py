@@ -55,6 +55,7 @@ class Stats:
     paths: dict[str, int] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    output_limit: int = 0  # the most output tokens the requests allowed (max_completion_tokens or max_tokens, x n)
     authorization: str | None = None  # the last Authorization header seen
 
 
@@ -239,6 +240,9 @@ class _Handler(BaseHTTPRequestHandler):
             text = "lorem ipsum " * 5 + "the quick brown fox"
         finish = "stop"
         max_tokens = int(req.get("max_tokens") or 512)
+        with self.server.lock:
+            self.server.stats.output_limit += int(req.get("max_completion_tokens") or req.get("max_tokens") or 0) * int(
+                req.get("n") or 1)
         words = text.split(" ")
         if b.truncate or len(words) > max_tokens:
             text = " ".join(words[: max(1, min(max_tokens, len(words) // 2))])
