@@ -918,3 +918,48 @@ def judge_verdicts(seen) -> pd.DataFrame:
         rows.append({"item": r.item, "first": system[(r.item, a)], "second": system[(r.item, b)],
                      "winner": None if value == "tie" else system[(r.item, int(value))]})
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- report page
+
+def _shown(x: float, digits: int) -> str:
+    """`x` as the page rounds it (Django's floatformat: half up, on the decimal value)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return str(Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+@check("same.html_as_json")
+def _(seen):
+    """The report page's tables show the JSON's figures (checked there), at the page's digits."""
+    html = re.sub(r"\s+", " ", re.sub(r"<svg.*?</svg>", "", seen.report_html, flags=re.S))
+    r = seen.report
+    a = r["agreement"]["helpfulness"]
+    alpha, icc = a["alpha"], a["icc1"]
+    for shown in (f'<td class="num">{a["n_units"]}</td><td class="num">{a["n_raters"]}</td>'
+                  f'<td class="num">{a["n_ratings"]}</td>',
+                  f'{_shown(alpha["value"], 3)} <small class="muted">[{_shown(alpha["bootstrap_ci"][0], 3)}, '
+                  f'{_shown(alpha["bootstrap_ci"][1], 3)}]</small>',
+                  f'{_shown(icc["value"], 3)} <small class="muted">[{_shown(icc["bootstrap_ci"][0], 3)}, '
+                  f'{_shown(icc["bootstrap_ci"][1], 3)}]</small> <small class="muted">k={icc["k"]}, '
+                  f'{icc["n_units"]} units</small>'):
+        assert shown in html, shown
+    for system, e in r["systems"]["criteria"]["helpfulness"]["systems"].items():
+        shown = (f'<td>{system}</td><td class="num">{_shown(e["mean"], 3)}</td> <td>[{_shown(e["ci"][0], 3)}, '
+                 f'{_shown(e["ci"][1], 3)}]</td><td class="num">{e["n_items"]}</td>')
+        assert shown in html, shown
+    for system, e in r["comparisons"]["preference"]["systems"].items():
+        shown = (f'<td>{system}</td><td class="num">{_shown(e["bt"], 3)}</td> <td>[{_shown(e["bt_ci"][0], 2)}, '
+                 f'{_shown(e["bt_ci"][1], 2)}]</td><td class="num">{int(e["n"])}</td>')
+        assert shown in html, shown
+    for rater, e in r["raters"].items():
+        shown = (f'<td>{rater}</td><td class="num">{e["n_items"]}</td><td class="num">{e["n_ratings"]}</td> '
+                 f'<td>{_shown(e["bias"], 3)}</td> <td>{_shown(e["pearson_vs_others"], 3)}</td> '
+                 f'<td>{_shown(e["gold_accuracy"], 3)}</td> <td class="num">{_shown(e["median_seconds"], 1)}</td>')
+        assert shown in html, shown
+    for row in r["consensus"]["rows"]:
+        h = row["criteria"]["helpfulness"]
+        shown = (f'<td class="nowrap">{row["item"]}</td><td class="num">{row["output"]}</td><td>{row["system"]}</td> '
+                 f'<td class="num">{_shown(h["consensus"], 2)} <small class="muted">±'
+                 f'{_shown(h["ci"][1] - h["consensus"], 2)}</small></td>')
+        assert shown in html, shown

@@ -109,6 +109,9 @@ FIGURES: list[Figure] = [
     *_fig(C, "same.csv_as_json", "summary/alpha", "summary/icc1", "summary/significant_p_holm",
           "summary/rerate_sd", "summary/raters_per_item_needed", "agreement/*", "consensus/*",
           "position_effects/mean", "raters/*", "rater_models/*", "systems/*", "comparisons/*"),
+    # ---------------------------------------------------------------- report page
+    *_fig("report.html", "same.html_as_json", "agreement table", "systems table", "comparisons table",
+          "raters table", "consensus table"),
     # ---------------------------------------------------------------- paper kit tables
     *_fig("paper", "same.paper_as_json", "tables/agreement.md", "tables/raters.md", "tables/systems.md",
           "tables/positions.md", "tables/comparisons.md"),
