@@ -887,15 +887,14 @@ def _(seen):
     for r in range(1, 7):
         v = 2 * sigma ** 2 * (rho_in * (1 - corr) + (1 - rho_in) / r)
         n_normal = (stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) ** 2 * v / delta ** 2
-        n = 2
-        while True:
-            crit = stats.t.ppf(1 - alpha / 2, n - 1)
-            nc = delta / np.sqrt(v / n)
-            if stats.nct.sf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc) >= power:
-                break
-            n += 1
-        row = f'<td class="num">{r}</td> <td class="num">{n}</td><td class="num">{n_normal:.1f}</td>'
-        assert row in html, f"plan row R={r}: {n} items, normal {n_normal:.1f}"
+        def t_power(n: int) -> float:
+            crit, nc = stats.t.ppf(1 - alpha / 2, n - 1), delta / np.sqrt(v / n)
+            return stats.nct.sf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc)
+
+        n = next(n for n in range(2, 100_000) if t_power(n) >= power)
+        row = (f'<td class="num">{r}</td> <td class="num">{n}</td><td class="num">{n_normal:.1f}</td> '
+               f'<td class="num">{t_power(n):.3f}</td><td class="num">{r * n * 2}</td>')
+        assert row in html, f"plan row R={r}: {n} items, normal {n_normal:.1f}, power {t_power(n):.3f}"
     # the comparisons plan: the exact two-sided binomial test (scipy) of the decided judgements
     p = float(re.search(r"win probability of ([0-9.]+) from 0.5", html).group(1))
     decided = int(re.search(r"<strong>(\d+) decided judgements", html).group(1))
@@ -908,6 +907,17 @@ def _(seen):
     enough = [binomial_power(n) >= power for n in range(2, decided + 22)]
     first = next(n for n in range(2, decided + 1) if all(enough[n - 2:n + 19]))
     assert decided == first, (decided, first)
+    z_a, z_b = stats.norm.ppf(1 - alpha / 2), stats.norm.ppf(power)
+    normal = ((z_a * 0.5 + z_b * np.sqrt(p * (1 - p))) / (p - 0.5)) ** 2
+    assert f"(normal approximation {normal:.1f}; power {binomial_power(decided):.3f})" in html
+    # the pilot's win probability: the decided share of the pair closest to even (a tie half a win)
+    rates = {}
+    for pair, sub in c.assign(pair=[frozenset(x) for x in zip(c["first"], c["second"])]).groupby("pair"):
+        a_, b_ = sorted(pair)
+        rate = ((sub["winner"] == a_).sum() + sub["winner"].isna().sum() / 2) / len(sub)
+        rates[(a_, b_)] = max(rate, 1 - rate)
+    closest = min(rates, key=lambda k: rates[k])
+    assert f"closest pair {closest[0]} vs {closest[1]}, win rate {rates[closest]:.3f}" in html
     per_pair = int(re.search(r"<strong>(\d+) judgements per pair", html).group(1))
     t_in = float(re.search(r'name="ties" value="([0-9.]+)"', html).group(1))
     assert per_pair == int(np.ceil(decided / (1 - t_in) - 1e-9))

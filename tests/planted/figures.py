@@ -131,7 +131,11 @@ FIGURES: list[Figure] = [
           "rater: training", "rater: decision"),
     *_fig("progress.html", "missing.progress_page", "rater: median time (no item)"),
     # ---------------------------------------------------------------- plan page (the study as its pilot)
-    *_fig("plan.html", "reference.plan_pilot", "pilot: sd", "pilot: report ICC1", "pilot: ratings, items, raters"),
+    *_fig("plan.html", "reference.plan_pilot", "pilot: sd", "pilot: rho (ICC1 of residuals)", "pilot: report ICC1",
+          "pilot: c, observed and corrected", "pilot: ratings, items, raters", "pilot: judgements, tie share",
+          "pilot: closest pair's win rate", "plan: items per raters per output (table)", "plan: normal approximation",
+          "plan: power reached", "plan: ratings", "plan: decided judgements", "plan: normal approximation (pairs)",
+          "plan: binomial power reached", "plan: judgements per pair"),
     *_fig("plan.html", "planted.plan_raters", "raters per output"),
     # ---------------------------------------------------------------- judge runs
     *_fig("run.json", "planted.judge_run", "n_outputs", "n_expected", "n_scored", "n_unparsed", "n_refusal",
