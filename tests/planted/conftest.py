@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import time
-from unittest import mock
 from dataclasses import dataclass
 from typing import Any
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -189,9 +188,3 @@ def seen(django_db_setup, django_db_blocker, celery_worker_session) -> Seen:
         finally:
             _cleanup()
             Rubric.objects.exclude(pk__in=rubrics_before).delete()
-
-
-def number(text: str) -> float | None:
-    """The first number in `text`, or None (a figure shown as "—")."""
-    m = re.search(r"-?\d+(?:\.\d+)?", text)
-    return float(m.group(0)) if m else None

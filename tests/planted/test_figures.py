@@ -16,7 +16,6 @@ import pytest
 
 from tests.planted import truth
 from tests.planted.checks import CHECKS
-from tests.planted.conftest import seen  # noqa: F401  (built once for the module)
 from tests.planted.figures import FIGURES, SURFACES, figure_paths, listed
 
 # Figures known to be wrong today, each being fixed in its own branch (issue 59): the lead drops the
@@ -24,7 +23,8 @@ from tests.planted.figures import FIGURES, SURFACES, figure_paths, listed
 KNOWN_WRONG = {
     "planted.gold_accuracy": "report per-rater gold accuracy is 0 for raters who match per-output gold "
                              "(annotation/reports/study.py _gold_accuracy compares with the whole list)",
-    "planted.consent_only_payment": "payment decision `approve` for a consent-only participant (annotation/payments.py)",
+    "planted.consent_only_payment": "payment decision `approve` for a consent-only participant "
+                                    "(annotation/payments.py)",
     "planted.failed_run_state": "judge run state `done` when every call failed",
     "planted.plan_raters": "the plan (plan_study --pilot, the plan page) starts from a default 3 raters per output, "
                            "not the pilot's",
