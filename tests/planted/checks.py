@@ -44,7 +44,9 @@ def ratings(seen) -> pd.DataFrame:
     out["score"] = out["score"].astype(float)
     out["output"] = out["output"].astype(int)
     out["unit"] = out["item"] + "#" + out["output"].astype(str)
-    return out
+    # the order the ratings were stored in, which "the first k ratings of an output" (ICC1) follows
+    out["stored"] = [seen.stored[key] for key in zip(out["item"], out["output"], out["rater"])]
+    return out.sort_values("stored", kind="stable")
 
 
 def comparisons(seen) -> pd.DataFrame:
@@ -199,7 +201,7 @@ def _(seen):
 
 def _icc1_first_k(df: pd.DataFrame, column: str = "score"):
     """pingouin's one-way ICC(1) over the units with the modal number k of ratings or more, their first k
-    in the stored order (the export's); returns (its row, k, units)."""
+    in the order they were stored (`stored`); returns (its row, k, units)."""
     import pingouin
 
     counts = df.groupby("unit").size()
@@ -910,14 +912,22 @@ def _(seen):
     z_a, z_b = stats.norm.ppf(1 - alpha / 2), stats.norm.ppf(power)
     normal = ((z_a * 0.5 + z_b * np.sqrt(p * (1 - p))) / (p - 0.5)) ** 2
     assert f"(normal approximation {normal:.1f}; power {binomial_power(decided):.3f})" in html
-    # the pilot's win probability: the decided share of the pair closest to even (a tie half a win)
+    # the pilot's win probability: of the pairs with 10 or more decided answers, the one closest to an even
+    # split (the most decided first), as a probability above 1/2
+    won = c[c["winner"].notna()]
     rates = {}
-    for pair, sub in c.assign(pair=[frozenset(x) for x in zip(c["first"], c["second"])]).groupby("pair"):
-        a_, b_ = sorted(pair)
-        rate = ((sub["winner"] == a_).sum() + sub["winner"].isna().sum() / 2) / len(sub)
-        rates[(a_, b_)] = max(rate, 1 - rate)
-    closest = min(rates, key=lambda k: rates[k])
-    assert f"closest pair {closest[0]} vs {closest[1]}, win rate {rates[closest]:.3f}" in html
+    for pair, sub in won.assign(pair=[frozenset(x) for x in zip(won["first"], won["second"])]).groupby("pair"):
+        if len(sub) >= 10:
+            a_, b_ = sorted(pair)
+            rates[(a_, b_)] = ((sub["winner"] == a_).mean(), len(sub))
+    if not rates:
+        assert "no pair of systems has 10 decided judgements yet" in html
+        return
+    closest = min(sorted(rates), key=lambda k: (abs(rates[k][0] - 0.5), -rates[k][1]))  # first by name on a tie
+    rate = max(rates[closest][0], 1 - rates[closest][0])
+    assert f"closest pair {closest[0]} vs {closest[1]}, win rate {rate:.3f}" in html
+    if rate == 0.5:  # no win probability to plan for: said, and the form's default is used
+        assert "no pilot estimate: the closest pair splits evenly" in html and 'name="win_prob" value="0.6"' in html
     per_pair = int(re.search(r"<strong>(\d+) judgements per pair", html).group(1))
     t_in = float(re.search(r'name="ties" value="([0-9.]+)"', html).group(1))
     assert per_pair == int(np.ceil(decided / (1 - t_in) - 1e-9))

@@ -45,6 +45,7 @@ class Seen:
     estimate_html: str
     served: dict  # judge name -> the loopback server's counters
     judge_scores: Any  # the study's judge scores download (a DataFrame)
+    stored: dict  # (item, output position, rater) -> the rank of the rating in the order it was stored
 
     @property
     def judge_verdicts(self):
@@ -112,8 +113,12 @@ def _build(admin, researcher) -> Seen:
         assert r.status_code in (200, 404), (name, r.status_code)
         if r.status_code == 200:
             paper[f"tables/{name}.md"] = r.content
+    from annotation.models import Rating
+
+    stored = Rating.objects.filter(assignment__study=study, output__isnull=False).order_by("assignment_id", "output_id")
+    order = stored.values_list("assignment__item__external_id", "output__position", "assignment__rater__username")
     return Seen(
-        study=study, participants=people, items=rows,
+        study=study, participants=people, items=rows, stored={key: rank for rank, key in enumerate(order)},
         report=json.loads(_get(reader, f"/api/studies/{study.slug}/report/")),
         report_csv=_get(reader, f"{base}/report/", download="csv").decode(),
         report_html=_get(reader, f"{base}/report/").decode(),

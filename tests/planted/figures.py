@@ -130,6 +130,7 @@ FIGURES: list[Figure] = [
           "rater: last hour", "rater: median time", "rater: checks passed",
           "rater: training", "rater: decision"),
     *_fig("progress.html", "missing.progress_page", "rater: median time (no item)"),
+    *_fig("plan.html", "reference.plan_pilot", "pilot: no win probability when the closest pair splits evenly"),
     # ---------------------------------------------------------------- plan page (the study as its pilot)
     *_fig("plan.html", "reference.plan_pilot", "pilot: sd", "pilot: rho (ICC1 of residuals)", "pilot: report ICC1",
           "pilot: c, observed and corrected", "pilot: ratings, items, raters", "pilot: judgements, tie share",
