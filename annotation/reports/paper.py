@@ -90,7 +90,7 @@ def report_tables(report: dict[str, Any]) -> list[Table]:
     rows = []
     for key, per in report.get("position_effects", {}).items():
         for position, e in per.items():
-            rows.append({"Criterion": names.get(key, key), "Position shown": int(position) + 1,
+            rows.append({"Criterion": names.get(key, key), "Position shown": int(position),  # the report counts from 1
                          "Mean": _num(e.get("mean")), f"{pct} CI": _ci(e.get("ci")), "Ratings": e.get("n")})
     if rows:
         tables.append(Table("positions", f"Mean rating by the position an output was shown in ({pct} t intervals).",
