@@ -109,7 +109,7 @@ def active_probabilities(uncertainty: Any, budget: float, floor: float = 0.1) ->
     return pi
 
 
-def _design(y: Any, yhat: Any, pi: Any, rated: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def ipw_design(y: Any, yhat: Any, pi: Any, rated: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     yhat = _array("yhat", yhat)
     pi = _array("pi", pi)
     rated = np.asarray(rated, dtype=bool)
@@ -125,7 +125,7 @@ def _design(y: Any, yhat: Any, pi: Any, rated: Any) -> tuple[np.ndarray, np.ndar
     return np.where(rated, y, 0.0), yhat, pi, rated.astype(float)
 
 
-def _parts(y, yhat, pi, xi) -> tuple[np.ndarray, np.ndarray]:
+def ipw_parts(y, yhat, pi, xi) -> tuple[np.ndarray, np.ndarray]:
     """Horvitz–Thompson summand a − λ·b with a = Y·ξ/π and b = f·(ξ/π − 1) (the paper's form)."""
     w = xi / pi
     return y * w, yhat * (w - 1)
@@ -154,8 +154,8 @@ def ipw_ppi_lambda(y: Any, yhat: Any, pi: Any, rated: Any, *, normalise: bool = 
     Reference: Zrnic & Candès (2024), Active Statistical Inference, ICML; Angelopoulos, Duchi & Zrnic
     (2023), PPI++ (power tuning).
     """
-    design = _design(y, yhat, pi, rated)
-    a, b = _hajek_parts(*design)[:2] if normalise else _parts(*design)
+    design = ipw_design(y, yhat, pi, rated)
+    a, b = _hajek_parts(*design)[:2] if normalise else ipw_parts(*design)
     return _tuned(a, b)
 
 
@@ -176,14 +176,14 @@ def ipw_ppi_mean(y: Any, yhat: Any, pi: Any, rated: Any, *, lam: float | None = 
 
     Reference: Zrnic & Candès (2024), Active Statistical Inference, ICML; Hájek (1971), the ratio form.
     """
-    y, yhat, pi, xi = _design(y, yhat, pi, rated)
+    y, yhat, pi, xi = ipw_design(y, yhat, pi, rated)
     n = y.size
     if n < 2:
         raise ValueError("ipw_ppi_mean needs at least two items")
     if normalise:
         a, b, y_bar, f_bar = _hajek_parts(y, yhat, pi, xi)
     else:
-        a, b = _parts(y, yhat, pi, xi)
+        a, b = ipw_parts(y, yhat, pi, xi)
     if lam is None:
         lam = _tuned(a, b)
     z = a - lam * b

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from annotation.stats.active import _design, _parts
+from annotation.stats.active import ipw_design, ipw_parts
 
 
 def _observations(x: Any, lower: float, upper: float) -> np.ndarray:
@@ -124,7 +124,7 @@ def ipw_ppi_confidence_sequence(y: Any, yhat: Any, pi: Any, rated: Any, *, lam: 
 
     Reference: Waudby-Smith et al. (2023), Annals of Statistics, Theorem 2.2; Zrnic & Candès (2024), ICML.
     """
-    a, b = _parts(*_design(y, yhat, pi, rated))
+    a, b = ipw_parts(*ipw_design(y, yhat, pi, rated))
     return asymptotic_cs(a - lam * b, alpha=alpha, t_opt=t_opt)
 
 

@@ -24,7 +24,8 @@ def test_the_variables_the_old_page_lacked_are_there_with_their_defaults():
     found = variables_read()
     page = PAGE.read_text()
     for name, default in {"TRUSTED_PROXY_COUNT": "0", "CONN_MAX_AGE": "60", "AXES_FAILURE_LIMIT": "10",
-                          "LOG_LEVEL": "'INFO'", "SECURE_HSTS_SECONDS": "0", "AXES_COOLOFF_MINUTES": "15",
+                          "LOG_LEVEL": "'INFO'", "AXES_COOLOFF_MINUTES": "15",
+                          "SECURE_HSTS_SECONDS": "31536000 if SESSION_COOKIE_SECURE else 0",
                           "DATABASE_DISABLE_SERVER_SIDE_CURSORS": "False"}.items():
         assert found[name].default == default, name
         assert f"| `{name}` |" in page, name

@@ -95,7 +95,7 @@ GET_OK = {
     "api:judge-run-cap": {405},
     "page:judges:run-cap": {405},
     "api:api-rubric-file": {405},
-    "page:judges:run-estimate": {400},  # no ?judge= given: refused naming the parameter, for admins only
+    "page:judges:run-estimate": {200},  # no ?judge= (every judge disabled on the form): an empty estimate
     "api:api-study-export": {400},  # no ?file= given: the reader is told which files exist
 }
 # A paused rater reaches the study, but pausing gave their open assignment back (the pool's now).
