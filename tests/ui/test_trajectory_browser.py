@@ -63,17 +63,25 @@ def test_a_trajectory_is_read_navigated_and_rated(page_at, live_server, admin_us
     violations = [v for v in axe_run(page) if v["impact"] in ("serious", "critical")]
     assert not violations, describe(violations)
 
-    # Answer every question (per-step ones included) and submit.
+    # A and R answer the yes/no question in turn: after the scale, "supported?" then the first tool call's.
+    page.locator('fieldset[data-name="r1__task_success"] label.seg').nth(3).click()
+    page.keyboard.press("a")
+    page.keyboard.press("r")
+    checked = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('input[type=radio]:checked')]
+        .map(r => [r.name, r.value]))""")
+    assert checked["r1__answer_supported"] == "yes" and checked["r1__call_needed@m2.t0"] == "no"
+    # The rest by pointer, and submit.
     for fs in page.locator("fieldset.criterion").all():
-        name = fs.get_attribute("data-name")
-        kind = fs.get_attribute("data-kind")
-        if kind == "binary":
+        if fs.locator("input:checked").count():
+            continue
+        if fs.get_attribute("data-kind") == "binary":
             fs.locator("label").first.click()
-        elif kind == "likert":
+        elif fs.get_attribute("data-kind") == "likert":
             fs.locator("label.seg").nth(3).click()
-        assert name
     page.locator(".submit-btn").first.click()
     page.wait_for_function("() => !document.querySelector('#ws-form') || "
                            "document.querySelector('#workspace').dataset.state !== 'rate'")
     stored = set(Rating.objects.filter(assignment__study=study).values_list("criterion", flat=True))
     assert "call_needed@m2.t0" in stored and "turn_helpful@m2" in stored and "task_success" in stored
+    shown_first = Rating.objects.filter(assignment__study=study, criterion="call_needed@m2.t0")
+    assert "no" in set(shown_first.values_list("value", flat=True))
