@@ -181,3 +181,20 @@ def test_pairwise_compares_whole_trajectories_blinded(make_study, annotator, api
                                                               for p in a.permutation]
     for secret in ("agent-gpt-4o", "agent-llama", "gpt-4o", "llama", "trace_id"):
         assert secret not in json.dumps(data)
+
+
+def test_replacing_a_trajectory_checks_it_as_an_import_does(agent_study):
+    from annotation.services.item_edits import item_replace
+
+    study, _rater = agent_study
+    item = study.items.order_by("pk").last()  # not yet given to the rater
+    before = {o.position: o.content for o in item.outputs.all()}
+    bad = json.loads(before[0])
+    bad["messages"][3]["tool_call_id"] = "call_nowhere"
+    with pytest.raises(ValueError, match=r"output 1: messages\[3\]\.tool_call_id: 'call_nowhere' answers no"):
+        item_replace(item=item, context=item.context, outputs={0: json.dumps(bad), 1: before[1]})
+    assert {o.position: o.content for o in item.outputs.all()} == before  # nothing half-stored
+    good = json.loads(before[0])
+    good["messages"][-1]["content"] = "Edited answer."
+    item_replace(item=item, context=item.context, outputs={0: json.dumps(good, indent=2)})
+    assert json.loads(item.outputs.get(position=0).content)["messages"][-1]["content"] == "Edited answer."
