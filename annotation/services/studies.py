@@ -15,11 +15,24 @@ from django.utils.text import slugify
 
 from annotation.audit import Action, audit_record
 from annotation.models import Assignment, Rating, Study, StudyChange, StudyMember
+from annotation.services.sampling_policy import PolicyError, policy_clean
 from rubrics.models import RubricVersion
 
 
 class StudyError(ValueError):
     pass
+
+
+def policy_changes(raw, rubric: dict) -> dict:
+    """The cleaned sampling policy, with the raters per item adaptive redundancy implies (its max:
+    the engine's hard cap per item)."""
+    try:
+        policy = policy_clean(raw, rubric=rubric)
+    except PolicyError as exc:
+        raise StudyError(str(exc).replace("sampling_policy.", "sampling_policy: ", 1)) from None
+    if policy.get("name") == "adaptive_redundancy":
+        return {"sampling_policy": policy, "raters_per_item": policy["max_raters"]}
+    return {"sampling_policy": policy}
 
 
 def study_create(*, name: str, rubric_version: RubricVersion, user=None, slug: str = "", **options) -> Study:
@@ -28,6 +41,8 @@ def study_create(*, name: str, rubric_version: RubricVersion, user=None, slug: s
         raise StudyError("name: a study needs a name with letters or digits")
     if Study.objects.filter(slug=slug).exists():
         raise StudyError(f"slug: a study {slug!r} already exists")
+    if "sampling_policy" in options:
+        options = {**options, **policy_changes(options["sampling_policy"], rubric_version.definition)}
     if options.get("raters_per_item", 3) < 1:
         raise StudyError("raters_per_item: must be at least 1")
     return Study.objects.create(name=name, slug=slug, rubric_version=rubric_version, created_by=user, **options)
@@ -125,6 +140,8 @@ EDITABLE = {
     "deadline": None,
     "retention_days": None,  # annotation.services.participant_data.participant_ids_purge
     "language": None,
+    # annotation.services.sampling_policy; adaptive redundancy sets raters_per_item to its max_raters
+    "sampling_policy": "items already rated keep their ratings; new assignments follow the new design",
 }
 # Ten years: past it a retention period is a typo, and a billion days overflowed the purge's date arithmetic.
 RETENTION_DAYS_MAX = 3650
@@ -155,6 +172,8 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
     if unknown:
         raise StudyError(f"{unknown[0]}: not a setting that can be changed here")
     _lock(study, list(EDITABLE))
+    if "sampling_policy" in changes:
+        changes = {**changes, **policy_changes(changes["sampling_policy"], study.rubric)}
     changed = {f: v for f, v in changes.items() if getattr(study, f) != v}
     if not changed:
         return []
