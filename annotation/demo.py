@@ -20,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from annotation.demo_languages import demo_languages_install
+from annotation.demo_policies import demo_policies_install
 from annotation.models import Study, StudyMember
 from annotation.services.studies import study_members_add
 from annotation.simulation.items import COMPARE_PRESETS, PRESETS
@@ -168,6 +169,7 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
             judges_hook(sim.study, preset, seed)
     demo_languages_install(rubric_version=Study.objects.get(slug="demo-rrgen-001").rubric_version,
                            admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
+    demo_policies_install(admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
     from annotation.demo_participants import demo_participant_erasure
 
     demo_participant_erasure(users["admin"], knobs=KNOBS)
