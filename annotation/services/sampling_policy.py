@@ -135,7 +135,7 @@ def _n_classes(criterion: dict) -> int:
 def _rater_model(study: Study, labels: list, k: int) -> dict:
     """Dawid–Skene's confusion matrices and class prior for the study's raters, refitted after every
     rating on a small study and after each 10% more labels on a large one (cached per study)."""
-    key = f"adaptive-fit:{study.pk}"
+    key = f"adaptive-fit:{study.pk}:{study.created_at.timestamp()}"  # not another study that reused the id
     cached = cache.get(key)
     n = len(labels)
     if cached and (cached["n"] == n or (n > REFIT_ALWAYS_BELOW and n < cached["n"] * 1.1)):

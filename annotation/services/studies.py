@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from annotation.audit import Action, audit_record
-from annotation.models import Assignment, Rating, Study, StudyChange, StudyMember
+from annotation.models import Assignment, Item, Rating, Study, StudyChange, StudyMember
 from annotation.services.sampling_policy import PolicyError, policy_clean
 from rubrics.models import RubricVersion
 
@@ -193,6 +193,9 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
         setattr(study, f, v)
     study.full_clean(exclude=["rubric_version", "created_by", "slug"])
     study.save(update_fields=list(changed))
+    if "sampling_policy" in changed:
+        # what adaptive redundancy decided per item belongs to that policy: a new one starts from its own default
+        Item.objects.filter(study=study).update(slots_wanted=None)
     audit_record(actor=user, action=Action.SETTING_CHANGE, study=study, target=", ".join(c.field for c in log),
                  detail={c.field: [c.old, c.new] for c in log})
     return StudyChange.objects.bulk_create(log)

@@ -120,3 +120,21 @@ def test_exports_and_methods_carry_the_design(admin_user, client_for):
     text = methods_paragraph(study, {"counts": {}})
     assert "30% of comparisons drew a pair uniformly at random" in text
     assert "each item was assigned to" not in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_leaving_adaptive_redundancy_reopens_items_to_raters_per_item(admin_user, client_for):
+    from annotation.services.studies import study_settings_update
+
+    policy = {"name": "adaptive_redundancy", "min_raters": 1, "max_raters": 3, "target": 0.6}
+    study, raters = _study(admin_user, LABEL_RUBRIC, policy, items=["only"], k=1, n_raters=3)
+    c = client_for(raters[0])
+    a = _next(c, study, raters[0])
+    c.post(f"/studies/{study.slug}/rate/{a.token}/submit/", {"r1__decision": "ACCEPT"})
+    item = Item.objects.get(study=study)
+    assert item.slots_wanted == 1  # one sure label was enough under the policy
+    assert _next(client_for(raters[1]), study, raters[1]) is None
+    study_settings_update(study=study, user=admin_user, changes={"sampling_policy": {}}, confirmed=True)
+    item.refresh_from_db()
+    assert item.slots_wanted is None
+    assert _next(client_for(raters[1]), study, raters[1]) is not None  # uniform: raters_per_item (3) again
