@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import IntegerField, Value
 from django.db.models.functions import Coalesce, Least
 
@@ -189,6 +189,42 @@ def _pairwise_key(rubric: dict) -> str:
     return next(c["key"] for c in rubric["criteria"] if c["kind"] == "pairwise")
 
 
+# The study's pairwise answers summed per (system shown first, system shown second, outcome) in the database:
+# a few rows per pair of systems, however many comparisons there are.
+_PAIR_COUNTS_SQL = f"""
+    SELECT o1.system, o2.system,
+           CASE WHEN r.value->>'winner' = 'tie' THEN 'tie'
+                WHEN r.value->>'winner' = r.value->'shown'->>0 THEN 'first' ELSE 'second' END, count(*)
+    FROM {Rating._meta.db_table} r JOIN {Assignment._meta.db_table} a ON a.id = r.assignment_id
+    JOIN {Output._meta.db_table} o1 ON o1.id = (r.value->'shown'->>0)::bigint
+    JOIN {Output._meta.db_table} o2 ON o2.id = (r.value->'shown'->>1)::bigint
+    WHERE a.study_id = %s AND a.status = 'submitted' AND NOT a.is_attention_check AND r.criterion = %s
+    GROUP BY 1, 2, 3
+"""
+
+
+def study_wins(study: Study, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(wins[i, j] of system names[i] over names[j], ties half each way; each system's times shown first
+    less times shown second) from the study's submitted pairwise answers. Systems not in `names` are left out."""
+    index = {s: n for n, s in enumerate(names)}
+    wins, balance = np.zeros((len(names), len(names))), np.zeros(len(names))
+    with connection.cursor() as cursor:
+        cursor.execute(_PAIR_COUNTS_SQL, [study.pk, _pairwise_key(study.rubric)])
+        counts = cursor.fetchall()
+    for first, second, outcome, n in counts:
+        a, b = index.get(first), index.get(second)
+        if a is None or b is None or a == b:
+            continue
+        balance[a] += n
+        balance[b] -= n
+        if outcome == "tie":
+            wins[a, b] += 0.5 * n
+            wins[b, a] += 0.5 * n
+        else:
+            wins[(a, b) if outcome == "first" else (b, a)] += n
+    return wins, balance
+
+
 def active_pair(*, study: Study, item_id: int, positions: list[int]) -> tuple[list[int], float, str]:
     """(indexes into `positions` in the order shown, the pair's sampling probability, "random" or
     "active") for a new assignment of the item, from the study's pairwise answers so far."""
@@ -196,24 +232,7 @@ def active_pair(*, study: Study, item_id: int, positions: list[int]) -> tuple[li
     policy = ActivePairsPolicy(random_share=float(spec["random_share"]))
     systems_here = dict(Output.objects.filter(item_id=item_id).values_list("position", "system"))
     names = sorted(set(systems_here.values()))
-    index = {s: n for n, s in enumerate(names)}
-    wins, balance = np.zeros((len(names), len(names))), np.zeros(len(names))
-    values = list(Rating.objects.filter(assignment__study=study, assignment__status=Assignment.Status.SUBMITTED,
-                                        assignment__is_attention_check=False, criterion=_pairwise_key(study.rubric))
-                  .values_list("value", flat=True))
-    system_of = dict(Output.objects.filter(pk__in={o for v in values for o in v["shown"]}).values_list("pk", "system"))
-    for value in values:
-        a, b = (index.get(system_of.get(o)) for o in value["shown"])
-        if a is None or b is None or a == b:
-            continue
-        balance[a] += 1
-        balance[b] -= 1
-        if value["winner"] == "tie":
-            wins[a, b] += 0.5
-            wins[b, a] += 0.5
-        else:
-            w = index.get(system_of.get(value["winner"]))
-            wins[w, b if w == a else a] += 1
+    wins, balance = study_wins(study, names)
     choice = choose_pairs(wins, balance, policy=policy, rng=np.random.default_rng())[0]
     by_system = {s: [p for p, name in systems_here.items() if name == s] for s in names}
     order = [positions.index(by_system[names[choice.left]][0]), positions.index(by_system[names[choice.right]][0])]

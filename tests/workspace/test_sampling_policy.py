@@ -138,3 +138,38 @@ def test_leaving_adaptive_redundancy_reopens_items_to_raters_per_item(admin_user
     item.refresh_from_db()
     assert item.slots_wanted is None
     assert _next(client_for(raters[1]), study, raters[1]) is not None  # uniform: raters_per_item (3) again
+
+
+@pytest.mark.django_db(transaction=True)
+def test_study_wins_sums_the_stored_answers(admin_user, client_for):
+    # The database's sums per pair of systems against a recount of the stored values in Python.
+    import numpy as np
+
+    from annotation.models import Output, Rating
+    from annotation.services.sampling_policy import study_wins
+
+    rubric = {**PAIR_RUBRIC, "slug": "wins-test", "criteria": [{**PAIR_RUBRIC["criteria"][0], "ties": True}]}
+    study, raters = _study(admin_user, rubric, {"name": "active_pairs", "random_share": 0.5},
+                           items=["w1", "w2"], k=3, n_raters=3)
+    answers = iter(["1", "2", "tie", "1", "2", "1"])
+    for rater in raters:
+        c = client_for(rater)
+        while (a := _next(c, study, rater)) is not None:
+            c.post(f"/studies/{study.slug}/rate/{a.token}/submit/", {"item__pref": next(answers)})
+    names = ["sys-0", "sys-1", "sys-2"]
+    system = dict(Output.objects.filter(item__study=study).values_list("pk", "system"))
+    want, shown_first = np.zeros((3, 3)), np.zeros(3)
+    for v in Rating.objects.filter(assignment__study=study, criterion="pref").values_list("value", flat=True):
+        a, b = (names.index(system[o]) for o in v["shown"])
+        shown_first[a] += 1
+        shown_first[b] -= 1
+        if v["winner"] == "tie":
+            want[a, b] += 0.5
+            want[b, a] += 0.5
+        else:
+            w = names.index(system[v["winner"]])
+            want[w, b if w == a else a] += 1
+    wins, balance = study_wins(study, names)
+    assert want.sum() == 6
+    np.testing.assert_array_equal(wins, want)
+    np.testing.assert_array_equal(balance, shown_first)
