@@ -117,6 +117,10 @@ def test_exports_and_methods_carry_the_design(admin_user, client_for):
             row = next(csv.DictReader(io.StringIO(text)))
         assert row["sampling"] == a.sampling
         assert float(row["sampling_probability"]) == pytest.approx(a.sampling_probability)
+    from annotation.datasets.card import card_text
+
+    card = card_text(study=study, version="1.0.0", license="cc-by-4.0", n_rows=1, agreement={})
+    assert "- **Sampling policy**: Pairs were chosen actively: 30% of comparisons" in card
     text = methods_paragraph(study, {"counts": {}})
     assert "30% of comparisons drew a pair uniformly at random" in text
     assert "each item was assigned to" not in text
