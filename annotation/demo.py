@@ -21,6 +21,7 @@ from django.db import transaction
 from annotation.demo_accounts import ACCOUNTS, ANNOTATORS, demo_account_rows, demo_password
 from annotation.demo_languages import SLUG as LANGUAGES_SLUG
 from annotation.demo_languages import demo_languages_install
+from annotation.demo_policies import demo_policies_install
 from annotation.demo_progress import demo_progress_done, demo_progress_end, demo_progress_start
 from annotation.models import Study, StudyMember
 from annotation.services.studies import study_members_add
@@ -192,6 +193,7 @@ def _demo_studies(users, presets, judges_hook) -> None:
         demo_progress_done(AGENT_SLUG)
     demo_languages_install(rubric_version=Study.objects.get(slug="demo-rrgen-001").rubric_version,
                            admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
+    demo_policies_install(admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
     from annotation.demo_participants import demo_participant_erasure
 
     demo_participant_erasure(users["admin"], knobs=KNOBS)

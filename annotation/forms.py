@@ -75,8 +75,8 @@ class StudySettingsForm(forms.ModelForm):
         model = Study
         fields = ["name", "instructions", "raters_per_item", "assignment_expiry_minutes", "randomize_items",
                   "randomize_outputs", "counterbalance", "attention_check_rate", "attention_fail_pause",
-                  "training_pass_mark", "deadline", "retention_days", "language"]
-        labels = {"name": "Title", "language": "Raters' language", "randomize_items": "Shuffle items per rater",
+                  "training_pass_mark", "deadline", "retention_days", "language", "sampling_policy"]
+        labels = {"name": "Title", "sampling_policy": "Sampling policy", "language": "Raters' language", "randomize_items": "Shuffle items per rater",
                   "randomize_outputs": "Shuffle responses within an item",
                   "counterbalance": "Counterbalance response order across raters",
                   "attention_check_rate": "Attention checks (share of items, 0–1)",
@@ -91,8 +91,12 @@ class StudySettingsForm(forms.ModelForm):
                       "instructions": "Markdown, shown to raters beside the rubric's guide.",
                       "deadline": "Planned end, for the team; nothing closes by itself.",
                       "assignment_expiry_minutes": "An item a rater leaves this long goes back to the pool. "
-                                                   "Empty: the site's default."}
-        widgets = {"instructions": forms.Textarea(attrs={"rows": 4}),
+                                                   "Empty: the site's default.",
+                      "sampling_policy": 'Empty: every item gets the raters above. {"name": "adaptive_redundancy", '
+                                         '"min_raters": 2, "max_raters": 9, "target": 0.83}: another rater while '
+                                         'an item\'s answer is unsure. {"name": "active_pairs", "random_share": 0.2}: '
+                                         'pairs that separate the systems (pairwise rubrics).'}
+        widgets = {"instructions": forms.Textarea(attrs={"rows": 4}), "sampling_policy": forms.Textarea(attrs={"rows": 2}),
                    "deadline": forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")}
 
     def __init__(self, *args, **kwargs):
@@ -122,6 +126,9 @@ class StudySettingsForm(forms.ModelForm):
         if value is not None and not 0 < value <= 1:
             raise forms.ValidationError("A share above 0 and at most 1 (0.8: four in five right); empty for no training.")
         return value
+
+    def clean_sampling_policy(self):
+        return self.cleaned_data["sampling_policy"] or {}  # empty: the uniform design
 
     def changes(self) -> dict:
         return {f: self.cleaned_data[f] for f in self.Meta.fields}

@@ -64,6 +64,10 @@ class Study(models.Model):
     # instructions with a comprehension check, the attention policy, screen-out payment
     # (validated by annotation.questionnaires.phases_validate; {} means none of them).
     phases = models.JSONField(default=dict, blank=True)
+    # How raters' effort is spent (annotation.services.sampling_policy.policy_clean): {} is the uniform design
+    # (raters_per_item for every item, the balanced pairs); {"name": "adaptive_redundancy", ...} or
+    # {"name": "active_pairs", ...} (issue 58 §2, §3).
+    sampling_policy = models.JSONField(default=dict, blank=True, db_default={})
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -204,6 +208,9 @@ class Item(models.Model):
     # an index. The engine recounts under the item's row lock, so a stale hint never over-assigns.
     # db_default because item import writes rows with COPY.
     slots_taken = models.PositiveIntegerField(default=0, db_default=0)
+    # Adaptive redundancy: how many raters the item wants now (null: the policy's minimum); set after each
+    # rating from the item's posterior (annotation.services.sampling_policy).
+    slots_wanted = models.PositiveSmallIntegerField(null=True, blank=True)
     # Routing (judges.services.routing): items judges or raters are unsure about are served first.
     priority = models.SmallIntegerField(default=0, db_default=0)
     # The item's place in the study's random order: raters walk it through an index, each from their
@@ -343,6 +350,10 @@ class Assignment(models.Model):
     # Which of the item's raters_per_item places this assignment holds (null for attention checks and
     # expired rows); unique per item among live assignments, so the database refuses over-assignment.
     slot = models.PositiveSmallIntegerField(null=True, blank=True)
+    # Active comparisons: the probability with which this pair was chosen, and whether it was drawn uniformly
+    # ("random") or chosen by the fit ("active"); null and "" under the uniform design.
+    sampling_probability = models.FloatField(null=True, blank=True)
+    sampling = models.CharField(max_length=8, blank=True, default="", db_default="")
     is_attention_check = models.BooleanField(default=False)
     attention_passed = models.BooleanField(null=True, blank=True, help_text="Gold check result, when one.")
     draft = models.JSONField(default=dict, blank=True)

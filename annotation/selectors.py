@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Study, StudyMember
+from annotation.services.sampling_policy import wanted_expression
 
 
 @dataclass(frozen=True)
@@ -30,12 +31,15 @@ def study_progress(study: Study) -> StudyProgress:
         submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
         active=Count("id", filter=Q(status=Assignment.Status.ACTIVE)),
     )
+    # under adaptive redundancy an item wants as many raters as its posterior asks for (at least the minimum)
+    wanted = wanted_expression(study)
     complete = (
         items.annotate(done=Count("assignments", filter=Q(assignments__status=Assignment.Status.SUBMITTED)))
-        .filter(done__gte=study.raters_per_item)
+        .filter(done__gte=wanted)
         .count()
     )
-    return StudyProgress(n_items, n_items * study.raters_per_item, counts["submitted"], counts["active"], complete)
+    slots = (items.aggregate(n=Sum(wanted))["n"] or 0) if study.sampling_policy else n_items * study.raters_per_item
+    return StudyProgress(n_items, slots, counts["submitted"], counts["active"], complete)
 
 
 def rater_progress(study: Study) -> list[dict]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from annotation.models import Study
+from annotation.services.sampling_policy import policy_methods
 
 # Hugging Face's license identifiers (a subset: the ones that fit a dataset of ratings).
 LICENSES: dict[str, str] = {
@@ -79,6 +80,8 @@ def card_text(*, study: Study, version: str, license: str, n_rows: int, agreemen
         f"- **Rubric**: {rubric.get('name', '')} (`{rubric.get('slug', '')}`, version {study.rubric_version.version})",
         f"- **Raters per item**: {study.raters_per_item}; {_design(study)}; system names hidden from the raters.",
     ]
+    if design := policy_methods(study):  # the columns sampling and sampling_probability say how each was drawn
+        lines.append(f"- **Sampling policy**: {design}")
     if changelog:
         lines.append(f"- **Changes**: {changelog}")
     lines += ["", "## Rubric", "", "| criterion | kind | scale or labels |", "|---|---|---|"]

@@ -41,6 +41,8 @@ _ID_COLUMNS = (
     ("permutation", "a.permutation::text", pa.string()),
     ("is_attention_check", "a.is_attention_check", pa.bool_()),
     ("submitted_at", "a.submitted_at", pa.timestamp("us", tz="UTC")),
+    ("sampling", "NULLIF(a.sampling, '')", pa.string()),
+    ("sampling_probability", "a.sampling_probability", pa.float64()),
 )
 _ID_SCHEMA = pa.schema([(name, kind) for name, _, kind in _ID_COLUMNS])
 
@@ -96,6 +98,8 @@ class _Names:
             "shown_position": shown_positions(ids["permutation"], position),
             "is_attention_check": ids["is_attention_check"],
             "submitted_at": ids["submitted_at"],
+            "sampling": ids["sampling"],
+            "sampling_probability": ids["sampling_probability"],
         }
         return pa.Table.from_arrays([columns[name] for name in LONG_NAMES], schema=LONG_SCHEMA)
 

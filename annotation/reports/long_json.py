@@ -39,6 +39,8 @@ JSON_ID_COLUMNS = (
     ("permutation", "a.permutation::text", pa.string()),
     ("is_attention_check", "a.is_attention_check", pa.bool_()),
     ("submitted_at", "to_json(a.submitted_at)::text", pa.string()),  # quoted ISO 8601, in the session's zone
+    ("sampling", "NULLIF(a.sampling, '')", pa.string()),
+    ("sampling_probability", "a.sampling_probability", pa.string()),  # float8's text, as for score
 )
 
 LINES_PER_CHUNK = 65_536
@@ -141,7 +143,9 @@ class _JsonNames:
             ', "time_on_task_ms" : ', _raw(rows["time_on_task_ms"].combine_chunks()), "")
         after_shown = pc.binary_join_element_wise(
             ', "is_attention_check" : ', _booleans(rows["is_attention_check"].combine_chunks()),
-            ', "submitted_at" : ', _raw(rows["submitted_at"].combine_chunks()), "}\n", "")
+            ', "submitted_at" : ', _raw(rows["submitted_at"].combine_chunks()),
+            ', "sampling" : ', json_strings(rows["sampling"].combine_chunks()),
+            ', "sampling_probability" : ', _numbers(rows["sampling_probability"].combine_chunks()), "}\n", "")
         return head, middle, before_shown, after_shown
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.models import Study
+from annotation.services.sampling_policy import policy_methods
 
 
 def _list(words: list[str]) -> str:
@@ -48,9 +49,12 @@ def _design(study: Study, report: dict[str, Any]) -> list[str]:
     if units:
         mean = sum(a["n_ratings"] for a in units) / sum(a["n_units"] for a in units)
         per_output = f"; on average {mean:.2f} raters rated each output"
+    assigned = (f"each item was assigned to {_n(study.raters_per_item, 'rater')}" if not study.sampling_policy
+                else "raters were assigned by the sampling policy below")
     sentences.append(f"{_n(counts.get('raters', 0), 'rater')} gave {_n(counts.get('ratings_analysed', 0), 'rating')} "
-                     f"in {_n(counts.get('submitted_assignments', 0), 'submitted item')}; each item was assigned to "
-                     f"{_n(study.raters_per_item, 'rater')}{per_output}.")
+                     f"in {_n(counts.get('submitted_assignments', 0), 'submitted item')}; {assigned}{per_output}.")
+    if design := policy_methods(study):
+        sentences.append(design)
     order = "in a random order for each rater" if study.randomize_items else "in the same order for every rater"
     shown = "one at a time" if study.presentation == Study.Presentation.SUCCESSION else "side by side"
     outputs = ("in a random order" if study.randomize_outputs else "in a fixed order")

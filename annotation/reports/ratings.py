@@ -92,6 +92,10 @@ LONG_COLUMNS: tuple[Column, ...] = (
     Column("shown_position", f"{_SHOWN}::smallint", pa.int16()),
     Column("is_attention_check", "a.is_attention_check", pa.bool_(), csv_sql="a.is_attention_check::text"),
     Column("submitted_at", "a.submitted_at", pa.timestamp("us", tz="UTC")),
+    # Active comparisons (annotation.services.sampling_policy): how the pair was drawn and its probability,
+    # so that an estimate can be reweighted outside Concord; null under the uniform design.
+    Column("sampling", "NULLIF(a.sampling, '')", pa.string()),
+    Column("sampling_probability", "a.sampling_probability", pa.float64()),
 )
 LONG_NAMES = [c.name for c in LONG_COLUMNS]
 LONG_SCHEMA = pa.schema([(c.name, c.arrow) for c in LONG_COLUMNS])

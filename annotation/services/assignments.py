@@ -40,7 +40,7 @@ from annotation.db import prepared_cursor
 from annotation.models import (
     Assignment, CrowdParticipant, Item, Output, Study, StudyMember, assignment_from_row, assignment_item_columns,
 )
-from annotation.services import comparative
+from annotation.services import comparative, sampling_policy
 from annotation.services.training import training_next, training_state
 
 ACTIVE = Assignment.Status.ACTIVE
@@ -50,6 +50,10 @@ EXPIRED = Assignment.Status.EXPIRED
 # Each failed attempt finds one item full and corrects its hint, so attempts are progress; the bound
 # only guards against a bug looping forever.
 _PICK_ATTEMPTS = 100
+# An item is open while it has fewer live slots than it wants: raters_per_item (the hard cap, the slots),
+# or fewer under adaptive redundancy (Item.slots_wanted, set from its posterior after each rating;
+# annotation.services.sampling_policy). Under the uniform design slots_wanted is null and want = rpi.
+_CAP = "LEAST(%(rpi)s, COALESCE(i.slots_wanted, %(want)s))"
 
 
 class RaterPaused(Exception):
@@ -242,8 +246,9 @@ def _lock_rater(study: Study, rater) -> tuple[int | None, bool]:
     paused or removed rater. Different raters never wait on it. Returns where the rater's walk
     stands (their pick cursor) and whether the study has routed items open (an index probe)."""
     routed = (f"EXISTS (SELECT 1 FROM {Item._meta.db_table} i WHERE i.study_id = %(study)s AND i.priority > 0"
-              " AND NOT i.is_attention_check AND i.slots_taken < %(rpi)s)")
-    params = {"study": study.pk, "rater": rater.pk, "rpi": study.raters_per_item}
+              f" AND NOT i.is_attention_check AND i.slots_taken < {_CAP})")
+    params = {"study": study.pk, "rater": rater.pk, "rpi": study.raters_per_item,
+              "want": sampling_policy.items_wanted_default(study)}
     with prepared_cursor() as cursor:
         cursor.execute(
             f"SELECT paused OR removed_at IS NOT NULL, pick_cursor, {routed} FROM {StudyMember._meta.db_table}"
@@ -350,7 +355,12 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int], key
     the item's key; None when it is full."""
     rpi = study.raters_per_item
     perms = []  # one JSON array of each slot's order: a list of lists costs psycopg more to adapt
-    for slot in range(rpi):
+    sampled = None
+    if sampling_policy.policy_name(study) == sampling_policy.ACTIVE_PAIRS and len(positions) >= 2:
+        # the pair comes from the study's comparisons so far, whichever slot is free
+        order, probability, how = sampling_policy.active_pair(study=study, item_id=item_id, positions=positions)
+        perms, sampled = [[positions[i] for i in order]] * rpi, (probability, how)
+    for slot in range(rpi if sampled is None else 0):
         order = study_response_order(study, item_id=item_id, slot=slot, n_outputs=len(positions))
         perms.append([positions[i] for i in order])
     now = timezone.now()
@@ -359,7 +369,13 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int], key
                                      "perms": json.dumps(perms), "now": now, "expires": now + lease_duration(study),
                                      "key": key})
         row = cursor.fetchone()
-    return assignment_from_row(row) if row else None
+    if row is None:
+        return None
+    assignment = assignment_from_row(row)
+    if sampled is not None:
+        assignment.sampling_probability, assignment.sampling = sampled
+        Assignment.objects.filter(pk=assignment.pk).update(sampling_probability=sampled[0], sampling=sampled[1])
+    return assignment
 
 
 def assignments_expire(*, study: Study, now: datetime | None = None) -> int:
@@ -485,8 +501,13 @@ def _regular_work_left(study: Study, rater) -> bool:
     """Whether a regular item is still open to this rater: checks are mixed into real work, never
     served alone (a rater left with only gold items would learn what they are)."""
     mine = Assignment.objects.filter(item=OuterRef("pk"), rater=rater).exclude(status=EXPIRED)
-    return (Item.objects.filter(study=study, is_attention_check=False, slots_taken__lt=study.raters_per_item)
-            .exclude(Exists(mine)).exists())
+    return (open_items(study).exclude(Exists(mine)).exists())
+
+
+def open_items(study: Study):
+    """The study's regular items that want another rater now (see _CAP)."""
+    return Item.objects.filter(study=study, is_attention_check=False,
+                               slots_taken__lt=sampling_policy.wanted_expression(study))
 
 
 def _start_key(study: Study, rater) -> int:
@@ -541,7 +562,8 @@ def _pick_parts(study: Study, rater, walk: tuple[int | None, bool]) -> tuple[dic
     cursor_key, routed = walk
     key = "i.pick_key" if study.randomize_items else "i.id"
     cursor_key = _start_key(study, rater) if cursor_key is None else cursor_key
-    params = {"study": study.pk, "rpi": study.raters_per_item, "rater": rater.pk, "cursor": cursor_key}
+    params = {"study": study.pk, "rpi": study.raters_per_item, "want": sampling_policy.items_wanted_default(study),
+              "rater": rater.pk, "cursor": cursor_key}
     parts = [("i.priority > 0", "i.priority DESC, i.pick_key")] if routed else []
     parts += [(f"i.priority = 0 AND {key} > %(cursor)s", key), (f"i.priority = 0 AND {key} <= %(cursor)s", key)]
     return params, parts, key
@@ -552,7 +574,7 @@ def _pick_sql(where: str, order: str, key: str, lock: str, also: str = "true") -
         SELECT i.id, ARRAY(SELECT o.position FROM {Output._meta.db_table} o
                            WHERE o.item_id = i.id ORDER BY o.position), {key}
         FROM {Item._meta.db_table} i
-        WHERE i.study_id = %(study)s AND NOT i.is_attention_check AND {where} AND i.slots_taken < %(rpi)s
+        WHERE i.study_id = %(study)s AND NOT i.is_attention_check AND {where} AND i.slots_taken < {_CAP}
           AND {_not_had(expired_counts=False)}  -- an expired one of mine may come back
           AND {also}
         ORDER BY {order} LIMIT 1 {lock}

@@ -13,8 +13,9 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from annotation.audit import Action, audit_record
-from annotation.models import Assignment, Rating, Study, StudyChange, StudyMember
+from annotation.models import Assignment, Item, Rating, Study, StudyChange, StudyMember
 from annotation.services.members import MemberRow, MembersError, members_add
+from annotation.services.sampling_policy import PolicyError, policy_clean
 from rubrics.models import RubricVersion
 from config.limits import clip, limit, text_problem
 
@@ -23,12 +24,26 @@ class StudyError(ValueError):
     pass
 
 
+def policy_changes(raw, rubric: dict) -> dict:
+    """The cleaned sampling policy, with the raters per item adaptive redundancy implies (its max:
+    the engine's hard cap per item)."""
+    try:
+        policy = policy_clean(raw, rubric=rubric)
+    except PolicyError as exc:
+        raise StudyError(str(exc).replace("sampling_policy.", "sampling_policy: ", 1)) from None
+    if policy.get("name") == "adaptive_redundancy":
+        return {"sampling_policy": policy, "raters_per_item": policy["max_raters"]}
+    return {"sampling_policy": policy}
+
+
 def study_create(*, name: str, rubric_version: RubricVersion, user=None, slug: str = "", **options) -> Study:
     slug = slugify(slug or name)[:80]
     if not slug:
         raise StudyError("name: a study needs a name with letters or digits")
     if Study.objects.filter(slug=slug).exists():
         raise StudyError(f"slug: a study {slug!r} already exists")
+    if "sampling_policy" in options:
+        options = {**options, **policy_changes(options["sampling_policy"], rubric_version.definition)}
     if options.get("raters_per_item", 3) < 1:
         raise StudyError("raters_per_item: must be at least 1")
     if problem := text_problem("study.instructions", options.get("instructions") or ""):
@@ -128,6 +143,8 @@ EDITABLE = {
     "deadline": None,
     "retention_days": None,  # annotation.services.participant_data.participant_ids_purge
     "language": None,
+    # annotation.services.sampling_policy; adaptive redundancy sets raters_per_item to its max_raters
+    "sampling_policy": "items already rated keep their ratings; new assignments follow the new design",
 }
 # Ten years: past it a retention period is a typo, and a billion days overflowed the purge's date arithmetic.
 RETENTION_DAYS_MAX = 3650
@@ -158,6 +175,8 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
     if unknown:
         raise StudyError(f"{unknown[0]}: not a setting that can be changed here")
     _lock(study, list(EDITABLE))
+    if "sampling_policy" in changes:
+        changes = {**changes, **policy_changes(changes["sampling_policy"], study.rubric)}
     changed = {f: v for f, v in changes.items() if getattr(study, f) != v}
     if not changed:
         return []
@@ -180,6 +199,9 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
         setattr(study, f, v)
     study.full_clean(exclude=["rubric_version", "created_by", "slug"])
     study.save(update_fields=list(changed))
+    if "sampling_policy" in changed:
+        # what adaptive redundancy decided per item belongs to that policy: a new one starts from its own default
+        Item.objects.filter(study=study).update(slots_wanted=None)
     audit_record(actor=user, action=Action.SETTING_CHANGE, study=study, target=", ".join(c.field for c in log),
                  detail={c.field: [c.old, c.new] for c in log})
     return StudyChange.objects.bulk_create(log)

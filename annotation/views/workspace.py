@@ -34,6 +34,7 @@ from annotation.models import Assignment, Item, Output, Study
 from annotation.questionnaires import question_fields
 from annotation.rendering import render_content, render_markdown
 from annotation.services import comparative
+from annotation.services.assignments import open_items
 from annotation.services.phases import PhaseOrderError, phase_require, phase_state
 from annotation.services.ratings import (
     AnswerError,
@@ -290,8 +291,7 @@ def rater_progress(study: Study, rater) -> dict:
     done = Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.SUBMITTED,
                                      item__is_training=False).count()
     mine = Assignment.objects.filter(item=OuterRef("pk"), rater=rater).exclude(status=Assignment.Status.EXPIRED)
-    left = (Item.objects.filter(study=study, is_attention_check=False, slots_taken__lt=study.raters_per_item)
-            .exclude(Exists(mine)).count())
+    left = open_items(study).exclude(Exists(mine)).count()
     left += Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.ACTIVE,
                                       item__is_training=False).count()
     total = done + left

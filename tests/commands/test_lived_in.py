@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 PEERS = Path(__file__).resolve().parent.parent / "fixtures" / "peers"
 ALL_COMMANDS = {"agreement", "comparisons", "consensus", "export_study", "gold_eval", "import_items", "import_peer", "plan_study",
                 "study_report", "estimate", "judge_request", "load_demo", "load_judge", "parse_judge_output",
-                "run_judge", "simulate_study", "load_rubric", "routes", "simulate_policy"}
+                "run_judge", "simulate_study", "load_rubric", "routes", "simulate_policy", "simulate_adaptive"}
 
 
 def run(*args) -> str:
@@ -328,6 +328,13 @@ def test_study_report_of_a_closed_study_and_of_one_with_an_erased_participant(li
     assert members.get().removed_at is not None  # the removed member's ratings stay in the report:
     report = json.loads(run("study_report", REMOVED_FROM, "--format", "json"))
     assert report["counts"]["ratings_analysed"] > 0
+
+
+def test_simulate_adaptive_beside_the_demo_and_its_policy_studies(lived_in):
+    # no database: the same numbers beside a loaded demo; the demo's policy studies are listed by load_demo
+    assert "policy-adaptive-redundancy" in lived_in.demo_output and "policy-active-pairs" in lived_in.demo_output
+    out = run("simulate_adaptive", "active_pairs", "--seeds", "1", "--systems", "5", "--budget", "400")
+    assert out.startswith("1 seeds, 5 systems over 4 logits") and "random pairs" in out and "active pairs" in out
 
 
 def test_routes_prints_the_route_inventory(lived_in):

@@ -57,6 +57,10 @@ def test_load_demo_builds_full_studies_once(fresh_demo):  # noqa: F811
     assert agent.items.filter(outputs__kind="trajectory").exists()
     assert Rating.objects.filter(assignment__study=agent, criterion__startswith="call_needed@").exists()
     assert assignment_next(study=agent, rater=annotator) is not None
+    for slug, policy in (("policy-adaptive-redundancy", "adaptive_redundancy"), ("policy-active-pairs", "active_pairs")):
+        study = Study.objects.get(slug=slug)  # a study with each sampling policy, open for the demo annotators
+        assert study.sampling_policy["name"] == policy and study.status == "open"
+        assert assignment_next(study=study, rater=annotator) is not None
     crowd = studies["demo-compare-pairwise"]
     assert crowd.training_pass_mark == 0.5 and crowd.items.filter(is_training=True).count() == 2
     assert crowd.crowd_links.filter(provider="prolific", revoked_at__isnull=True).exists()

@@ -31,7 +31,8 @@ def expected_rows(study) -> list[dict]:
                          key=lambda r: (r.output_id is None, r.output_id or 0, r.criterion))
         base = {"item": a.item.external_id, "rater": a.rater.username, "ignored": a.ignored,
                 "ignore_reason": a.ignore_reason, "comment": a.comment, "time_on_task_ms": a.time_on_task_ms,
-                "is_attention_check": a.is_attention_check, "submitted_at": a.submitted_at}
+                "is_attention_check": a.is_attention_check, "submitted_at": a.submitted_at,
+                "sampling": a.sampling or None, "sampling_probability": a.sampling_probability}
         if not ratings:
             rows.append({**base, "output": None, "system": None, "criterion": None, "criterion_kind": None,
                          "value": None, "score": None, "reasoning": None, "spans": None, "shown_position": None})
