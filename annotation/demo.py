@@ -25,7 +25,7 @@ from annotation.demo_policies import demo_policies_install
 from annotation.demo_progress import demo_progress_done, demo_progress_end, demo_progress_start
 from annotation.models import Study, StudyMember
 from annotation.services.studies import study_members_add
-from annotation.simulation.agent import agent_study_create
+from annotation.simulation.agent_study import agent_study_create
 from annotation.simulation.items import COMPARE_PRESETS, PRESETS
 from annotation.simulation.latent import SPAMMER, STRICT, Knobs
 from annotation.simulation.study import simulated_study_create

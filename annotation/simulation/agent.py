@@ -2,7 +2,7 @@
 per trajectory and per step (issue 56; docs/item-format.md "The trajectory kind").
 
     agent_item(seed, i) -> an item row with one trajectory per system
-    agent_study_create(slug=..., admin=..., n_items=..., n_raters=..., seed=..., knobs=...) -> SimulatedStudy
+    agent_study.agent_study_create(slug=..., admin=..., n_items=..., n_raters=..., seed=..., knobs=...) -> SimulatedStudy
 
 The planted truth of each per-step question (was this tool call needed, did this turn help) is kept
 in the output's metadata (`truth`, keyed as ratings are, e.g. "call_needed@m2.t0"), so simulated
@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from annotation.simulation.latent import Knobs, normal, output_quality, unit
+from annotation.simulation.latent import normal, output_quality, unit
 
 PRESET = "agent"  # the simulation's name for it; the rubric is AGENT_RUBRIC (no rubric preset file)
 SYSTEMS = {"agent-gpt-4o": 0.6, "agent-llama-3.1-70b": -0.4}
@@ -142,27 +142,3 @@ def step_truth_z(truth: dict, key: str, *, seed: int, item_id: str, position: in
     if key not in truth:
         return None
     return (1.0 if truth[key] == "yes" else -1.0) + 0.3 * normal(seed, "step", item_id, position, key)
-
-
-def agent_study_create(*, slug: str, admin, n_items: int = 8, n_raters: int = 3, seed: int = 0,
-                       knobs: Knobs = Knobs(), raters_per_item: int | None = None, rater_prefix: str = "sim-rater",
-                       name: str = "Demo: agent trajectories"):
-    """Create, fill and open the agent study, and let `n_raters` simulated raters rate it."""
-    from annotation.models import Study, StudyMember
-    from annotation.services.items import items_import
-    from annotation.services.studies import study_create, study_members_add, study_set_status
-    from annotation.simulation.raters import simulate_ratings
-    from annotation.simulation.study import SimulatedStudy, rater_accounts
-    from rubrics.services import rubric_version_create
-
-    version, _created = rubric_version_create(data=AGENT_RUBRIC)
-    study = study_create(name=name, slug=slug, rubric_version=version, user=admin,
-                         presentation=Study.Presentation.SIDE_BY_SIDE, raters_per_item=raters_per_item or n_raters,
-                         instructions=AGENT_RUBRIC["description"])
-    rows = [agent_item(seed, i) for i in range(n_items)]
-    items_import(study=study, text="\n".join(json.dumps(r) for r in rows), filename="agent.jsonl")
-    raters = rater_accounts(n_raters, rater_prefix)
-    study_members_add(study=study, usernames=[u.username for u in raters], role=StudyMember.Role.ANNOTATOR)
-    study_set_status(study=study, status=Study.Status.OPEN)
-    submits = simulate_ratings(study=study, raters=raters, preset=PRESET, knobs=knobs, seed=seed)
-    return SimulatedStudy(study, raters, submits)

@@ -56,7 +56,10 @@ def _checked(df: pd.DataFrame, required: tuple[str, ...], nonempty: tuple[str, .
     return df
 
 
-def sniff(path: str | Path) -> str:
+def sniff(path) -> str:
+    """'parquet', 'jsonl' or 'csv' from a file's first bytes; an open text stream (an upload) is CSV."""
+    if not isinstance(path, (str, Path)):
+        return "csv"
     try:
         with open(path, "rb") as f:
             head = f.read(64)

@@ -169,7 +169,8 @@ def test_trajectories_written_and_read_with_their_steps(concord, admin_user, tmp
     the server's step keys; per-step ratings split into criterion and step."""
     from concord_client import trajectory_row, with_steps
 
-    from annotation.simulation.agent import AGENT_RUBRIC, agent_item, agent_study_create
+    from annotation.simulation.agent import AGENT_RUBRIC, agent_item
+    from annotation.simulation.agent_study import agent_study_create
 
     client = concord(admin_user)
     rubric = tmp_path / "agent.json"

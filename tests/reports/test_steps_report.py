@@ -12,7 +12,7 @@ import pytest
 from annotation.models import Rating
 from annotation.reports.steps import step_map, steps_section
 from annotation.reports.study import report_csv_rows, study_report
-from annotation.simulation.agent import agent_study_create
+from annotation.simulation.agent_study import agent_study_create
 from annotation.simulation.latent import Knobs
 
 pytestmark = pytest.mark.django_db
