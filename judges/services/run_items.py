@@ -34,7 +34,7 @@ def item_output_counts(study: Study) -> list[tuple[int, int]]:
 
 def slots_per_item(config: dict[str, Any], criteria: Sequence[str], n_outputs: int,
                    rubric: Mapping[str, Any] | None = None) -> int:
-    return n_outputs * len(criteria) + len(engine.item_slots(config, n_outputs, rubric))
+    return n_outputs * len(criteria) + len(engine.item_slots(config, n_outputs, rubric))  # JudgePlan.slots_per_item
 
 
 def make_chunks(counts: Iterable[tuple[int, int]], size: int) -> list[list[int]]:
