@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping, Sequence
 
+from annotation import trajectory as T
 from judges import methods as M
 from judges import prompts
 from judges.config import COMMON_METHOD_OPTIONS, ENSEMBLE_OPTIONS, ITEM_LEVEL_METHODS, LABEL_METHODS
@@ -27,8 +28,12 @@ from judges.methods.ranking import rank_slot
 from judges.prompts import aqua_003, check_rubric_overrides
 from judges.prompts.base import LABEL_KINDS, judgeable
 from judges.providers import output_limit
+from rubrics.schema import step_kinds
 
 SLOT_MAX = 80  # JudgeScore.criterion's length
+STEP_SEPARATOR = "@"  # a per-step slot is `<criterion>@<step>`, as a rater's per-step rating is stored
+# The methods that judge a trajectory as chat messages, per step where the rubric asks so (judges.methods.trajectory)
+TRAJECTORY_METHODS = ("per_criterion", "all_in_one")
 BATCH_DISCOUNT = 0.5  # OpenAI's Batch API and Anthropic's Message Batches both cost half the normal price
 # A stand-in item whose text marks where each item's own text goes in the rendered templates.
 SENTINEL_ITEM = {"id": "{item.id}", "context": "{item.context}", "context_kind": "text", "metadata": {},
@@ -92,6 +97,10 @@ class JudgePlan:
         """The plan, checked against the rubric: ValueError (or KeyError) naming what does not fit."""
         plan = cls.of(config, rubric)
         plan.criteria  # noqa: B018 -- computing it checks overrides, criteria and keys
+        if plan.per_step and plan.method not in TRAJECTORY_METHODS:
+            raise ValueError(f"per-step criteria ({', '.join(plan.per_step)}) are judged by the "
+                             f"{' or '.join(TRAJECTORY_METHODS)} method, not {plan.method}; "
+                             f"leave them out with `criteria:`")
         return plan
 
     # -------------------------------------------------------------------------------- what it scores
@@ -180,6 +189,35 @@ class JudgePlan:
             raise ValueError(f"best-worst slot names for {n_outputs} outputs exceed {SLOT_MAX} characters: "
                              f"use a shorter criterion key")
         return slots
+
+    @cached_property
+    def per_step(self) -> dict[str, tuple[str, ...]]:
+        """The per-step criteria it scores (rubric `scope`): key -> the step kinds they rate."""
+        crits = {c["key"]: c for c in self.rubric.get("criteria", [])}
+        kinds = {k: step_kinds(crits[k]) for k in self.criteria if k in crits}
+        return {k: v for k, v in kinds.items() if v is not None}
+
+    @property
+    def step_mode(self) -> str:
+        """calls: one call per step; structured: one call per criterion answering every step."""
+        return self.options.get("steps") or "calls"
+
+    def output_slots(self, content: str, kind: str) -> list[str]:
+        """The slots of one output: its criteria, a per-step one once per matching step of a
+        trajectory (`<key>@<step>`) and not at all for other outputs, as raters are asked."""
+        if not self.per_step:
+            return list(self.criteria)
+        steps: list[T.Step] = []
+        if kind == "trajectory":
+            try:
+                steps = T.steps(T.parse(content))
+            except T.TrajectoryError:
+                steps = []
+        out: list[str] = []
+        for key in self.criteria:
+            kinds = self.per_step.get(key)
+            out += [key] if kinds is None else [f"{key}{STEP_SEPARATOR}{s.key}" for s in steps if s.kind in kinds]
+        return out
 
     def pending(self, item_key: str, n_outputs: int) -> dict[tuple[str, int | None], list[str]]:
         """Every slot of one item still to score: its outputs' criteria and its item-level slots."""

@@ -20,7 +20,8 @@ from judges.backends.base import Backend
 from judges.cache import CacheStore
 from judges.config import LABEL_METHODS
 from judges.methods.best_worst import shown_of_slot
-from judges.plan import BATCH_DISCOUNT, SLOT_MAX, JudgePlan, pair_slot  # noqa: F401 -- re-exported
+from judges.methods.trajectory import judge_trajectories
+from judges.plan import BATCH_DISCOUNT, SLOT_MAX, TRAJECTORY_METHODS, JudgePlan, pair_slot  # noqa: F401 -- re-exported
 from judges.providers import settings_from_judge
 
 STATUS_MAP = {"ok": "scored", "refusal": "refusal", "error": "error", "truncated": "truncated"}  # else: unparsed
@@ -242,10 +243,19 @@ async def judge_items(config: Mapping[str, Any] | JudgePlan, rubric: Mapping[str
             out += [_from_result(r) for r in res]
             return out
         groups: dict[tuple[str, ...], list[M.Target]] = {}
+        trajectories: list[tuple[M.Target, list[str]]] = []  # sent as chat messages, per step where asked
         for (item_id, idx), crits in pending.items():
             crits = tuple(sorted(crits))
-            if idx is not None and crits:
-                groups.setdefault(crits, []).append(M.Target(by_id[item_id], idx))
+            if idx is None or not crits:
+                continue
+            target = M.Target(by_id[item_id], idx)
+            if method in TRAJECTORY_METHODS and by_id[item_id]["outputs"][idx].get("kind") == "trajectory":
+                trajectories.append((target, list(crits)))
+            else:
+                groups.setdefault(crits, []).append(target)
+        if trajectories:
+            res = await judge_trajectories(backend, rubric, trajectories, plan.settings(cache, None), plan.step_mode)
+            out += [_from_result(r) for r in res]
         fn = M.METHODS[method]
         kwargs = plan.method_kwargs
         for crits, targets in groups.items():

@@ -54,9 +54,10 @@ def _pending(config: Mapping[str, Any] | JudgePlan, rubric: Mapping[str, Any], c
     for item in items:
         outputs = sorted(item.outputs.all(), key=lambda o: o.position)
         payloads.append(item_payload(item, outputs))
-        for idx in range(len(outputs)):
-            if criteria:
-                pending[(item.external_id, idx)] = list(criteria)
+        for idx, out in enumerate(outputs):
+            slots = plan.output_slots(out.content, out.kind) if plan.per_step else list(criteria)
+            if slots:
+                pending[(item.external_id, idx)] = slots
         slots = plan.item_slots(len(outputs), item.external_id)
         if slots:
             pending[(item.external_id, None)] = slots

@@ -33,6 +33,7 @@ from judges.services.budget import (
 from judges.services.estimate import pending_max_cost, run_estimate
 from judges.services.run_items import (
     enqueue_chunks, enqueue_items, item_output_counts, item_payload, make_chunks, missing_item_ids,
+    output_slot_counts,
 )
 from judges.services.preflight import preflight_problem
 from judges.services.run_keys import run_key, run_key_parts
@@ -111,7 +112,8 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None, max_cost_usd
     counts = item_output_counts(study)
     n_outputs = sum(n for _, n in counts)
     try:
-        n_expected = sum(plan.slots_per_item(n) for _, n in counts)
+        n_expected = (sum(output_slot_counts(plan, study).values()) if plan.per_step
+                      else sum(plan.slots_per_item(n) for _, n in counts))
     except ValueError as exc:
         raise JudgeRunError(str(exc)) from exc
     if n_expected == 0:
@@ -313,7 +315,8 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         payloads.append(item_payload(item, outputs))
         for idx, out in enumerate(outputs):
             where[(item.external_id, idx)] = (item, out)
-            todo = [c for c in run.criteria if (item.pk, out.pk, c) not in done]
+            slots = plan.output_slots(out.content, out.kind) if plan.per_step else run.criteria
+            todo = [c for c in slots if (item.pk, out.pk, c) not in done]
             if todo:
                 pending[(item.external_id, idx)] = todo
         where[(item.external_id, None)] = (item, None)
