@@ -20,7 +20,8 @@
     prompt_overrides: {}               # named template pieces of judges.prompts
     backend_options: {timeout_s: 60, max_retries: 5}   # headers_env: {X-Gateway-Key: JUDGE_GATEWAY_KEY} sends a
                                        # credential header by reference; literal headers: public ones only
-    method_options: {chunk_size: 16}
+    method_options: {chunk_size: 16}   # per_criterion/all_in_one: steps: calls|structured asks a rubric's
+                                       # per-step criteria on trajectories one call per step or one per criterion
     # seed 003: escalation takes router: deterministic|llm (router_two_calls: true forces the
     # two-call fallback); label/legacy/modular take ensemble: weighted, members: [names of the
     # voting judges], weights: [one per member] | gold
@@ -54,6 +55,8 @@ LABEL_METHODS = ("label", "legacy", "modular", "escalation")  # one label per ou
 ENSEMBLE_METHODS = ("label", "legacy", "modular")  # may vote with other judges (ensemble: weighted)
 ENSEMBLES = ("weighted",)
 ROUTERS = ("deterministic", "llm")
+# Per-step criteria on trajectory outputs: one call per step, or one structured call per criterion
+STEP_MODES = ("calls", "structured")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 URL_SECRET_PARAMS = frozenset({"key", "sig", "code", "pwd", "pass", "auth", "jwt", "sas", "se", "sp", "sv"})
@@ -81,8 +84,8 @@ COMMON_METHOD_OPTIONS = {"chunk_size": int, "task_max_retries": int, "task_retry
                          **BATCH_OPTIONS}
 ENSEMBLE_OPTIONS = {"ensemble": str, "members": list, "weights": object}
 METHOD_OPTIONS: dict[str, dict[str, type]] = {
-    "all_in_one": {},
-    "per_criterion": {},
+    "all_in_one": {"steps": str},
+    "per_criterion": {"steps": str},
     "label": {"key": str},
     "legacy": {"key": str},
     "modular": {"key": str, "rules": list},
@@ -243,6 +246,8 @@ def validate_judge(data: Any, path: str = "") -> dict[str, Any]:
                                                          "(the last one finalises when there are two or more)"))
     if _typed(mo.get("tuple_size"), int) and mo["tuple_size"] < 2:
         errors.append((p("method_options.tuple_size"), "must be at least 2"))
+    if "steps" in mo and mo["steps"] not in STEP_MODES:
+        errors.append((p("method_options.steps"), f"must be one of {', '.join(STEP_MODES)}"))
     if "router" in mo and mo["router"] not in ROUTERS:
         errors.append((p("method_options.router"), f"must be one of {', '.join(ROUTERS)}"))
     _check_ensemble(out["method"], mo, p, errors)

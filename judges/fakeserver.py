@@ -112,8 +112,8 @@ def answer_for(prompt: str) -> tuple[str, int, int]:
     compared = _comparative_answer(prompt, h, reason)
     if compared is not None:
         return compared, lo, hi
-    ints = re.findall(r'"(\w+)": <integer from (-?\d+) to (-?\d+)>', tail)
-    opts = re.findall(r'"(\w+)": "<one of ([^>"]+)>"', tail)
+    ints = re.findall(r'"([\w.]+)": <integer from (-?\d+) to (-?\d+)>', tail)  # a step key has dots: m2.t0
+    opts = re.findall(r'"([\w.]+)": "<one of ([^>"]+)>"', tail)
     if ints or opts:  # a JSON answer schema: fill every field
         obj: dict[str, Any] = {}
         for i, (k, a, b) in enumerate(ints):
@@ -140,6 +140,27 @@ def answer_for(prompt: str) -> tuple[str, int, int]:
     if "JSON" in tail:
         return json.dumps({"score": str(score), "reason": reason}), lo, hi
     return f"{score}\n{reason}", lo, hi
+
+
+def tool_message_problem(messages: list[dict]) -> str | None:
+    """What the Chat Completions API refuses in a conversation with tool calls (its 400 messages):
+    a tool message answering no tool call of the assistant message just before, and an assistant
+    message with tool_calls not followed by a tool message for each of them."""
+    waiting: list[str] = []
+    for n, m in enumerate(messages):
+        if m.get("role") == "tool":
+            if m.get("tool_call_id") not in waiting:
+                return (f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                        f"with 'tool_calls' (messages[{n}])")
+            waiting.remove(m["tool_call_id"])
+            continue
+        if waiting:
+            return (f"An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                    f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(waiting)}")
+        waiting = [c["id"] for c in m.get("tool_calls") or []]
+    if waiting:
+        return f"the tool_call_ids {', '.join(waiting)} did not have response messages"
+    return None
 
 
 def top_logprobs_for(prompt: str, lo: int, hi: int, k: int, centre: int | None = None) -> dict[str, float]:
@@ -244,7 +265,11 @@ class _Handler(BaseHTTPRequestHandler):
         if b.malformed:
             return self._send(200, b'{"id": "cmpl-1", "choices": [{"message": {"content": "4')
         chat = path.endswith("/chat/completions")
-        prompt = "\n\n".join(m.get("content", "") for m in req.get("messages", [])) if chat else str(req.get("prompt", ""))
+        if chat and (problem := tool_message_problem(req.get("messages") or [])):
+            refusal = {"error": {"message": problem, "type": "invalid_request_error"}}
+            return self._send(400, json.dumps(refusal).encode())
+        prompt = ("\n\n".join(m.get("content") or "" for m in req.get("messages", [])) if chat
+                  else str(req.get("prompt", "")))
         text, lo, hi = answer_for(prompt)
         scripted = b.fixed_text is not None
         if b.responder is not None and (answer := b.responder(prompt, str(req.get("model") or ""))) is not None:

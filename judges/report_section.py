@@ -22,8 +22,10 @@ from annotation.reports.plots import COLORS, to_svg
 from annotation.reports.rater_models import modelled_consensus
 from annotation.reports.stats import add_analysis_value, criterion_measure
 from annotation.reports.ratings import rater_names, stats_frame
+from rubrics.schema import step_kinds
 from judges import score_arrays
 from judges.models import JudgeRun, JudgeScore
+from judges.report_steps import judge_steps
 from judges.services.humans import compare_criterion, consensus
 
 TITLE = "Judges vs humans"
@@ -233,6 +235,22 @@ def _against_modelled(humans: np.ndarray, judges: Mapping[str, np.ndarray], n_cl
     return out
 
 
+def _step_rows(steps: Mapping[str, Any] | None, rubric: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per per-step criterion, one row per (judge, step kind) and per (judge, whole trajectory)."""
+    if not steps:
+        return []
+    names = {c["key"]: c.get("name", c["key"]) for c in rubric.get("criteria", [])}
+    out = []
+    for key, by_kind in steps["per_step"].items():
+        rows = [{"unit": f"each {kind.replace('_', ' ')}", "measure": res["measure"], "judge": name, **r}
+                for kind, res in by_kind.items() for name, r in res["judges"].items()]
+        whole = steps["per_trajectory"][key]
+        rows += [{"unit": "per trajectory", "measure": "numeric", "judge": name, **r}
+                 for name, r in whole["judges"].items()]
+        out.append({"key": key, "name": names.get(key, key), "rows": rows})
+    return out
+
+
 def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     runs = list(JudgeRun.objects.filter(study=study, status__in=JudgeRun.FINISHED).order_by("-finished_at")[:MAX_RUNS])
     left_out = failed_runs(study)
@@ -244,13 +262,20 @@ def judges_vs_humans(study: Study, report: Mapping[str, Any] | None = None) -> d
                             "note": "No judge run finished: the failed ones below are left out."},
                 "data": {"runs": [], "criteria": {}, "left_out": left_out}}
     judged = {k for r in runs for k in (r.criteria or [])}
-    crits = [c for c in study.rubric.get("criteria", []) if criterion_measure(c) and c["key"] in judged]
+    crits = [c for c in study.rubric.get("criteria", []) if criterion_measure(c) and c["key"] in judged
+             and step_kinds(c) is None]  # per-step ones are compared per step and per trajectory below
     answers = answer_counts(runs)
-    context: dict[str, Any] = {"runs": runs, "criteria": [], "answers": answers, "left_out": left_out}
+    steps = judge_steps(study)
+    context: dict[str, Any] = {"runs": runs, "criteria": [], "answers": answers, "left_out": left_out,
+                               "steps": _step_rows(steps, study.rubric)}
     data: dict[str, Any] = {"runs": [{"id": r.pk, "judge": r.name, "method": r.config.get("method"),
                                       "model": r.config.get("model"),
                                       "answers": {k: v for k, v in a.items() if k != "run"}}
                                      for r, a in zip(runs, answers)], "criteria": {}, "left_out": left_out}
+    if steps:
+        data["steps"] = steps["data"]
+    if not crits and steps:
+        return {"title": TITLE, "template": "judges/report_section.html", "context": context, "data": data}
     if not crits:
         context["note"] = "The finished judge runs score no criterion that the report analyses."
         return {"title": TITLE, "template": "judges/report_section.html", "context": context, "data": data}

@@ -125,19 +125,20 @@ class JudgeChoice:
 def _cannot_score(judge: JudgeConfig, study: Study) -> str:
     """Why `judge` cannot score the study's rubric ("" when it can): its criteria, its label or
     comparison key, or its prompts do not fit."""
-    from judges.services.engine import output_criteria
+    from judges.plan import JudgePlan
     from judges.services.run_keys import run_key_parts
     from judges.services.runs import judge_config_dict
 
     config = judge_config_dict(judge)
     rubric = study.rubric
     try:
-        criteria = output_criteria(config, rubric)
+        plan = JudgePlan.build(config, rubric)
+        criteria = plan.criteria
         known = {c["key"] for c in rubric.get("criteria", [])}
         missing = [k for k in criteria if k not in known]
         if missing:
             return f"it scores {', '.join(missing)}, which this rubric does not have"
-        run_key_parts(config, rubric, criteria, study.rubric_version_id)  # renders its prompts for the rubric
+        run_key_parts(plan, rubric, criteria, study.rubric_version_id)  # renders its prompts for the rubric
     except (ValueError, KeyError) as exc:
         return str(exc) or type(exc).__name__
     return ""

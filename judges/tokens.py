@@ -18,6 +18,13 @@ CHARS_PER_TOKEN = 4.0
 MESSAGE_OVERHEAD = 4  # role markers and separators per chat message, when no chat template tells
 
 
+def message_text(m: Mapping[str, Any]) -> str:
+    """What a chat message asks the model to read: its text and, for a judged trajectory's
+    assistant turn, the tool calls' names and arguments."""
+    calls = " ".join(f"{c['function']['name']} {c['function']['arguments']}" for c in m.get("tool_calls") or ())
+    return f"{m.get('content') or ''} {calls}" if calls else (m.get("content") or "")
+
+
 @dataclass(frozen=True)
 class TokenCounter:
     count: Callable[[Sequence[Mapping[str, str]] | None, str | None], int]
@@ -28,7 +35,7 @@ class TokenCounter:
 def approximate(messages: Sequence[Mapping[str, str]] | None, prompt: str | None) -> int:
     if messages is None:
         return math.ceil(len(prompt or "") / CHARS_PER_TOKEN)
-    return sum(math.ceil(len(m.get("content") or "") / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD for m in messages)
+    return sum(math.ceil(len(message_text(m)) / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD for m in messages)
 
 
 APPROXIMATE = TokenCounter(approximate, False, f"approximation: ~{CHARS_PER_TOKEN:g} characters per token "
@@ -43,7 +50,7 @@ def _from_tokenizer_json(path: str) -> TokenCounter:
     def count(messages, prompt) -> int:
         if messages is None:
             return len(tok.encode(prompt or "").ids)
-        return sum(len(tok.encode(m.get("content") or "").ids) + MESSAGE_OVERHEAD for m in messages)
+        return sum(len(tok.encode(message_text(m)).ids) + MESSAGE_OVERHEAD for m in messages)
 
     return TokenCounter(count, True, f"tokenizer {path}")
 
@@ -60,7 +67,7 @@ def _from_transformers(name: str) -> TokenCounter:
         if templated:
             ids = tok.apply_chat_template([dict(m) for m in messages], tokenize=True, add_generation_prompt=True)
             return len(ids["input_ids"] if hasattr(ids, "keys") else ids)  # transformers 5 returns a BatchEncoding
-        return sum(len(tok(m.get("content") or "")["input_ids"]) + MESSAGE_OVERHEAD for m in messages)
+        return sum(len(tok(message_text(m))["input_ids"]) + MESSAGE_OVERHEAD for m in messages)
 
     return TokenCounter(count, True, f"tokenizer {name}" + (" (its chat template)" if templated else ""))
 

@@ -51,7 +51,7 @@ class JudgeRequest:
         """The prompt flattened to text (for backends without a chat template, and logs)."""
         if self.prompt is not None:
             return self.prompt
-        return "\n\n".join(m["content"] for m in self.messages or ())
+        return "\n\n".join(m.get("content") or "" for m in self.messages or ())
 
 
 # One position of a generated sequence: token -> log probability, best first.

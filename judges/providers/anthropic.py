@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from judges.backends.base import JudgeRequest, JudgeResponse
 from judges.backends.errors import MalformedResponseError
 from judges.providers.base import Problem, Provider, ProviderSettings
+from judges.providers import anthropic_turns
 
 API_VERSION = "2023-06-01"
 TOOL_NAME = "record_judgement"
@@ -88,8 +89,12 @@ class Anthropic(Provider):
     def body(self, settings: ProviderSettings, request: JudgeRequest) -> dict[str, Any]:
         messages = list(request.messages) if request.messages is not None else [{"role": "user", "content": request.prompt}]
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        turns = [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]}
-                 for m in messages if m["role"] != "system"]
+        tools: list[dict] = []
+        if any(m.get("tool_calls") or m["role"] == "tool" for m in messages):  # a trajectory being judged
+            turns, tools = anthropic_turns.turns(messages)
+        else:
+            turns = [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]}
+                     for m in messages if m["role"] != "system"]
         thinking = settings.reasoning_tokens or 0
         body: dict[str, Any] = {"model": settings.model, "max_tokens": request.max_tokens + thinking}
         if system:
@@ -101,9 +106,12 @@ class Anthropic(Provider):
             body["temperature"] = request.temperature
         if request.stop:
             body["stop_sequences"] = list(request.stop)
+        if tools:  # the agent's tools, named so its tool_use blocks are valid; the judge calls none
+            body["tools"] = tools
+            body["tool_choice"] = {"type": "none"}
         if request.json_schema is not None:
-            body["tools"] = [{"name": TOOL_NAME, "description": "Record the judgement in the required fields.",
-                              "input_schema": request.json_schema}]
+            body["tools"] = [*tools, {"name": TOOL_NAME, "description": "Record the judgement in the required "
+                                                                       "fields.", "input_schema": request.json_schema}]
             body["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
         return body
 

@@ -9,7 +9,6 @@ configured method on plain item dicts and returns one `Judged` per slot: a slot 
 
 from __future__ import annotations
 
-import itertools
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -19,12 +18,11 @@ from judges.backends import get_backend
 from judges.backends import errors as backend_errors
 from judges.backends.base import Backend
 from judges.cache import CacheStore
-from judges.config import COMMON_METHOD_OPTIONS, ENSEMBLE_OPTIONS, ITEM_LEVEL_METHODS, LABEL_METHODS
-from judges.methods.best_worst import DEFAULT_TUPLE_SIZE, bw_slot, design, shown_of_slot
-from judges.methods.ranking import rank_slot
-from judges.prompts import check_rubric_overrides
+from judges.config import LABEL_METHODS
+from judges.methods.best_worst import shown_of_slot
+from judges.methods.trajectory import judge_trajectories
+from judges.plan import BATCH_DISCOUNT, SLOT_MAX, TRAJECTORY_METHODS, JudgePlan, pair_slot  # noqa: F401 -- re-exported
 from judges.providers import settings_from_judge
-from judges.prompts.base import LABEL_KINDS, judgeable
 
 STATUS_MAP = {"ok": "scored", "refusal": "refusal", "error": "error", "truncated": "truncated"}  # else: unparsed
 RETRYABLE_NAMES = {name for name, obj in vars(backend_errors).items()
@@ -53,103 +51,35 @@ class Judged:
 
 
 # ------------------------------------------------------------------------------------- slots
+# The plan (judges.plan.JudgePlan) answers these; the functions stay for callers holding a dict.
 
 def label_key(config: Mapping[str, Any], rubric: Mapping[str, Any]) -> str:
-    key = (config.get("method_options") or {}).get("key")
-    if key:
-        return key
-    wanted = config.get("criteria") or []
-    labels = [c["key"] for c in judgeable(rubric) if c.get("kind") in LABEL_KINDS]
-    for k in wanted:
-        if k in labels:
-            return k
-    if not labels:
-        raise ValueError(f"method {config['method']} needs a choice/binary criterion; rubric has none")
-    return labels[0]
+    return JudgePlan.of(config, rubric).label_key
 
 
 def output_criteria(config: Mapping[str, Any], rubric: Mapping[str, Any]) -> list[str]:
     """Criterion keys the judge scores per output ([] for the comparative methods: item-level slots)."""
-    check_rubric_overrides(rubric, config.get("prompt_overrides"))  # before a run starts, not in its chunks
-    method = config["method"]
-    if method == "pairwise":
-        return []
-    if method in ITEM_LEVEL_METHODS:
-        comparative_key(config, rubric)  # a wrong key stops the run before it starts
-        return []
-    if method in LABEL_METHODS:
-        return [label_key(config, rubric)]
-    crits = judgeable(rubric)
-    if method == "geval":
-        crits = [c for c in crits if c.get("kind") not in LABEL_KINDS]
-    keys = [c["key"] for c in crits]
-    wanted = config.get("criteria") or []
-    if wanted:
-        unknown = sorted(set(wanted) - set(keys))
-        if unknown:
-            raise ValueError(f"criteria {unknown} are not judgeable by {method} in this rubric")
-        keys = [k for k in keys if k in wanted]
-    if not keys:
-        raise ValueError(f"nothing in this rubric for method {method} to judge")
-    return keys
+    return list(JudgePlan.of(config, rubric).criteria)
 
 
 def pair_key(config: Mapping[str, Any]) -> str:
     return (config.get("method_options") or {}).get("key") or "overall"
 
 
-def pair_slot(key: str, a: int, b: int) -> str:
-    return f"pair:{key}:{a}-{b}"
-
-
-SLOT_MAX = 80  # JudgeScore.criterion's length
-
-
 def comparative_key(config: Mapping[str, Any], rubric: Mapping[str, Any]) -> str:
-    """What a ranking or best_worst judge compares on: `method_options.key` (a criterion of the
-    method's own kind), else the rubric's first criterion of that kind, else "overall"."""
-    method = config["method"]
-    key = (config.get("method_options") or {}).get("key")
-    crits = {c["key"]: c for c in rubric.get("criteria", [])}
-    if key:
-        if key not in crits:
-            raise ValueError(f"method_options.key: the rubric has no criterion {key!r}")
-        if crits[key]["kind"] != method:
-            raise ValueError(f"method_options.key: {key!r} is a {crits[key]['kind']} question; "
-                             f"a {method} judge compares on a {method} criterion")
-        return key
-    return next((c["key"] for c in crits.values() if c["kind"] == method), "overall")
+    return JudgePlan.of(config, rubric).compare_key
 
 
 def tuple_size(config: Mapping[str, Any], rubric: Mapping[str, Any], key: str) -> int:
-    given = (config.get("method_options") or {}).get("tuple_size")
-    if given:
-        return int(given)
-    crit = next((c for c in rubric.get("criteria", []) if c["key"] == key), None)
-    return int((crit or {}).get("tuple_size") or DEFAULT_TUPLE_SIZE)
+    return JudgePlan.of(config, rubric).tuple_size(key)
 
 
 def item_slots(config: Mapping[str, Any], n_outputs: int, rubric: Mapping[str, Any] | None = None,
                item_key: str = "") -> list[str]:
-    """Item-level slot names of an item with n outputs (the comparative methods). ranking and
-    best_worst need the rubric (their criterion); best_worst's tuples depend on `item_key`
-    (the item's external id), never their number."""
-    method = config["method"]
-    if method == "pairwise":
-        key = pair_key(config)
-        return [pair_slot(key, a, b) for a, b in itertools.combinations(range(n_outputs), 2)]
-    if method not in ITEM_LEVEL_METHODS or n_outputs < 2:
-        return []
-    if rubric is None:
-        raise ValueError(f"the {method} method's slots depend on the rubric")
-    key = comparative_key(config, rubric)
-    if method == "ranking":
-        return [rank_slot(key)]
-    slots = [bw_slot(key, shown) for shown in design(item_key, n_outputs, tuple_size(config, rubric, key), key)]
-    if any(len(s) > SLOT_MAX for s in slots):
-        raise ValueError(f"best-worst slot names for {n_outputs} outputs exceed {SLOT_MAX} characters: "
-                         f"use a shorter criterion key")
-    return slots
+    """Item-level slot names of an item with n outputs (the comparative methods)."""
+    if rubric is None and config["method"] in ("ranking", "best_worst") and n_outputs >= 2:
+        raise ValueError(f"the {config['method']} method's slots depend on the rubric")
+    return JudgePlan.of(config, rubric or {}).item_slots(n_outputs, item_key)
 
 
 def numeric_score(criterion: Mapping[str, Any] | None, value: Any) -> float | None:
@@ -191,46 +121,27 @@ def build_backend(config: Mapping[str, Any]) -> Backend:
     raise ValueError(f"unknown backend {config['backend']!r}")
 
 
-BATCH_DISCOUNT = 0.5  # OpenAI's Batch API and Anthropic's Message Batches both cost half the normal price
-
-
 def pricing(config: Mapping[str, Any]) -> M.Pricing:
     """USD per 1M tokens; a batch judge's are its batch prices (method_options.batch_discount)."""
-    mo = config.get("method_options") or {}
-    share = float(mo.get("batch_discount") or BATCH_DISCOUNT) if mo.get("batch") else 1.0
-    return M.Pricing(share * float(config.get("price_in_per_m") or 0.0),
-                     share * float(config.get("price_out_per_m") or 0.0))
+    return JudgePlan.of(config, {}).pricing
 
 
 def settings_for(config: Mapping[str, Any], cache: CacheStore | None,
                  criteria: Sequence[str] | None) -> M.MethodSettings:
-    sampling = config.get("sampling") or {}
-    mo = config.get("method_options") or {}
-    return M.MethodSettings(
-        temperature=float(sampling.get("temperature", 0.0)), top_p=float(sampling.get("top_p", 1.0)),
-        max_tokens=int(sampling.get("max_tokens", 512)), seed=sampling.get("seed"), pricing=pricing(config),
-        overrides=config.get("prompt_overrides") or None, output_format=mo.get("output_format"),
-        use_json_schema=bool(mo.get("use_json_schema", False)), structured=bool(config.get("structured_output")),
-        cache=cache if mo.get("use_cache", True) else None, criteria=list(criteria) if criteria else None,
-    )
+    return JudgePlan.of(config, {}).settings(cache, criteria)
 
 
 def method_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in (config.get("method_options") or {}).items()
-            if k not in COMMON_METHOD_OPTIONS and k not in ENSEMBLE_OPTIONS and k != "experts"}
+    return JudgePlan.of(config, {}).method_kwargs
 
 
 def is_ensemble(config: Mapping[str, Any]) -> bool:
-    return (config.get("method_options") or {}).get("ensemble") == "weighted"
+    return JudgePlan.of(config, {}).is_ensemble
 
 
 def ensemble_weights(config: Mapping[str, Any]) -> list[float]:
     """Frozen learnt weights (weights: gold), else the given ones, else 1 each."""
-    members = config.get("members") or []
-    if config.get("ensemble_weights"):
-        return [float(w) for w in config["ensemble_weights"]]
-    given = (config.get("method_options") or {}).get("weights")
-    return [float(w) for w in given] if isinstance(given, list) else [1.0] * len(members)
+    return JudgePlan.of(config, {}).ensemble_weights
 
 
 # ------------------------------------------------------------------------------------- running
@@ -271,38 +182,41 @@ def _from_pair(r: M.PairResult) -> Judged:
                   retryable=status == "error")  # pairwise keeps no error text; its errors are backend errors
 
 
-async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], items: Sequence[Mapping[str, Any]],
+async def judge_items(config: Mapping[str, Any] | JudgePlan, rubric: Mapping[str, Any],
+                      items: Sequence[Mapping[str, Any]],
                       pending: Mapping[tuple[str, int | None], Iterable[str]],
                       cache: CacheStore | None = None,
                       backend_for: Callable[[Mapping[str, Any]], Backend] | None = None) -> list[Judged]:
-    """Judge the pending slots of `items`. `backend_for(config)` builds each backend (default
-    build_backend; `judge_request` passes one that records the requests and sends nothing).
+    """Judge the pending slots of `items`. `config` is the judge's plan or its configuration;
+    `backend_for(config)` builds each backend (default build_backend; `judge_request` passes one that
+    records the requests and sends nothing).
 
     `pending[(item_id, output_index)]` lists the criteria still to score for that output;
     `pending[(item_id, None)]` the item-level slots (pairwise, ranking, best_worst). Outputs with the same pending
     set are judged in one call of the method, so a resumed output asks only for what is missing.
     """
+    plan = JudgePlan.of(config, rubric)
+    config = plan.config
     backend_for = backend_for or build_backend
     by_id = {str(it["id"]): it for it in items}
-    method = config["method"]
+    method = plan.method
     stages = None
     members: list[M.Member] = []
-    if is_ensemble(config):
-        for c in config.get("members") or []:
-            members.append(M.Member(backend_for(c), M.METHODS[c["method"]], pricing(c), c.get("name", ""),
-                                    {k: v for k, v in method_kwargs(c).items() if k != "key"},
-                                    settings_for(c, cache, None)))
+    if plan.is_ensemble:
+        for m in plan.members:
+            members.append(M.Member(backend_for(m.config), M.METHODS[m.method], m.pricing, m.name,
+                                    {k: v for k, v in m.method_kwargs.items() if k != "key"},
+                                    m.settings(cache, None)))
         backend = backend_for(config)  # closed below like any judge's; the members vote
     elif method == "escalation":
-        stage_cfgs = config.get("stages") or []
-        stages = [M.Stage(backend_for(c), pricing(c), c.get("name", "")) for c in stage_cfgs]
+        stages = [M.Stage(backend_for(st.config), st.pricing, st.name) for st in plan.stages]
         backend = stages[0].backend if stages else backend_for(config)
     else:
         backend = backend_for(config)
     out: list[Judged] = []
     try:
         if method == "pairwise":
-            key = pair_key(config)
+            key = plan.pair_key
             pairs = []
             for (item_id, idx), slots in pending.items():
                 if idx is not None:
@@ -311,17 +225,17 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
                     a, b = (int(x) for x in slot.rsplit(":", 1)[1].split("-"))
                     pairs.append((by_id[item_id], a, b))
             if pairs:
-                s = settings_for(config, cache, None)
+                s = plan.settings(cache, None)
                 res = await M.pairwise(backend, rubric, pairs, s, key=None if key == "overall" else key)
                 out += [_from_pair(r) for r in res]
             return out
         if method in ("ranking", "best_worst"):
-            key = comparative_key(config, rubric)
-            s = settings_for(config, cache, None)
+            key = plan.compare_key
+            s = plan.settings(cache, None)
             asked = [(item_id, slot) for (item_id, idx), slots in pending.items() if idx is None for slot in slots]
             if method == "ranking":
                 wanted = [by_id[i] for i in dict.fromkeys(i for i, _ in asked)]
-                swap = bool((config.get("method_options") or {}).get("swap", True))
+                swap = bool(plan.options.get("swap", True))
                 res = await M.ranking(backend, rubric, wanted, s, key=None if key == "overall" else key, swap=swap)
             else:
                 tuples = [(by_id[i], shown_of_slot(slot)) for i, slot in asked]
@@ -329,18 +243,27 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
             out += [_from_result(r) for r in res]
             return out
         groups: dict[tuple[str, ...], list[M.Target]] = {}
+        trajectories: list[tuple[M.Target, list[str]]] = []  # sent as chat messages, per step where asked
         for (item_id, idx), crits in pending.items():
             crits = tuple(sorted(crits))
-            if idx is not None and crits:
-                groups.setdefault(crits, []).append(M.Target(by_id[item_id], idx))
+            if idx is None or not crits:
+                continue
+            target = M.Target(by_id[item_id], idx)
+            if method in TRAJECTORY_METHODS and by_id[item_id]["outputs"][idx].get("kind") == "trajectory":
+                trajectories.append((target, list(crits)))
+            else:
+                groups.setdefault(crits, []).append(target)
+        if trajectories:
+            res = await judge_trajectories(backend, rubric, trajectories, plan.settings(cache, None), plan.step_mode)
+            out += [_from_result(r) for r in res]
         fn = M.METHODS[method]
-        kwargs = method_kwargs(config)
+        kwargs = plan.method_kwargs
         for crits, targets in groups.items():
-            s = settings_for(config, cache, crits)
+            s = plan.settings(cache, crits)
             if method in LABEL_METHODS:
                 kwargs = {**kwargs, "key": crits[0]}
             if members:
-                res = await M.weighted_ensemble(members, rubric, targets, s, weights=ensemble_weights(config),
+                res = await M.weighted_ensemble(members, rubric, targets, s, weights=plan.ensemble_weights,
                                                 key=crits[0])
             else:
                 first = stages if method == "escalation" else backend
@@ -349,8 +272,8 @@ async def judge_items(config: Mapping[str, Any], rubric: Mapping[str, Any], item
         return out
     finally:
         # HTTP clients close per call; local models stay loaded (see build_backend).
-        if config["backend"] != "transformers":
+        if plan.backend != "transformers":
             await backend.aclose()
-        for m, c in zip(members, config.get("members") or []):
-            if c["backend"] != "transformers":
+        for m, mp in zip(members, plan.members):
+            if mp.backend != "transformers":
                 await m.backend.aclose()

@@ -22,6 +22,7 @@ from annotation.reports.stats import NUMERIC_KINDS
 from annotation.stats.classification import FAILED, gold_eval
 from annotation.stats.gold import agrees
 from judges.models import JudgeRun, JudgeScore
+from judges.prompts.trajectory import TRUNCATION_RULE
 from judges.services.gold import gold_value, list_cost, method_title, output_key, seed_table
 
 RUN_FILES = ("report.txt", "labeled.csv", "errors.txt", "correct.txt")
@@ -95,6 +96,11 @@ def _report(run: JudgeRun, rows: list[dict[str, Any]]) -> str:
         lines.append(f"cost per 10K outputs: ${run.cost_usd / run.n_outputs * 10_000:.4f}")
     if dur:
         lines.append(f"duration: {dur:.1f} s  throughput: {n / dur:.2f} slots/s")
+    if Output.objects.filter(item__study_id=run.study_id, kind="trajectory").exists():
+        asked = (c.get("method_options") or {}).get("steps") or "calls"
+        lines.append(f"trajectories: per-step criteria asked as {asked} "
+                     f"(calls: one call per step; structured: one call per criterion and trajectory)")
+        lines.append(f"truncation: {TRUNCATION_RULE}")
     crits = {k["key"]: k for k in run.study.rubric.get("criteria", [])}
     for key in run.criteria:
         crit = crits.get(key) or {}

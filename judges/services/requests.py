@@ -14,7 +14,8 @@ from judges.backends.base import Backend, JudgeRequest, Result
 from judges.backends.errors import PermanentBackendError
 from judges.config import ITEM_LEVEL_METHODS
 from judges.providers import HttpRequest, build_request
-from judges.services.engine import item_slots, judge_items, output_criteria
+from judges.plan import JudgePlan
+from judges.services.engine import judge_items
 
 
 @dataclass(frozen=True)
@@ -54,12 +55,9 @@ def planned_requests(config: Mapping[str, Any], rubric: Mapping[str, Any], *, n_
                          f"it sends no HTTP request")
     n = n_outputs or (3 if config["method"] in ITEM_LEVEL_METHODS else 1)
     item = stand_in_item(n)
-    crits = output_criteria(config, rubric)
-    pending: dict[tuple[str, int | None], list[str]] = {("stand-in", i): list(crits) for i in range(n) if crits}
-    slots = item_slots(config, n, rubric, "stand-in")
-    if slots:
-        pending[("stand-in", None)] = slots
+    plan = JudgePlan.build(config, rubric)
     log: list[tuple[Mapping[str, Any], JudgeRequest]] = []
-    asyncio.run(judge_items(config, rubric, [item], pending, backend_for=lambda c: RecordingBackend(c, log)))
+    asyncio.run(judge_items(plan, rubric, [item], plan.pending("stand-in", n),
+                            backend_for=lambda c: RecordingBackend(c, log)))
     return [PlannedRequest(c.get("name", ""), c.get("provider", ""), build_request(c, r, mask_key=mask_key))
             for c, r in log]

@@ -9,6 +9,7 @@ which sends the chunk task by name, so no service imports the tasks module.
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 from django.db import transaction
@@ -19,6 +20,7 @@ from annotation.models import Item, Output, Study
 from config.celery import registered_task
 from judges.config import chunk_size as config_chunk_size
 from judges.models import JudgeRun, JudgeScore
+from judges.plan import JudgePlan
 from judges.services import engine
 
 log = logging.getLogger(__name__)
@@ -34,7 +36,17 @@ def item_output_counts(study: Study) -> list[tuple[int, int]]:
 
 def slots_per_item(config: dict[str, Any], criteria: Sequence[str], n_outputs: int,
                    rubric: Mapping[str, Any] | None = None) -> int:
-    return n_outputs * len(criteria) + len(engine.item_slots(config, n_outputs, rubric))
+    return n_outputs * len(criteria) + len(engine.item_slots(config, n_outputs, rubric))  # JudgePlan.slots_per_item
+
+
+def output_slot_counts(plan: JudgePlan, study: Study) -> dict[int, int]:
+    """item id -> its slots, where they depend on the outputs' content (a judge with per-step criteria)."""
+    out: dict[int, int] = defaultdict(int)
+    rows = (Output.objects.filter(item__study=study, item__is_attention_check=False)
+            .values_list("item_id", "content", "kind"))
+    for item_id, content, kind in rows.iterator(chunk_size=500):
+        out[item_id] += len(plan.output_slots(content, kind))
+    return dict(out)
 
 
 def make_chunks(counts: Iterable[tuple[int, int]], size: int) -> list[list[int]]:
@@ -57,6 +69,11 @@ def missing_item_ids(run: JudgeRun) -> list[tuple[int, int]]:
     """(item id, n outputs) of the items that still have unscored slots."""
     done = dict(JudgeScore.objects.filter(run=run).values("item_id").annotate(n=Count("id"))
                 .values_list("item_id", "n"))
+    plan = JudgePlan.of(run.config, run.study.rubric)
+    if plan.per_step:
+        expected = output_slot_counts(plan, run.study)
+        return [(item_id, n) for item_id, n in item_output_counts(run.study)
+                if done.get(item_id, 0) < expected.get(item_id, 0)]
     return [(item_id, n) for item_id, n in item_output_counts(run.study)
             if done.get(item_id, 0) < slots_per_item(run.config, run.criteria, n, run.study.rubric)]
 

@@ -11,26 +11,19 @@ change where and how fast a run goes, not what the model answers.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from typing import Any, Mapping, Sequence
 
-from judges import prompts
-from judges.prompts import aqua_003
 from judges.masking import mask_url
+from judges.plan import SENTINEL_ITEM, JudgePlan  # noqa: F401 -- SENTINEL_ITEM re-exported
 from judges.providers import GENERIC, get_provider, settings_from_judge
-from judges.services.engine import comparative_key
 
 TRANSPORT_OPTIONS = {"timeout_s", "connect_timeout_s", "max_retries", "backoff_base_s", "backoff_max_s",
                      "retry_after_max_s", "headers", "headers_env", "batch_size", "device"}
 PLATFORM_METHOD_OPTIONS = {"chunk_size", "task_max_retries", "task_retry_backoff_s", "use_cache", "max_cost_usd",
                            "rpm", "tpm", "tokenizer", "batch", "batch_api", "batch_discount", "batch_poll_s",
                            "batch_max_attempts"}
-# A stand-in item whose text marks where each item's own text goes in the rendered templates.
-SENTINEL_ITEM = {"id": "{item.id}", "context": "{item.context}", "context_kind": "text", "metadata": {},
-                 "outputs": [{"content": "{output.0}", "kind": "text", "metadata": {}},
-                             {"content": "{output.1}", "kind": "text", "metadata": {}}]}
 LABELS = {"endpoint": "endpoint", "credentials": "key", "model": "model", "backend": "backend", "prompt": "prompt",
           "sampling": "sampling", "method": "method", "rubric_version": "rubric version"}
 
@@ -40,33 +33,16 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _rendered_templates(config: Mapping[str, Any], rubric: Mapping[str, Any], criteria: Sequence[str]) -> list:
-    overrides = config.get("prompt_overrides") or {}
-    output_format = (config.get("method_options") or {}).get("output_format")
-    rendered: list[Any] = []
-    if config.get("method") == "pairwise":
-        key = (config.get("method_options") or {}).get("key")
-        rendered.append(prompts.build_pairwise(rubric, SENTINEL_ITEM, 0, 1, key, overrides).messages)
-    if config.get("method") in ("ranking", "best_worst"):
-        key = comparative_key(config, rubric)
-        build = prompts.build_ranking if config["method"] == "ranking" else prompts.build_best_worst
-        rendered.append(build(rubric, SENTINEL_ITEM, [0, 1], None if key == "overall" else key, overrides).messages)
-    for key in criteria:
-        rendered.append(prompts.build_criterion(rubric, key, SENTINEL_ITEM, 0, overrides, output_format).messages)
-    if config.get("method") in ("modular", "escalation"):
-        for kind in sorted(aqua_003.SUBJUDGE_HEADERS):
-            rendered.append(prompts.build_subjudge(kind, SENTINEL_ITEM, 0, overrides).messages)
-    return [[dataclasses.asdict(m) if dataclasses.is_dataclass(m) else m for m in msgs] for msgs in rendered]
-
-
-def run_key_parts(config: Mapping[str, Any], rubric: Mapping[str, Any], criteria: Sequence[str],
+def run_key_parts(config: Mapping[str, Any] | JudgePlan, rubric: Mapping[str, Any], criteria: Sequence[str],
                   rubric_version_id: int) -> dict[str, Any]:
-    """The parts of the key, each small enough to show and compare."""
+    """The parts of the key, each small enough to show and compare (`config`: the plan or its dict)."""
+    plan = JudgePlan.of(config, rubric)
+    config = plan.config
     backend_options = {k: v for k, v in (config.get("backend_options") or {}).items() if k not in TRANSPORT_OPTIONS}
     method_options = {k: v for k, v in (config.get("method_options") or {}).items()
                       if k not in PLATFORM_METHOD_OPTIONS}
-    stages = [run_key_parts(stage, rubric, criteria, rubric_version_id) for stage in (config.get("stages") or [])[1:]]
-    members = [run_key_parts(m, rubric, criteria, rubric_version_id) for m in config.get("members") or []]
+    stages = [run_key_parts(stage, rubric, criteria, rubric_version_id) for stage in plan.stages[1:]]
+    members = [run_key_parts(m, rubric, criteria, rubric_version_id) for m in plan.members]
     backend = {"name": config.get("backend"), "mode": config.get("mode", "generate"), "options": backend_options}
     method = {"name": config.get("method"), "options": method_options, "criteria": list(criteria),
               "stages": [_digest(s)[:16] for s in stages]}
@@ -85,7 +61,7 @@ def run_key_parts(config: Mapping[str, Any], rubric: Mapping[str, Any], criteria
         "credentials": credentials(config),
         "model": config.get("model", ""),
         "backend": backend,
-        "prompt": _digest(_rendered_templates(config, rubric, criteria))[:16],
+        "prompt": _digest(plan.templates(criteria))[:16],
         "sampling": dict(config.get("sampling") or {}),
         "method": method,
         "rubric_version": rubric_version_id,

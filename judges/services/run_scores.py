@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from annotation.models import Item, Output
 from config.limits import clip
+from judges.plan import STEP_SEPARATOR
 from judges.models import JudgeRun, JudgeScore
 from judges.services import engine
 from judges.services.budget import cost_release
@@ -48,7 +49,7 @@ def write_judged(run: JudgeRun, judged: Sequence[engine.Judged], pending: Mappin
             outcome.retry = True
             continue
         item, out = where[key]
-        rows.append(_score_row(run, item, out, j, crit_defs.get(j.criterion)))
+        rows.append(_score_row(run, item, out, j, crit_defs.get(j.criterion.partition(STEP_SEPARATOR)[0])))
     for key, slots in pending.items():  # a slot the method gave no answer for still gets its one row
         for slot in slots:
             if (key, slot) not in seen:

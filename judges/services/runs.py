@@ -22,8 +22,9 @@ from django.utils import timezone
 from annotation.models import Item, Study
 from config.celery import took_too_long
 from config.limits import clip
-from judges.config import FIELDS, chunk_size as config_chunk_size
+from judges.config import FIELDS
 from judges.models import JudgeConfig, JudgeRun, JudgeScore
+from judges.plan import JudgePlan
 from judges.services import engine
 from judges.services.batches import batch_chunk_process, batch_run
 from judges.services.budget import (
@@ -31,7 +32,8 @@ from judges.services.budget import (
 )
 from judges.services.estimate import pending_max_cost, run_estimate
 from judges.services.run_items import (
-    enqueue_chunks, enqueue_items, item_output_counts, item_payload, make_chunks, missing_item_ids, slots_per_item,
+    enqueue_chunks, enqueue_items, item_output_counts, item_payload, make_chunks, missing_item_ids,
+    output_slot_counts,
 )
 from judges.services.preflight import preflight_problem
 from judges.services.run_keys import run_key, run_key_parts
@@ -103,24 +105,26 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None, max_cost_usd
     if max_cost_usd is not None and max_cost_usd <= 0:
         raise JudgeRunError("the cap must be a positive amount of USD")
     try:
-        criteria = engine.output_criteria(config, study.rubric)
+        plan = JudgePlan.build(config, study.rubric)
     except (ValueError, KeyError) as exc:
         raise JudgeRunError(str(exc)) from exc
+    criteria = list(plan.criteria)
     counts = item_output_counts(study)
     n_outputs = sum(n for _, n in counts)
     try:
-        n_expected = sum(slots_per_item(config, criteria, n, study.rubric) for _, n in counts)
+        n_expected = (sum(output_slot_counts(plan, study).values()) if plan.per_step
+                      else sum(plan.slots_per_item(n) for _, n in counts))
     except ValueError as exc:
         raise JudgeRunError(str(exc)) from exc
     if n_expected == 0:
         raise JudgeRunError("this study has no outputs for the judge to score")
     try:
-        parts = run_key_parts(config, study.rubric, criteria, study.rubric_version_id)
+        parts = run_key_parts(plan, study.rubric, criteria, study.rubric_version_id)
     except (ValueError, KeyError) as exc:
         raise JudgeRunError(f"could not render this judge's prompts for the study's rubric: {exc}") from exc
     key = run_key(parts)
     try:
-        estimate = run_estimate(study=study, config=config)
+        estimate = run_estimate(study=study, config=config, plan=plan)
     except (ValueError, KeyError) as exc:
         raise JudgeRunError(f"could not estimate this run: {exc}") from exc
     reuse = (config.get("method_options") or {}).get("use_cache", True)
@@ -135,7 +139,7 @@ def judge_run_start(*, study: Study, judge: JudgeConfig, user=None, max_cost_usd
                                       key=key, key_parts=parts, reused_from=previous, estimate=estimate,
                                       cost_cap_usd=max_cost_usd)
         if previous is None:
-            enqueue_chunks(run, make_chunks(counts, config_chunk_size(config)))
+            enqueue_chunks(run, make_chunks(counts, plan.limits.chunk_size))
             return run
         run.n_reused = _copy_scores(previous, run)
         run.save(update_fields=["n_reused"])
@@ -304,17 +308,19 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
 
     items = list(Item.objects.filter(pk__in=item_ids, study_id=run.study_id).prefetch_related("outputs"))
     done = set(JudgeScore.objects.filter(run=run, item_id__in=item_ids).values_list("item_id", "output_id", "criterion"))
+    plan = JudgePlan.of(run.config, run.study.rubric)
     payloads, pending, where = [], {}, {}
     for item in items:
         outputs = sorted(item.outputs.all(), key=lambda o: o.position)
         payloads.append(item_payload(item, outputs))
         for idx, out in enumerate(outputs):
             where[(item.external_id, idx)] = (item, out)
-            todo = [c for c in run.criteria if (item.pk, out.pk, c) not in done]
+            slots = plan.output_slots(out.content, out.kind) if plan.per_step else run.criteria
+            todo = [c for c in slots if (item.pk, out.pk, c) not in done]
             if todo:
                 pending[(item.external_id, idx)] = todo
         where[(item.external_id, None)] = (item, None)
-        todo = [s for s in engine.item_slots(run.config, len(outputs), run.study.rubric, item.external_id)
+        todo = [s for s in plan.item_slots(len(outputs), item.external_id)
                 if (item.pk, None, s) not in done]
         if todo:
             pending[(item.external_id, None)] = todo
@@ -335,7 +341,7 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
     reserved = 0.0
     if run.cost_cap_usd is not None:  # no cap, no lock on the run row
         reserved = max(sum(len(slots) for slots in pending.values()) * slot_max_cost(run),
-                       pending_max_cost(run.config, run.study.rubric, payloads, pending) or 0.0)
+                       pending_max_cost(plan, run.study.rubric, payloads, pending) or 0.0)
         room, why = cost_reserve(run_id=run.pk, amount=reserved)
         if not room:
             judge_run_pause(run_id=run.pk, reason=why)
@@ -344,7 +350,7 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
     cache = DBCache()
     limiter = rate_limiter(run.config)
     try:
-        judged = asyncio.run(_judge(run.config, run.study.rubric, payloads, pending, cache, limiter))
+        judged = asyncio.run(_judge(plan, payloads, pending, cache, limiter))
     except Exception as exc:  # a bug or a broken configuration: fail the run visibly, never loop on it
         log.exception("judge run %s failed", run.pk)
         judge_run_fail(run_id=run.pk, error=took_too_long("judges") if isinstance(exc, SoftTimeLimitExceeded)
@@ -362,14 +368,14 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         raise
 
 
-async def _judge(config: dict, rubric: dict, payloads: list, pending: dict, cache: DBCache,
+async def _judge(plan: JudgePlan, payloads: list, pending: dict, cache: DBCache,
                  limiter: Any) -> list[engine.Judged]:
     """The judge's own backend shares its per-minute quota with every worker through `limiter`."""
     def backend_for(c: Mapping[str, Any]) -> Any:
         backend = engine.build_backend(c)
-        if c.get("name") == config["name"] and hasattr(backend, "limiter"):
+        if c.get("name") == plan.name and hasattr(backend, "limiter"):
             backend.limiter = limiter
         return backend
 
-    return await engine.judge_items(config, rubric, payloads, pending, cache,
+    return await engine.judge_items(plan, plan.rubric, payloads, pending, cache,
                                     backend_for=backend_for if limiter is not None else None)

@@ -175,6 +175,41 @@ def check_openai_style(profile: str, body: dict, headers: dict[str, str]) -> Non
         _require(bool(body.get("logprobs")), "top_logprobs requires logprobs: true", "top_logprobs")
 
 
+def check_anthropic_tools(messages: list[dict], body: dict) -> None:
+    """Anthropic's tool-use rules (its 400 messages): every tool_use answered by a tool_result in the
+    very next user turn, no tool_result without a tool_use just before, ids of [a-zA-Z0-9_-], tools defined."""
+    blocks_of = [[b for b in m.get("content") if isinstance(b, dict)] if isinstance(m.get("content"), list) else []
+                 for m in messages]
+    any_tool = False
+    for n, blocks in enumerate(blocks_of):
+        uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        any_tool = any_tool or bool(uses or results)
+        for u in uses:
+            _require(bool(re.fullmatch(r"[a-zA-Z0-9_-]+", u)), f"messages.{n}.content: tool_use.id: String should "
+                                                              f"match pattern '^[a-zA-Z0-9_-]+$'", "messages")
+        if uses:
+            after = blocks_of[n + 1] if n + 1 < len(blocks_of) else []
+            answered = {b.get("tool_use_id") for b in after if b.get("type") == "tool_result"}
+            missing = [u for u in uses if u not in answered]
+            _require(not missing, f"messages.{n}: `tool_use` ids were found without `tool_result` blocks immediately "
+                                  f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
+                                  f"`tool_result` block in the next message.", "messages")
+        if results:
+            before = {b["id"] for b in (blocks_of[n - 1] if n else []) if b.get("type") == "tool_use"}
+            stray = [r for r in results if r not in before]
+            _require(not stray, f"messages.{n}.content: unexpected `tool_use_id` found in `tool_result` blocks: "
+                                f"{', '.join(map(str, stray))}. Each `tool_result` block must have a corresponding "
+                                f"`tool_use` block in the previous message.", "messages")
+    _require(not messages or messages[0].get("role") == "user", "messages: first message must use the \"user\" role",
+             "messages")
+    for n in range(1, len(messages)):
+        _require(messages[n].get("role") != messages[n - 1].get("role"),
+                 f"messages.{n}: roles must alternate between \"user\" and \"assistant\"", "messages")
+    _require(not any_tool or bool(body.get("tools")), "Requests which include `tool_use` or `tool_result` blocks "
+                                                      "must define tools.", "tools")
+
+
 def check_anthropic(body: dict, headers: dict[str, str]) -> None:
     _require(bool(headers.get("x-api-key")), "x-api-key header is required", None, 401)
     _require(bool(headers.get("anthropic-version")), "anthropic-version: header is required")
@@ -185,6 +220,7 @@ def check_anthropic(body: dict, headers: dict[str, str]) -> None:
         _require(m.get("role") in ("user", "assistant"), f'messages: Unexpected role "{m.get("role")}". The Messages '
                                                          f'API accepts a top-level `system` parameter, not "system" '
                                                          f'as an input message role.', "messages")
+    check_anthropic_tools(body.get("messages") or [], body)
     _require(0 <= body.get("temperature", 0) <= 1, "temperature: must be between 0 and 1", "temperature")
     _require(not ("temperature" in body and "top_p" in body), "`temperature` and `top_p` cannot both be specified "
                                                               "for this model", "top_p")
