@@ -22,6 +22,7 @@ from django.db import transaction
 from annotation.demo_languages import demo_languages_install
 from annotation.models import Study, StudyMember
 from annotation.services.studies import study_members_add
+from annotation.simulation.agent import agent_study_create
 from annotation.simulation.items import COMPARE_PRESETS, PRESETS
 from annotation.simulation.latent import SPAMMER, STRICT, Knobs
 from annotation.simulation.study import simulated_study_create
@@ -38,6 +39,8 @@ N_UNRATED = 4  # items added after the simulated raters: only the judges score t
 # A comparative study shows each rater a pair or a tuple of an item's outputs: more items, so that
 # every pair of systems is compared often enough for Bradley–Terry intervals worth a look.
 N_COMPARE_ITEMS = 30
+AGENT_SLUG = "demo-agent-trajectories"
+N_AGENT_ITEMS = 10
 # Moderate noise, a lenient and a harsh rater, a small order effect and a few broken judge answers:
 # enough for every report section to have something to show.
 KNOBS = Knobs(noise=0.5, rater_bias=0.3, position_bias=0.3, malformed=0.05)
@@ -166,6 +169,14 @@ def demo_install(judges_hook: Callable[[Study, str, int], None] | None = None) -
             _simulated_answers(sim.study, sim.raters)
         if judges_hook is not None:
             judges_hook(sim.study, preset, seed)
+    if not Study.objects.filter(slug=AGENT_SLUG).exists():
+        # A tool-using assistant's trajectories, rated per run and per step; no judge runs (judges on
+        # trajectories are their own change), so load_demo stays fast.
+        sim = agent_study_create(slug=AGENT_SLUG, admin=users["admin"], n_items=N_AGENT_ITEMS, n_raters=N_SIM_RATERS,
+                                 seed=len(PRESETS + COMPARE_PRESETS), knobs=KNOBS, rater_prefix="demo-rater",
+                                 raters_per_item=N_SIM_RATERS + len(ANNOTATORS))
+        study_members_add(study=sim.study, usernames=ANNOTATORS, role=StudyMember.Role.ANNOTATOR)
+        study_members_add(study=sim.study, usernames=["researcher"], role=StudyMember.Role.RESEARCHER)
     demo_languages_install(rubric_version=Study.objects.get(slug="demo-rrgen-001").rubric_version,
                            admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
     from annotation.demo_participants import demo_participant_erasure

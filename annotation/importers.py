@@ -18,8 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import IO, Iterator
 
-CONTEXT_KINDS = {"text", "markdown", "code", "html", "conversation"}
-OUTPUT_KINDS = {"text", "markdown", "code", "html", "diff", "conversation"}
+from annotation import trajectory
+
+CONTEXT_KINDS = {"text", "markdown", "code", "html", "conversation", "trajectory"}
+OUTPUT_KINDS = {"text", "markdown", "code", "html", "diff", "conversation", "trajectory"}
 MAX_ERRORS = 50
 MAX_SYSTEM_LENGTH = 200  # Output.system's column
 MAX_JSON_DEPTH = 64  # metadata/gold nesting; deeper is no annotation data and strains every JSON encoder
@@ -309,7 +311,9 @@ def _validate(line: int, row: dict, errors: list, criteria_keys: set[str] | None
     elif why := _text_problem(external_id):
         errors.append((line, "id", why))
     context = row.get("context", "")
-    if not isinstance(context, str):
+    if row.get("context_kind") == "trajectory":
+        context = _trajectory_text(line, context, "context", errors)
+    elif not isinstance(context, str):
         errors.append((line, "context", "must be a string"))
     elif why := _text_problem(context):
         errors.append((line, "context", why))
@@ -353,6 +357,16 @@ def _validate(line: int, row: dict, errors: list, criteria_keys: set[str] | None
                       attention or training is True, training is True, explanation)
 
 
+def _trajectory_text(line: int, value, where: str, errors: list):
+    """A trajectory (object, list or JSON text) as its canonical stored text; a problem is recorded
+    with the step and field it is in, and the value comes back unchanged (the item is refused)."""
+    try:
+        return trajectory.normalise(value)
+    except trajectory.TrajectoryError as exc:
+        errors.append((line, f"{where}.{exc.field}" if exc.field else where, exc.message))
+        return ""
+
+
 def _validate_outputs(line: int, outputs, errors: list) -> list[ParsedOutput]:
     if not isinstance(outputs, list) or not outputs:
         errors.append((line, "outputs", "required, a non-empty list"))
@@ -365,13 +379,19 @@ def _validate_outputs(line: int, outputs, errors: list) -> list[ParsedOutput]:
             continue
         start = len(errors)
         system, content, kind = output.get("system"), output.get("content"), output.get("kind", "text")
+        refused = False  # a trajectory refused already, with the step and field named
+        if kind == "trajectory" and content not in (None, ""):
+            content = _trajectory_text(line, content, f"{where}.content", errors)
+            refused = len(errors) > start
         if not isinstance(system, str) or not system.strip():
             errors.append((line, f"{where}.system", "required, a non-empty string"))
         elif len(system.strip()) > MAX_SYSTEM_LENGTH:
             errors.append((line, f"{where}.system", f"at most {MAX_SYSTEM_LENGTH} characters"))
         elif why := _text_problem(system):
             errors.append((line, f"{where}.system", why))
-        if not isinstance(content, str) or content == "":
+        if refused:
+            pass
+        elif not isinstance(content, str) or content == "":
             errors.append((line, f"{where}.content", "required, a non-empty string"))
         elif why := _text_problem(content):
             errors.append((line, f"{where}.content", why))

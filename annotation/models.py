@@ -186,6 +186,7 @@ class Item(models.Model):
         CODE = "code", "Code"
         HTML = "html", "HTML"
         CONVERSATION = "conversation", "Conversation"
+        TRAJECTORY = "trajectory", "Trajectory"
 
     # No index of its own: item_external_id_unique (study, external_id) leads with it.
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items", db_index=False)
@@ -260,6 +261,7 @@ class Output(models.Model):
         HTML = "html", "HTML"
         DIFF = "diff", "Diff"
         CONVERSATION = "conversation", "Conversation"
+        TRAJECTORY = "trajectory", "Trajectory"
 
     # No index of its own: output_position_unique (item, position) leads with the item and serves
     # every read by item and the cascade; a second index cost each import write and storage.

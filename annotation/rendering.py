@@ -1,5 +1,5 @@
 """Content as raters see it: text, sanitised markdown, highlighted code, sandboxed HTML, inline diffs
-and conversation turns. Pure functions of (content, kind) -> safe HTML; no database.
+conversation turns and agent trajectories (annotation/trajectory_html.py). Pure functions of (content, kind) -> safe HTML; no database.
 
     render_content(content, kind, span_root=False) -> SafeString
     render_markdown(text) -> SafeString          # for guidelines too
@@ -37,6 +37,8 @@ from pygments.lexers import (
     guess_lexer,
 )
 from pygments.util import ClassNotFound
+
+from annotation.trajectory_html import trajectory_html
 
 SANDBOX_CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
 _CSP_META = f'<meta http-equiv="Content-Security-Policy" content="{SANDBOX_CSP}">'
@@ -241,6 +243,8 @@ def render_content(content: str, kind: str, *, span_root: bool = False, label: s
         html = _with_plain_view(_diff_html(content), content, span_root)
     elif kind == "conversation":
         html = _with_plain_view(_conversation_html(content), content, span_root)
+    elif kind == "trajectory":
+        html = trajectory_html(content, label=label)
     else:
         html = _plain(content, span_root=span_root)
     return mark_safe(html)

@@ -262,3 +262,19 @@ def blind(content: str) -> str:
     # The trajectory's own meta is free-form (agent names, versions): raters get none of it.
     data = {"messages": data["messages"]}
     return dumps(data)
+
+
+def rater_content(content: str, kind: str) -> str:
+    """Content as an annotator's API response carries it: a trajectory blinded, anything else as stored."""
+    return blind(content) if kind == "trajectory" else content
+
+
+def rater_excerpt(content: str, kind: str) -> str:
+    """A line to recognise content by: for a trajectory, its first user message (never its JSON)."""
+    if kind != "trajectory":
+        return content
+    try:
+        data = parse(content)
+    except TrajectoryError:
+        return ""
+    return next((m["content"] for m in data["messages"] if m["role"] == "user" and m.get("content")), "")

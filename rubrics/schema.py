@@ -24,6 +24,11 @@ MAX_SCALE_POINTS = 101  # likert/confidence points are drawn one button each; 0.
 CHOICE_KINDS = ("choice", "binary")  # have ordered choices
 TARGETS = ("output", "item")
 REASONING = ("none", "optional", "required")
+# Per-step questions on trajectory outputs (annotation/trajectory.py names the step kinds).
+SCOPES = ("trajectory", "assistant_turns", "steps")
+STEP_KINDS = ("system", "user", "assistant", "tool_call", "tool_result")
+DEFAULT_STEPS = ("tool_call",)
+MAX_STEP_CRITERION_KEY = 64  # + "@m1999.t99" fits a rating's 80-character criterion
 JUDGE_STYLES = ("feedback_000", "rrgen", "codegen_002", "aqua_003", "fulltext_004", "generic")
 FEW_SHOT_KINDS = ("positive", "negative")
 
@@ -84,6 +89,8 @@ _CRITERION = {
         "strength": {"type": "boolean"},
         "tuple_size": {"type": "integer", "minimum": 3, "maximum": 12},
         "widget": {"enum": list(WIDGETS)},
+        "scope": {"enum": list(SCOPES)},
+        "steps": {"type": "array", "minItems": 1, "items": {"enum": list(STEP_KINDS)}},
     },
 }
 
@@ -232,7 +239,37 @@ def _criterion_errors(i: int, c: dict, group_keys: set[str]) -> list[tuple[str, 
         errors.append((f"{p}.aspects", f"aspect {v!r} appears more than once"))
 
     errors.extend(_comparative_errors(p, c))
+    errors.extend(_scope_errors(p, c))
     return errors
+
+
+def _scope_errors(p: str, c: dict) -> list[tuple[str, str]]:
+    scope = c.get("scope", "trajectory")
+    errors: list[tuple[str, str]] = []
+    if scope != "trajectory":
+        if c["kind"] in ("text", "spans") or c["kind"] in COMPARATIVE_KINDS:
+            errors.append((f"{p}.scope", f"a {c['kind']} criterion rates the whole output (scope trajectory)"))
+        if c.get("target", "output") != "output":
+            errors.append((f"{p}.scope", "a per-step criterion must have target output"))
+        if len(c["key"]) > MAX_STEP_CRITERION_KEY:
+            errors.append((f"{p}.key", f"a per-step criterion's key has at most {MAX_STEP_CRITERION_KEY} characters "
+                                       "(its ratings are stored as <key>@<step>)"))
+    if "steps" in c:
+        if scope != "steps":
+            errors.append((f"{p}.steps", "is allowed only with scope steps"))
+        for v in _duplicates(c["steps"]):
+            errors.append((f"{p}.steps", f"step kind {v!r} appears more than once"))
+    return errors
+
+
+def step_kinds(c: dict) -> tuple[str, ...] | None:
+    """The step kinds a per-step criterion asks about, or None for a whole-output one."""
+    scope = c.get("scope", "trajectory")
+    if scope == "assistant_turns":
+        return ("assistant",)
+    if scope == "steps":
+        return tuple(c.get("steps") or DEFAULT_STEPS)
+    return None
 
 
 def _comparative_errors(p: str, c: dict) -> list[tuple[str, str]]:

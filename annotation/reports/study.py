@@ -29,6 +29,7 @@ from annotation.reports.stats import (
 from annotation.reports.large_arrays import large_arrays
 from annotation.reports.rater_models import rater_models_csv_rows, rater_models_section
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
+from annotation.reports.steps import per_step_criteria, steps_csv_rows, steps_section
 from annotation.stats.consensus import acceptance
 from annotation.stats.grouping import group_codes, unique_ints
 from annotation.stats.icc import icc
@@ -114,6 +115,8 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     report["distributions"] = _distributions(df, by_key)
     report["heatmap"] = _heatmap(df, numeric, by_key)
     report["comparisons"] = comparisons_section(study)
+    if per_step_criteria(rubric):  # per-step questions on trajectories (absent otherwise: reports stay as they were)
+        report["steps"] = steps_section(study)
     if beside:
         report["agreement"] = beside.result()
     return _clean(report)
@@ -616,6 +619,7 @@ def report_csv_rows(report: dict[str, Any]) -> Iterator[list[Any]]:
             pos = comp["position"]
             name, value = ("first_wins", pos.get("first_wins")) if "first_wins" in pos else ("first_best", pos.get("first_best"))
             yield ["comparisons", key, "", name, value, None, None, ""]
+    yield from steps_csv_rows(report.get("steps") or {})
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "", skip: set[str] = frozenset()) -> Iterator[tuple[str, Any]]:

@@ -33,10 +33,12 @@ from django.utils import timezone
 
 from annotation.db import prepared_cursor
 from annotation.models import Assignment, Output, Rating, Study, StudyMember
+from annotation import step_questions
 from annotation.services import comparative
 from annotation.services.assignments import assignment_reclaim, lease_duration
 from annotation.services.routing_flag import routing_refresh_request
 from annotation.services.training import training_record
+from rubrics.schema import step_kinds
 
 MAX_TEXT = 20_000
 MAX_SPANS = 200
@@ -362,11 +364,12 @@ def _clean_value(criterion: dict, value: Any, content: str) -> tuple[Any, float 
 
 
 def answers_check(rubric: dict, answers: dict, contents: list[str], context: str = "",
-                  shown_ids: list[int] | None = None) -> list[RatingRow]:
+                  shown_ids: list[int] | None = None, kinds: list[str] | None = None) -> list[RatingRow]:
     """Validate normalised answers for a final submit against the rubric and the shown responses
     (contents[n-1] is Response n's raw text, shown_ids[n-1] its output id, which comparative answers
-    are stored by; item-level highlights index the context). Returns the rating rows; raises
-    AnswerError naming every problem. An ignored item stores no ratings."""
+    are stored by; item-level highlights index the context; kinds[n-1] its kind, which decides the
+    per-step questions of a trajectory). Returns the rating rows; raises AnswerError naming every
+    problem. An ignored item stores no ratings."""
     options = rubric["item_options"]
     n = len(contents)
     errors = _not_asked(rubric, answers, n)
@@ -383,10 +386,16 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
     rows: list[RatingRow] = []
     targets = [(None, answers["item"], context)]
     per_response = [(i, answers["responses"].get(str(i), {}), contents[i - 1]) for i in range(1, n + 1)]
-    for criterion in rubric["criteria"]:
-        places = targets if criterion["target"] == "item" else per_response
-        for response, block, content in places:
+    kinds = kinds or ["text"] * n
+    steps_asked: set[tuple[int | None, str]] = set()
+    for rubric_criterion in rubric["criteria"]:
+        places = targets if rubric_criterion["target"] == "item" else per_response
+        for response, block, content, criterion in (
+                (r, b, c, q) for r, b, c in places
+                for q in (step_questions.asked(rubric_criterion, c, kinds[r - 1]) if r else [rubric_criterion])):
             name = field_name(response, criterion["key"])
+            if "step" in criterion:
+                steps_asked.add((response, criterion["key"]))
             entry = block.get(criterion["key"]) or {"value": None, "reasoning": ""}
             value, reasoning = entry["value"], (entry.get("reasoning") or "").strip()
             if _is_blank(value):
@@ -408,6 +417,11 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
                 errors[f"{name}__reasoning"] = f"{_where(response)}reasoning is limited to {MAX_TEXT} characters"
                 continue
             rows.append(RatingRow(response, criterion["key"], clean, score, reasoning))
+    for response, block, _content in per_response:
+        for key in block:
+            if step_questions.STEP_SEPARATOR in key and (response, key) not in steps_asked:
+                errors.setdefault(field_name(response, key),
+                                  f"Response {response}: no step {step_questions.split_key(key)[1]!r} is asked about")
     if errors:
         raise AnswerError(errors)
     return rows
@@ -430,9 +444,13 @@ def _not_asked(rubric: dict, answers: dict, n_responses: int) -> dict[str, str]:
         where = f"Response {response}: " if response is not None else ""
         for key, entry in block.items():
             name = field_name(response, key)
-            criterion = by_key.get(key)
+            base, step = step_questions.split_key(key)
+            criterion = by_key.get(base)
             if criterion is None:
-                errors[name] = f"{where}this rubric has no criterion {key!r}"
+                errors[name] = f"{where}this rubric has no criterion {base!r}"
+            elif bool(step) != (step_kinds(criterion) is not None):
+                errors[name] = (f"{where}{criterion['name']} is asked per step (answer {base}@<step>)" if not step
+                                else f"{where}{criterion['name']} is asked once per response, not per step")
             elif criterion["target"] != target:
                 errors[name] = (f"{criterion['name']} is asked once for the whole item, not per response"
                                 if criterion["target"] == "item"
@@ -557,7 +575,8 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
             a.ratings_stored = Rating.objects.filter(assignment=a).count()
             return a
         shown = [outputs[p] for p in a.permutation]
-        rows = answers_check(rubric, answers, [o.content for o in shown], item.context, [o.pk for o in shown])
+        rows = answers_check(rubric, answers, [o.content for o in shown], item.context, [o.pk for o in shown],
+                             [o.kind for o in shown])
         _write_ratings(a, rows, shown, replace=was_submitted)
         a.status = Assignment.Status.SUBMITTED
         a.submitted_at = a.submitted_at or timezone.now()
@@ -635,7 +654,8 @@ def _submit_first(assignment: Assignment, rubric: dict, answers: dict, outputs: 
         return None
     shown = [outputs[p] for p in a.permutation]
     try:
-        rows = answers_check(rubric, answers, [o.content for o in shown], item.context, [o.pk for o in shown])
+        rows = answers_check(rubric, answers, [o.content for o in shown], item.context, [o.pk for o in shown],
+                             [o.kind for o in shown])
     except AnswerError:
         return None
     ignored = answers["ignored"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from annotation.simulation import compare_items
+from annotation.simulation import agent, compare_items
 from annotation.simulation.latent import choose, output_quality, to_label
 
 # System name -> effect on quality (z units): fixed per preset so that system rankings are stable.
@@ -312,6 +312,9 @@ PRESETS = tuple(GENERATORS)  # the seed protocols
 COMPARE_PRESETS = tuple(compare_items.GENERATORS)
 GENERATORS.update(compare_items.GENERATORS)
 SYSTEMS.update(compare_items.SYSTEMS)
+# The agent study (trajectories) has its own rubric, no preset: simulated beside, not among, the presets.
+GENERATORS[agent.PRESET] = agent.agent_item
+SYSTEMS[agent.PRESET] = agent.SYSTEMS
 
 
 def items_for(preset: str, n: int = 20, seed: int = 0) -> list[dict]:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
+from annotation import step_questions
 from annotation.models import Item, Output, Study
 from annotation.services.assignments import assignment_next
 from annotation.services.ratings import assignment_submit, span_text
 from rubrics.schema import COMPARATIVE_KINDS
+from annotation.simulation.agent import step_truth_z
 from annotation.simulation.comparative import comparative_answer
 from annotation.simulation.items import system_effect
 from annotation.simulation.latent import (
@@ -80,10 +82,16 @@ def rater_answers(*, rubric: dict, preset: str, item: Item, shown: Sequence[Outp
     for n, out in enumerate(shown, start=1):
         block: dict[str, Any] = {}
         first = n == 1 and len(shown) > 1
-        for c in rubric["criteria"]:
-            if c.get("target", "output") != "output":
-                continue
+        truth = (out.metadata or {}).get("truth") or {}
+        for c in (q for c in rubric["criteria"] if c.get("target", "output") == "output"
+                  for q in step_questions.asked(c, out.content, out.kind)):
             kind = c["kind"]
+            if c["key"] in truth and kind == "binary":  # a planted answer (annotation.simulation.agent)
+                z = step_truth_z(truth, c["key"], seed=seed, item_id=ext, position=out.position)
+                z = perceived(z, seed=seed, who=who, knobs=knobs, item_id=ext, position=out.position,
+                              criterion=c["key"], shown_first=first)
+                block[c["key"]] = {"value": c["choices"][0 if z > 0 else -1]["value"], "reasoning": ""}
+                continue
             if kind == "confidence":
                 block[c["key"]] = {"value": _confidence(c, seed=seed, who=who, item_id=ext, knobs=knobs),
                                    "reasoning": ""}

@@ -30,6 +30,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import Assignment, Item, Output, Study
+from annotation import step_questions
 from annotation.questionnaires import question_fields
 from annotation.rendering import render_content, render_markdown
 from annotation.services import comparative
@@ -43,6 +44,7 @@ from annotation.services.ratings import (
     field_name,
 )
 from annotation.services.training import training_state
+from annotation.trajectory import rater_excerpt
 from annotation.views.crowd import crowd_context
 from annotation.views.language import rater_study, rater_study_and_assignment
 from rubrics.schema import COMPARATIVE_KINDS, SCALE_KINDS
@@ -254,7 +256,8 @@ def build_screen(study: Study, assignment: Assignment, *, draft: dict | None = N
         responses.append(ResponseView(
             number=n, kind=output.kind,
             html=render_content(output.content, output.kind, span_root=spans_on_outputs, label=_("Response %(n)s") % {"n": n}),
-            controls=_controls(output_criteria, n, draft, errors),
+            controls=_controls([q for c in output_criteria for q in step_questions.asked(c, output.content, output.kind)],
+                               n, draft, errors),
             has_spans=spans_on_outputs,
         ))
     options = rubric["item_options"]
@@ -437,6 +440,11 @@ def guidelines(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, f"{template}#guide" if request.htmx else template, context)
 
 
+def _excerpt(item: Item) -> str:
+    text = rater_excerpt(item.context, item.context_kind)
+    return text[:140] + ("…" if len(text) > 140 else "")
+
+
 @login_required
 @require_GET
 def history(request: HttpRequest, slug: str) -> HttpResponse:
@@ -444,6 +452,6 @@ def history(request: HttpRequest, slug: str) -> HttpResponse:
     rows = (Assignment.objects.filter(study=study, rater=request.user, status=Assignment.Status.SUBMITTED)
             .select_related("item").order_by("-submitted_at")[:200])
     items = [{"token": a.token, "submitted_at": a.submitted_at, "ignored": a.ignored,
-              "excerpt": (a.item.context[:140] + ("…" if len(a.item.context) > 140 else ""))} for a in rows]
+              "excerpt": _excerpt(a.item)} for a in rows]
     return render(request, "annotation/workspace_history.html",
                   {"study": study, "items": items, "progress": rater_progress(study, request.user)})

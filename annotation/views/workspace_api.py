@@ -29,6 +29,7 @@ from annotation.models import Assignment, Study
 from annotation.services.crowd import crowd_state
 from annotation.services.phases import PhaseOrderError, PhaseState, phase_require, phase_state
 from annotation.services.ratings import AnswerError, SubmitError, assignment_save_draft, assignment_submit
+from annotation.trajectory import rater_content
 from annotation.views.workspace import load_for_screen, shown_outputs
 
 _RUBRIC_KEYS = ("slug", "name", "description", "instructions", "scope_note", "criteria", "groups", "item_options")
@@ -47,8 +48,8 @@ def assignment_payload(study: Study, assignment: Assignment) -> dict:
         "token": str(assignment.token),
         "status": assignment.status,
         "presentation": study.presentation,
-        "context": {"content": item.context, "kind": item.context_kind},
-        "responses": [{"number": n, "kind": o.kind, "content": o.content}
+        "context": {"content": rater_content(item.context, item.context_kind), "kind": item.context_kind},
+        "responses": [{"number": n, "kind": o.kind, "content": rater_content(o.content, o.kind)}
                       for n, o in enumerate(shown_outputs(assignment), start=1)],
         "rubric": {k: rubric.get(k) for k in _RUBRIC_KEYS},
         "answers": assignment.draft,

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from annotation.datasets import FORMATS
+from annotation.demo import AGENT_SLUG
 from annotation.demo_languages import SLUG as LANGUAGES
 from annotation.models import DatasetRelease, Rating, Study
 from annotation.services.assignments import assignment_next
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_load_demo_builds_full_studies_once(fresh_demo):  # noqa: F811
-    studies = {s.slug: s for s in Study.objects.filter(slug__startswith="demo-").exclude(slug=LANGUAGES)}
+    studies = {s.slug: s for s in Study.objects.filter(slug__startswith="demo-").exclude(slug__in=[LANGUAGES, AGENT_SLUG])}
     assert set(studies) == {f"demo-{p}" for p in PRESETS + COMPARE_PRESETS}
     languages = Study.objects.get(slug=LANGUAGES)
     assert languages.language == "de" and languages.status == "open"
@@ -49,6 +50,10 @@ def test_load_demo_builds_full_studies_once(fresh_demo):  # noqa: F811
         assert sorted(DatasetRelease.objects.filter(study=study, status="ready").values_list("format", flat=True)) \
             == sorted(FORMATS)  # every format, hf and the items, consensus and raters tables included
         assert assignment_next(study=study, rater=annotator) is not None, f"{study.slug}: nothing left to rate"
+    agent = Study.objects.get(slug=AGENT_SLUG)  # trajectories rated per run and per step, no judges
+    assert agent.items.filter(outputs__kind="trajectory").exists()
+    assert Rating.objects.filter(assignment__study=agent, criterion__startswith="call_needed@").exists()
+    assert assignment_next(study=agent, rater=annotator) is not None
     crowd = studies["demo-compare-pairwise"]
     assert crowd.training_pass_mark == 0.5 and crowd.items.filter(is_training=True).count() == 2
     assert crowd.crowd_links.filter(provider="prolific", revoked_at__isnull=True).exists()
