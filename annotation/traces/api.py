@@ -55,9 +55,13 @@ def _reply(status: int, message: str, *, protobuf: bool, rejected: int = 0, head
     return response
 
 
+def _clock() -> float:
+    return time.time()
+
+
 def _over_rate(token_key: str, per_minute: int) -> int:
     """Seconds until the token's window ends when it is over its rate, else 0 (a fixed minute window)."""
-    now = time.time()
+    now = _clock()
     window = int(now // 60)
     key = f"otlp:rate:{token_key[:12]}:{window}"
     cache.add(key, 0, 120)

@@ -45,7 +45,7 @@ def detect(filename: str, head: bytes) -> str | None:
         return "langfuse"
     if '"span_kind"' in text or '"openinference.span.kind"' in text:
         return "phoenix"
-    if '"eval"' in text and '"samples"' in text or text.startswith('{"version"') and '"eval"' in text:
+    if '"version"' in text[:100] and '"eval"' in text:  # Inspect's JSON log: version, status, eval, ...
         return "inspect"
     if '"object": "response"' in text or '"object":"response"' in text:
         return "openai-responses"
@@ -202,10 +202,11 @@ def _inspect_sample(sample: dict, evaluation: dict, where: str) -> dict:
                          "started_at": started, "error": _error_text(error)})
         elif role == "tool":
             out["tool_call_id"] = str(message.get("tool_call_id") or "")
-            out["content"] = out["content"] or "(empty)"
             event = tool_events.get(out["tool_call_id"]) or {}
             seconds = event.get("working_time")
-            meta.update({"error": _error_text(message.get("error") or event.get("error")),
+            error = _error_text(message.get("error") or event.get("error"))
+            out["content"] = out["content"] or (f"(the tool failed: {error})" if error else "(empty)")
+            meta.update({"error": error,
                          "latency_ms": round(seconds * 1000, 3) if isinstance(seconds, (int, float)) else None,
                          "started_at": event.get("timestamp")})
         else:
@@ -356,8 +357,8 @@ def _lists(node):
         node = {k: _lists(v) for k, v in node.items()}
         if node and all(k.isdigit() for k in node):
             return [node[k] for k in sorted(node, key=int)]
-    elif isinstance(node, list):
-        return [_lists(v) for v in node]
+    elif isinstance(node, list):  # list elements may hold flat keys again (message.role)
+        return [_unflatten(v) if isinstance(v, dict) else _lists(v) for v in node]
     return node
 
 

@@ -300,7 +300,8 @@ def _place_tool_runs(messages: list[dict], tools: list[ToolRun]) -> None:
             if run is None:
                 continue
             result = {"role": "tool", "tool_call_id": call["id"],
-                      "content": run.result if run.result else ("(no result)" if run.meta.get("error") else "(empty)")}
+                      "content": run.result or (f"(the tool failed: {run.meta['error']})" if run.meta.get("error")
+                                                else "(empty)")}
             meta = clean_meta(run.meta)
             if meta:
                 result["meta"] = meta
@@ -349,7 +350,8 @@ def item_row(*, item_id: str, messages: list[dict], system: str, trace_id: str =
     try:
         content = trajectory.parse(content)
     except trajectory.TrajectoryError as exc:
-        raise TraceFormatError(where, f"the trajectory it makes is refused: {exc}") from None
+        field = f"trajectory.{exc.field}" if exc.field else "trajectory"
+        raise TraceFormatError(f"{where}: {field}" if where else field, exc.message) from None
     first_user = next((m["content"] for m in content["messages"] if m["role"] == "user" and m.get("content")), "")
     item_metadata = {"source": source, **({"trace_id": trace_id} if trace_id else {}), **(metadata or {})}
     return {"id": item_id, "context": first_user[:2000] or "(agent run)",
