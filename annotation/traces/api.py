@@ -1,7 +1,8 @@
 """POST /api/studies/<slug>/otlp/v1/traces: OTLP/HTTP trace export (JSON or protobuf) into a study.
 
 Authorised by an API token of a user who may manage the study (`Authorization: Token <key>` or
-`Bearer <key>`, as OpenTelemetry exporters' headers set it). Bounds: the body's size (413), the
+`Bearer <key>`, as OpenTelemetry exporters' headers set it; a signed-in session with its CSRF token
+works too, as on the rest of the API). Bounds: the body's size (413), the
 spans per request (400, which exporters do not retry) and requests per token per minute (429 with
 Retry-After, which they do). The sampling rule comes in the query: `?sample=0.2&flag=unacceptable`.
 """
@@ -14,9 +15,10 @@ import zlib
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions
-from rest_framework.authentication import TokenAuthentication
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.decorators import api_view, authentication_classes, parser_classes, permission_classes
 from rest_framework.request import Request
 
@@ -83,11 +85,13 @@ def _sampling_rule(request: Request) -> SamplingRule:
     return SamplingRule(rate=rate, flags=labels)
 
 
-@extend_schema(request={PROTOBUF: bytes, "application/json": dict}, responses={200: dict},
+# The schema shows the JSON form; the same path takes application/x-protobuf (the SDK exporters' default).
+@extend_schema(request={"application/json": OpenApiTypes.OBJECT},
+               responses={200: OpenApiTypes.OBJECT, 413: OpenApiTypes.OBJECT, 429: OpenApiTypes.OBJECT},
                parameters=[OpenApiParameter("sample", float, description="share of unflagged traces kept (0-1)"),
                            OpenApiParameter("flag", str, description="evaluation labels always kept, comma-separated")])
 @api_view(["POST"])
-@authentication_classes([TokenAuthentication, BearerTokenAuthentication])
+@authentication_classes([TokenAuthentication, BearerTokenAuthentication, SessionAuthentication])
 @permission_classes([permissions.IsAuthenticated])
 @parser_classes([])
 def otlp_traces(request: Request, slug: str) -> HttpResponse:

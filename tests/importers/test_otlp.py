@@ -197,3 +197,30 @@ def test_only_a_token_of_someone_who_manages_the_study(client, study, annotator)
     wrong_type = client.post(_url(study), body, content_type="text/plain",
                              HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=study.created_by).key}")
     assert wrong_type.status_code == 415
+
+
+def test_gzip_bodies_and_a_body_that_inflates_beyond_the_bound(client, study, admin_user, settings):
+    import gzip
+
+    token = Token.objects.create(user=admin_user).key
+    body, traces = _otlp_json()
+    headers = {"content_type": "application/json", "HTTP_AUTHORIZATION": f"Token {token}",
+               "HTTP_CONTENT_ENCODING": "gzip"}
+    settings.OTLP_MAX_BODY_BYTES = 2000  # the inflated body may be ten times that
+    bomb = client.post(_url(study), gzip.compress(b" " * 20_001), **headers)
+    assert bomb.status_code == 400 and "inflates to over 20000 bytes" in bomb.json()["message"]
+    settings.OTLP_MAX_BODY_BYTES = 5 * 1024 * 1024
+    assert client.post(_url(study), gzip.compress(body), **headers).status_code == 200
+    assert study.items.filter(external_id=format(traces[0], "032x")).exists()
+
+
+def test_an_otlp_json_file_through_the_import(study, tmp_path):
+    from annotation.traces.imports import file_import
+
+    body, traces = _otlp_json(2)
+    path = tmp_path / "traces.jsonl"
+    path.write_bytes(body + b"\n")
+    with path.open("rb") as f:
+        assert file_import(study=study, file=f, filename=path.name) == 2
+    _, run = _stored(study, traces[1])
+    assert run["messages"][3]["meta"]["error"] == "HTTP 503 from the timetable service"
