@@ -153,7 +153,9 @@ def _inspect(data: bytes) -> Iterator[dict]:
     if not samples:
         raise TraceFormatError("samples", "the log holds no samples (was it written with samples?)")
     for where, sample in samples:
-        yield _inspect_sample(sample, evaluation, where)
+        with mapping.reading(where):
+            row = _inspect_sample(sample, evaluation, where)
+        yield row
 
 
 def _inspect_sample(sample: dict, evaluation: dict, where: str) -> dict:
@@ -261,15 +263,22 @@ def _langfuse(data: bytes) -> Iterator[dict]:
     for where, record in _json_records(data):
         if isinstance(record, dict) and isinstance(record.get("traces"), list):  # a session download
             for n, trace in enumerate(record["traces"]):
-                yield _langfuse_trace(trace, f"{where}.traces[{n}]")
+                with mapping.reading(f"{where}.traces[{n}]"):
+                    row = _langfuse_trace(trace, f"{where}.traces[{n}]")
+                yield row
         elif isinstance(record, dict) and "observations" in record:
-            yield _langfuse_trace(record, where)
+            with mapping.reading(where):
+                row = _langfuse_trace(record, where)
+            yield row
         elif isinstance(record, dict) and record.get("traceId") and record.get("type"):
             loose.setdefault(record["traceId"], []).append((where, record))
         else:
             raise TraceFormatError(where, "neither a Langfuse trace (with observations) nor an observation")
     for trace_id, observations in loose.items():
-        yield _langfuse_trace({"id": trace_id, "observations": [o for _, o in observations]}, observations[0][0])
+        with mapping.reading(observations[0][0]):
+            row = _langfuse_trace({"id": str(trace_id), "observations": [o for _, o in observations]},
+                                  observations[0][0])
+        yield row
 
 
 def _langfuse_trace(trace: dict, where: str) -> dict:
@@ -410,40 +419,47 @@ def _phoenix(data: bytes) -> Iterator[dict]:
             trace_id = _require(context, "trace_id", f"{here}.context", str)
             traces.setdefault(trace_id, []).append((here, span))
     for trace_id, spans in traces.items():
-        calls, tools = [], []
-        for here, span in spans:
-            attrs = _unflatten(span.get("attributes") or {})
-            kind = str(_oi(attrs, "openinference.span.kind") or span.get("span_kind") or "").upper()
-            start, end = _ns(span.get("start_time"), f"{here}.start_time"), _ns(span.get("end_time"), f"{here}.end_time")
-            error = (span.get("status_message") or "error") if span.get("status_code") == "ERROR" else None
-            meta = {"span_id": span["context"].get("span_id"), "parent_span_id": span.get("parent_id"),
-                    "error": error, "latency_ms": round((end - start) / 1e6, 3) if end >= start > 0 else None,
-                    "started_at": span.get("start_time")}
-            if kind == "LLM":
-                meta.update({"model": _oi(attrs, "llm.model_name"), "provider": _oi(attrs, "llm.provider"),
-                             "input_tokens": _oi(attrs, "llm.token_count.prompt"),
-                             "output_tokens": _oi(attrs, "llm.token_count.completion")})
-                inputs = _oi_messages(_oi(attrs, "llm.input_messages"), f"{here}.attributes.llm.input_messages")
-                outputs = _oi_messages(_oi(attrs, "llm.output_messages"), f"{here}.attributes.llm.output_messages")
-                if error and not outputs:
-                    outputs = [{"role": "assistant", "content": f"(the model call failed: {error})"}]
-                calls.append(LlmCall(start, inputs, outputs, mapping.clean_meta(meta)))
-            elif kind == "TOOL":
-                tools.append(ToolRun(start, call_id=str(_oi(attrs, "tool_call.id") or ""),
-                                     name=str(_oi(attrs, "tool.name") or span.get("name") or "tool"),
-                                     arguments=mapping.arguments_text(_oi(attrs, "tool.parameters")
-                                                                      or _oi(attrs, "input.value")),
-                                     result=mapping.text_of(_oi(attrs, "output.value")) or None,
-                                     meta=mapping.clean_meta(meta)))
-        if not calls and not tools:
-            continue
-        where = spans[0][0]
-        messages = mapping.merge(calls, tools, where=f"trace {trace_id}")
-        models = [m["meta"]["model"] for m in messages if (m.get("meta") or {}).get("model")]
-        root = next((s for _, s in spans if not s.get("parent_id")), None)
-        yield mapping.item_row(item_id=trace_id, messages=messages, trace_id=trace_id, source="phoenix",
-                               system=(models[0] if models else "") or (root or {}).get("name", ""), where=where,
-                               meta=mapping.clean_meta({"root_span": (root or {}).get("name")}))
+        with mapping.reading(spans[0][0]):
+            row = _phoenix_trace(trace_id, spans)
+        if row is not None:
+            yield row
+
+
+def _phoenix_trace(trace_id: str, spans: list[tuple[str, dict]]) -> dict | None:
+    calls, tools = [], []
+    for here, span in spans:
+        attrs = _unflatten(span.get("attributes") or {})
+        kind = str(_oi(attrs, "openinference.span.kind") or span.get("span_kind") or "").upper()
+        start, end = _ns(span.get("start_time"), f"{here}.start_time"), _ns(span.get("end_time"), f"{here}.end_time")
+        error = (span.get("status_message") or "error") if span.get("status_code") == "ERROR" else None
+        meta = {"span_id": span["context"].get("span_id"), "parent_span_id": span.get("parent_id"),
+                "error": error, "latency_ms": round((end - start) / 1e6, 3) if end >= start > 0 else None,
+                "started_at": span.get("start_time")}
+        if kind == "LLM":
+            meta.update({"model": _oi(attrs, "llm.model_name"), "provider": _oi(attrs, "llm.provider"),
+                         "input_tokens": _oi(attrs, "llm.token_count.prompt"),
+                         "output_tokens": _oi(attrs, "llm.token_count.completion")})
+            inputs = _oi_messages(_oi(attrs, "llm.input_messages"), f"{here}.attributes.llm.input_messages")
+            outputs = _oi_messages(_oi(attrs, "llm.output_messages"), f"{here}.attributes.llm.output_messages")
+            if error and not outputs:
+                outputs = [{"role": "assistant", "content": f"(the model call failed: {error})"}]
+            calls.append(LlmCall(start, inputs, outputs, mapping.clean_meta(meta)))
+        elif kind == "TOOL":
+            tools.append(ToolRun(start, call_id=str(_oi(attrs, "tool_call.id") or ""),
+                                 name=str(_oi(attrs, "tool.name") or span.get("name") or "tool"),
+                                 arguments=mapping.arguments_text(_oi(attrs, "tool.parameters")
+                                                                  or _oi(attrs, "input.value")),
+                                 result=mapping.text_of(_oi(attrs, "output.value")) or None,
+                                 meta=mapping.clean_meta(meta)))
+    if not calls and not tools:
+        return None
+    where = spans[0][0]
+    messages = mapping.merge(calls, tools, where=f"trace {trace_id}")
+    models = [m["meta"]["model"] for m in messages if (m.get("meta") or {}).get("model")]
+    root = next((s for _, s in spans if not s.get("parent_id")), None)
+    return mapping.item_row(item_id=trace_id, messages=messages, trace_id=trace_id, source="phoenix",
+                            system=(models[0] if models else "") or (root or {}).get("name", ""), where=where,
+                            meta=mapping.clean_meta({"root_span": (root or {}).get("name")}))
 
 
 # --- OpenAI chat-completions and Responses JSONL ------------------------------------------------------
@@ -451,40 +467,42 @@ def _phoenix(data: bytes) -> Iterator[dict]:
 
 def _openai_chat(data: bytes) -> Iterator[dict]:
     for where, record in _json_records(data):
-        if not isinstance(record, dict):
-            raise TraceFormatError(where, "must be an object with messages, or with request and response")
-        meta: dict = {}
-        if isinstance(record.get("request"), dict):
-            request = record["request"]
-            messages = _chat_messages(_require(request, "messages", f"{where}.request", list),
-                                      f"{where}.request.messages", default_role="user")
-            response = record.get("response") or {}
-            response = response.get("body", response) if isinstance(response, dict) else {}
-            outputs = _chat_messages(response, f"{where}.response", default_role="assistant")
-            usage = response.get("usage") or {}
-            meta = mapping.clean_meta({"model": response.get("model") or request.get("model"),
-                                       "input_tokens": usage.get("prompt_tokens"),
-                                       "output_tokens": usage.get("completion_tokens"),
-                                       "span_id": response.get("id"),
-                                       "finish_reason": ((response.get("choices") or [{}])[0] or {}).get("finish_reason")})
-            if outputs and meta:
-                outputs[0]["meta"] = meta
-            messages += outputs[:1]
-            trace_id = str(record.get("id") or response.get("id") or "")
-        else:
-            messages = _chat_messages(_require(record, "messages", where, list), f"{where}.messages",
-                                      default_role="user")
-            trace_id = str(record.get("id") or "")
-        _name_unanswered(messages)
-        item_id = str(record.get("custom_id") or record.get("id") or where.replace(" ", "-"))
-        yield mapping.item_row(item_id=item_id, messages=messages, trace_id=trace_id, source="openai-chat",
-                               system=str(record.get("system") or meta.get("model") or record.get("model") or ""),
-                               where=where, metadata=record.get("metadata") if isinstance(record.get("metadata"), dict)
-                               else None)
+        with mapping.reading(where):
+            row = _openai_chat_record(record, where)
+        yield row
 
 
-def _name_unanswered(messages: list[dict]) -> None:
-    mapping._name_calls(messages)
+def _openai_chat_record(record, where: str) -> dict:
+    if not isinstance(record, dict):
+        raise TraceFormatError(where, "must be an object with messages, or with request and response")
+    meta: dict = {}
+    if isinstance(record.get("request"), dict):
+        request = record["request"]
+        messages = _chat_messages(_require(request, "messages", f"{where}.request", list),
+                                  f"{where}.request.messages", default_role="user")
+        response = record.get("response") or {}
+        response = response.get("body", response) if isinstance(response, dict) else {}
+        outputs = _chat_messages(response, f"{where}.response", default_role="assistant")
+        usage = response.get("usage") or {}
+        meta = mapping.clean_meta({"model": response.get("model") or request.get("model"),
+                                   "input_tokens": usage.get("prompt_tokens"),
+                                   "output_tokens": usage.get("completion_tokens"),
+                                   "span_id": response.get("id"),
+                                   "finish_reason": ((response.get("choices") or [{}])[0] or {}).get("finish_reason")})
+        if outputs and meta:
+            outputs[0]["meta"] = meta
+        messages += outputs[:1]
+        trace_id = str(record.get("id") or response.get("id") or "")
+    else:
+        messages = _chat_messages(_require(record, "messages", where, list), f"{where}.messages",
+                                  default_role="user")
+        trace_id = str(record.get("id") or "")
+    mapping.name_calls(messages)
+    item_id = str(record.get("custom_id") or record.get("id") or where.replace(" ", "-"))
+    return mapping.item_row(item_id=item_id, messages=messages, trace_id=trace_id, source="openai-chat",
+                            system=str(record.get("system") or meta.get("model") or record.get("model") or ""),
+                            where=where, metadata=record.get("metadata") if isinstance(record.get("metadata"), dict)
+                            else None)
 
 
 def _responses_items(items, where: str, *, default_role: str) -> list[dict]:
@@ -566,29 +584,35 @@ def _responses_text(content, where: str) -> str:
 
 def _openai_responses(data: bytes) -> Iterator[dict]:
     for where, record in _json_records(data):
-        if not isinstance(record, dict):
-            raise TraceFormatError(where, "must be a response object")
-        if "input" not in record:
-            raise TraceFormatError(f"{where}.input", "required: the response's input items (the Responses API "
-                                                     "returns them from GET /responses/{id}/input_items)")
-        output = _require(record, "output", where, list)
-        messages = []
-        if record.get("instructions"):
-            messages.append({"role": "system", "content": mapping.text_of(record["instructions"])})
-        messages += _responses_items(record["input"], f"{where}.input", default_role="user")
-        produced = _responses_items(output, f"{where}.output", default_role="assistant")
-        usage = record.get("usage") or {}
-        meta = mapping.clean_meta({"model": record.get("model"), "input_tokens": usage.get("input_tokens"),
-                                   "output_tokens": usage.get("output_tokens"), "span_id": record.get("id"),
-                                   "error": _error_text(record.get("error"))})
-        for message in produced:
-            if message["role"] == "assistant":
-                message["meta"] = {**meta, **(message.get("meta") or {})}
-        messages += produced
-        trace_id = str(record.get("id") or "")
-        yield mapping.item_row(item_id=trace_id or where.replace(" ", "-"), messages=messages, trace_id=trace_id,
-                               source="openai-responses", system=str(record.get("model") or ""), where=where,
-                               metadata=record.get("metadata") if isinstance(record.get("metadata"), dict) else None)
+        with mapping.reading(where):
+            row = _openai_response(record, where)
+        yield row
+
+
+def _openai_response(record, where: str) -> dict:
+    if not isinstance(record, dict):
+        raise TraceFormatError(where, "must be a response object")
+    if "input" not in record:
+        raise TraceFormatError(f"{where}.input", "required: the response's input items (the Responses API "
+                                                 "returns them from GET /responses/{id}/input_items)")
+    output = _require(record, "output", where, list)
+    messages = []
+    if record.get("instructions"):
+        messages.append({"role": "system", "content": mapping.text_of(record["instructions"])})
+    messages += _responses_items(record["input"], f"{where}.input", default_role="user")
+    produced = _responses_items(output, f"{where}.output", default_role="assistant")
+    usage = record.get("usage") or {}
+    meta = mapping.clean_meta({"model": record.get("model"), "input_tokens": usage.get("input_tokens"),
+                               "output_tokens": usage.get("output_tokens"), "span_id": record.get("id"),
+                               "error": _error_text(record.get("error"))})
+    for message in produced:
+        if message["role"] == "assistant":
+            message["meta"] = {**meta, **(message.get("meta") or {})}
+    messages += produced
+    trace_id = str(record.get("id") or "")
+    return mapping.item_row(item_id=trace_id or where.replace(" ", "-"), messages=messages, trace_id=trace_id,
+                            source="openai-responses", system=str(record.get("model") or ""), where=where,
+                            metadata=record.get("metadata") if isinstance(record.get("metadata"), dict) else None)
 
 
 _READERS = {"otlp-json": _otlp_json, "inspect": _inspect, "langfuse": _langfuse, "phoenix": _phoenix,

@@ -13,6 +13,7 @@ edit in this module.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -34,6 +35,18 @@ class TraceFormatError(ValueError):
     def __init__(self, where: str, message: str):
         self.where, self.message = where, message
         super().__init__(f"{where}: {message}" if where else message)
+
+
+@contextmanager
+def reading(where: str):
+    """Read one record: a value of a type no reader expects (a number where a message is due, ...)
+    is refused naming the record, as every other problem is, instead of failing the request."""
+    try:
+        yield
+    except TraceFormatError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+        raise TraceFormatError(where, f"a value of an unexpected type or shape ({type(exc).__name__}: {exc})") from None
 
 
 @dataclass
@@ -255,14 +268,14 @@ def merge(calls: list[LlmCall], tools: list[ToolRun], *, where: str = "") -> lis
         for message in outputs:
             meta = clean_meta({**call.meta, **(message.get("meta") or {})})
             messages.append({**message, **({"meta": meta} if meta else {})})
-    _name_calls(messages)
+    name_calls(messages)
     _place_tool_runs(messages, sorted(tools, key=lambda t: t.start))
     if not messages:
         raise TraceFormatError(where, "holds no model call or tool call to make a trajectory of")
     return messages
 
 
-def _name_calls(messages: list[dict]) -> None:
+def name_calls(messages: list[dict]) -> None:
     """Tool calls without an id (some sources omit it) get one, and their results follow them."""
     n = 0
     for message in messages:
@@ -273,7 +286,6 @@ def _name_calls(messages: list[dict]) -> None:
 
 
 def _place_tool_runs(messages: list[dict], tools: list[ToolRun]) -> None:
-    answered = {m["tool_call_id"]: m for m in messages if m["role"] == "tool"}
     runs_by_id = {t.call_id: t for t in tools if t.call_id}
     unmatched = [t for t in tools if not t.call_id or t.call_id not in _call_ids(messages)]
     # A tool message without a known call id answers the oldest open call of the same tool name.

@@ -104,29 +104,37 @@ def spans_from_json(body: bytes, *, max_spans: int) -> list[Span]:
     spans: list[Span] = []
     for r, resource_spans in enumerate(_get(data, "resourceSpans", "resource_spans")):
         rwhere = f"resourceSpans[{r}]"
-        resource = _attributes(((resource_spans or {}).get("resource") or {}).get("attributes") or [],
-                               f"{rwhere}.resource.attributes")
-        for s, scope_spans in enumerate(_get(resource_spans, "scopeSpans", "scope_spans", []) or []):
-            for n, raw in enumerate((scope_spans or {}).get("spans") or []):
+        with mapping.reading(rwhere):
+            resource = _attributes(((resource_spans or {}).get("resource") or {}).get("attributes") or [],
+                                   f"{rwhere}.resource.attributes")
+            scopes = [((ss or {}).get("spans") or []) for ss in _get(resource_spans, "scopeSpans", "scope_spans", [])
+                      or []]
+        for s, scope in enumerate(scopes):
+            for n, raw in enumerate(scope if isinstance(scope, list) else [scope]):
                 where = f"{rwhere}.scopeSpans[{s}].spans[{n}]"
                 if not isinstance(raw, dict):
                     raise TraceFormatError(where, "must be an object")
-                spans.append(Span(
-                    trace_id=_hex_id(_get(raw, "traceId", "trace_id"), f"{where}.traceId", 16),
-                    span_id=_hex_id(_get(raw, "spanId", "span_id"), f"{where}.spanId", 8),
-                    parent_id=_hex_id(_get(raw, "parentSpanId", "parent_span_id"), f"{where}.parentSpanId", 8,
-                                      required=False),
-                    name=str(raw.get("name") or ""),
-                    start_ns=_nanos(_get(raw, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.startTimeUnixNano"),
-                    end_ns=_nanos(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.endTimeUnixNano"),
-                    attributes=_attributes(raw.get("attributes") or [], f"{where}.attributes"),
-                    error=_error(raw.get("status")),
-                    events=[(str(e.get("name") or ""), _attributes(e.get("attributes") or [], f"{where}.events[{k}]"))
-                            for k, e in enumerate(raw.get("events") or []) if isinstance(e, dict)],
-                    resource=resource, where=where))
+                with mapping.reading(where):
+                    spans.append(_json_span(raw, where, resource))
                 if len(spans) > max_spans:
                     raise TooManySpans(max_spans)
     return spans
+
+
+def _json_span(raw: dict, where: str, resource: dict) -> Span:
+    return Span(
+        trace_id=_hex_id(_get(raw, "traceId", "trace_id"), f"{where}.traceId", 16),
+        span_id=_hex_id(_get(raw, "spanId", "span_id"), f"{where}.spanId", 8),
+        parent_id=_hex_id(_get(raw, "parentSpanId", "parent_span_id"), f"{where}.parentSpanId", 8,
+                          required=False),
+        name=str(raw.get("name") or ""),
+        start_ns=_nanos(_get(raw, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.startTimeUnixNano"),
+        end_ns=_nanos(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.endTimeUnixNano"),
+        attributes=_attributes(raw.get("attributes") or [], f"{where}.attributes"),
+        error=_error(raw.get("status")),
+        events=[(str(e.get("name") or ""), _attributes(e.get("attributes") or [], f"{where}.events[{k}]"))
+                for k, e in enumerate(raw.get("events") or []) if isinstance(e, dict)],
+        resource=resource, where=where)
 
 
 def _nanos(value, where: str) -> int:
@@ -212,7 +220,7 @@ def group_by_trace(spans: list[Span]) -> dict[str, list[Span]]:
 
 
 def is_model_span(span: Span) -> bool:
-    return (span.attributes.get(mapping.OPERATION) in MODEL_OPERATIONS
+    return (str(span.attributes.get(mapping.OPERATION)) in MODEL_OPERATIONS
             or mapping.INPUT_MESSAGES in span.attributes or mapping.OUTPUT_MESSAGES in span.attributes)
 
 
@@ -262,6 +270,11 @@ def flag_labels(spans: list[Span]) -> set[str]:
 
 def trace_row(trace_id: str, spans: list[Span]) -> dict:
     """The item row of one trace: its model spans' messages and its tool spans, merged."""
+    with mapping.reading(f"trace {trace_id}"):
+        return _trace_row(trace_id, spans)
+
+
+def _trace_row(trace_id: str, spans: list[Span]) -> dict:
     calls, tools = [], []
     system_message = None
     for span in sorted(spans, key=lambda s: (s.start_ns, s.end_ns)):
