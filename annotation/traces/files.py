@@ -465,10 +465,11 @@ def _phoenix_trace(trace_id: str, spans: list[tuple[str, dict]]) -> dict | None:
 # --- OpenAI chat-completions and Responses JSONL ------------------------------------------------------
 
 
-def _openai_chat(data: bytes) -> Iterator[dict]:
+def _each_record(data: bytes, read) -> Iterator[dict]:
+    """One item per record (JSONL line or element of a JSON list), read by `read(record, where)`."""
     for where, record in _json_records(data):
         with mapping.reading(where):
-            row = _openai_chat_record(record, where)
+            row = read(record, where)
         yield row
 
 
@@ -582,13 +583,6 @@ def _responses_text(content, where: str) -> str:
     return "\n".join(texts)
 
 
-def _openai_responses(data: bytes) -> Iterator[dict]:
-    for where, record in _json_records(data):
-        with mapping.reading(where):
-            row = _openai_response(record, where)
-        yield row
-
-
 def _openai_response(record, where: str) -> dict:
     if not isinstance(record, dict):
         raise TraceFormatError(where, "must be a response object")
@@ -616,4 +610,5 @@ def _openai_response(record, where: str) -> dict:
 
 
 _READERS = {"otlp-json": _otlp_json, "inspect": _inspect, "langfuse": _langfuse, "phoenix": _phoenix,
-            "openai-chat": _openai_chat, "openai-responses": _openai_responses}
+            "openai-chat": lambda data: _each_record(data, _openai_chat_record),
+            "openai-responses": lambda data: _each_record(data, _openai_response)}
