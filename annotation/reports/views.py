@@ -20,6 +20,7 @@ from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import Study
 from annotation.reports.comparisons import comparative_answers, comparative_criteria, long_rows
 from annotation.reports.downloads import DOWNLOADS, page_context, report_bytes, report_filename, report_with_sections
+from annotation.reports.steps import step_map
 from annotation.reports.study import DEFAULT_ICC_THRESHOLD
 
 
@@ -44,6 +45,8 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
     download = request.GET.get("download")
     if download == "comparisons":
         return _comparisons_csv(request, study, request.GET.get("criterion", ""))
+    if download == "steps":
+        return _steps_csv(request, study)
     if download and (download not in DOWNLOADS or error):
         return HttpResponseBadRequest(error or f"download must be one of {sorted(DOWNLOADS)}")
     polled = request.GET.get("fragment") == "pending"
@@ -108,4 +111,20 @@ def _comparisons_csv(request: HttpRequest, study: Study, key: str) -> HttpRespon
     writer = csv.writer(response, lineterminator="\n")
     writer.writerow(header)
     writer.writerows([spreadsheet_safe(v) for v in row] for row in rows)
+    return response
+
+
+STEP_COLUMNS = ("item", "output", "system", "step", "kind", "number", "tool", "tool_call_id", "span_id", "trace_id")
+
+
+def _steps_csv(request: HttpRequest, study: Study) -> HttpResponse:
+    """The step map of the study's trajectories: what each per-step rating's step key (`<criterion>@<step>`
+    in the ratings export) stands for, with the source's tool call, span and trace ids."""
+    filename = f"{study.slug}-steps.csv"
+    audit_download(actor=request.user, study=study, target=filename, query=request.GET, format="csv")
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    writer = csv.writer(response, lineterminator="\n")
+    writer.writerow(STEP_COLUMNS)
+    writer.writerows([spreadsheet_safe(row[c]) for c in STEP_COLUMNS] for row in step_map(study))
     return response

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from annotation import trajectory
 from annotation.items_list import forget_study_systems
 from annotation.models import Assignment, Item, Output
 
@@ -44,9 +45,22 @@ def item_replace(*, item: Item, context: str, outputs: dict[int, str]) -> Item:
     empty = sorted(pos + 1 for pos, text in outputs.items() if not text.strip())
     if empty:
         raise ValueError(f"output {empty[0]}: the response text may not be empty.")
+    if item.context_kind == Item.ContextKind.TRAJECTORY and context.strip():
+        context = _trajectory(context, "context")
+    changed = list(Output.objects.filter(item=item, position__in=list(outputs)))
+    texts = {o.position: _trajectory(outputs[o.position], f"output {o.position + 1}")
+             if o.kind == Output.Kind.TRAJECTORY else outputs[o.position] for o in changed}  # all checked first
     item.context = context
     item.save(update_fields=["context"])
-    for output in Output.objects.filter(item=item, position__in=list(outputs)):
-        output.content = outputs[output.position]
+    for output in changed:
+        output.content = texts[output.position]
         output.save(update_fields=["content"])
     return item
+
+
+def _trajectory(text: str, where: str) -> str:
+    """A replacement trajectory, checked as an import checks it (docs/item-format.md)."""
+    try:
+        return trajectory.normalise(text)
+    except trajectory.TrajectoryError as exc:
+        raise ValueError(f"{where}: {exc}") from None

@@ -31,9 +31,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation import step_questions
 from annotation.db import prepared_cursor
 from annotation.models import Assignment, Output, Rating, Study, StudyMember
-from annotation import step_questions
 from annotation.services import comparative
 from annotation.services.assignments import assignment_reclaim, lease_duration
 from annotation.services.routing_flag import routing_refresh_request
@@ -390,9 +390,7 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
     steps_asked: set[tuple[int | None, str]] = set()
     for rubric_criterion in rubric["criteria"]:
         places = targets if rubric_criterion["target"] == "item" else per_response
-        for response, block, content, criterion in (
-                (r, b, c, q) for r, b, c in places
-                for q in (step_questions.asked(rubric_criterion, c, kinds[r - 1]) if r else [rubric_criterion])):
+        for response, block, content, criterion in _questions(rubric_criterion, places, kinds):
             name = field_name(response, criterion["key"])
             if "step" in criterion:
                 steps_asked.add((response, criterion["key"]))
@@ -425,6 +423,15 @@ def answers_check(rubric: dict, answers: dict, contents: list[str], context: str
     if errors:
         raise AnswerError(errors)
     return rows
+
+
+def _questions(criterion: dict, places: list, kinds: list[str]):
+    """(response, answers block, content, question) for each question a criterion asks: itself, or on a
+    trajectory response one per-step copy per matching step (annotation.step_questions)."""
+    for response, block, content in places:
+        asked = [criterion] if response is None else step_questions.asked(criterion, content, kinds[response - 1])
+        for question in asked:
+            yield response, block, content, question
 
 
 def _not_asked(rubric: dict, answers: dict, n_responses: int) -> dict[str, str]:

@@ -89,9 +89,10 @@ def _trajectory(seed: int, item_id: str, i: int, position: int, system: str, eff
             "latency_ms": 700 + int(300 * unit(seed, "lat", item_id, position)), "span_id": span + "0001"}
     messages: list[dict] = [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": request}]
     truth: dict[str, str] = {}
-    calls = [_call(f"call_{item_id}_{position}_1", tool, args, 180, span + "0002")]
+    # Ids as providers make them: opaque (an id naming the output's position would tell raters the system).
+    calls = [_call("call_" + _hex(seed, item_id, position, 1)[:24], tool, args, 180, span + "0002")]
     if t == 1:
-        calls.append(_call(f"call_{item_id}_{position}_2", extra_tool, extra_args, 90, span + "0003"))
+        calls.append(_call("call_" + _hex(seed, item_id, position, 2)[:24], extra_tool, extra_args, 90, span + "0003"))
     messages.append({"role": "assistant", "content": None, "reasoning": f"I need {tool} to answer this.",
                      "tool_calls": calls, "meta": meta})
     truth["turn_helpful@m2"] = "yes"

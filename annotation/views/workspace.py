@@ -29,8 +29,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.models import Assignment, Item, Output, Study
 from annotation import step_questions
+from annotation.models import Assignment, Item, Output, Study
 from annotation.questionnaires import question_fields
 from annotation.rendering import render_content, render_markdown
 from annotation.services import comparative

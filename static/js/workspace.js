@@ -435,7 +435,9 @@
 
   function onAcceptReject(key) {
     const el = responseEl(ws.current);
-    const fs = criteriaOf(el).find((f) => f.dataset.widget === "binary");
+    // The current criterion when it is a yes/no one (per-step questions of a trajectory are several), else the first.
+    const current = ws.crit && ws.crit.dataset.widget === "binary" && el && el.contains(ws.crit) ? ws.crit : null;
+    const fs = current || criteriaOf(el).find((f) => f.dataset.widget === "binary");
     if (!fs) return false;
     const label = $$("label[data-key]", fs).find((l) => l.dataset.key === key);
     if (!label) return false;

@@ -162,3 +162,29 @@ def test_a_release_downloaded_with_its_checksum_checked(concord, admin_user, cel
     with pytest.raises(ReleaseChecksumError):
         client.download_release("client-release", "1.0.0", "csv", tmp_path)
     assert not list(tmp_path.glob("*.csv"))
+
+
+def test_trajectories_written_and_read_with_their_steps(concord, admin_user, tmp_path):
+    """Issue 56 §4: the client writes trajectories in items (as dicts) and reads them back parsed, with
+    the server's step keys; per-step ratings split into criterion and step."""
+    from concord_client import trajectory_row, with_steps
+
+    from annotation.simulation.agent import AGENT_RUBRIC, agent_item, agent_study_create
+
+    client = concord(admin_user)
+    rubric = tmp_path / "agent.json"
+    rubric.write_text(json.dumps(AGENT_RUBRIC))
+    slug = client.create_study("Agents via the client", rubric_file=rubric)["slug"]
+    source = agent_item(0, 1)["outputs"][0]["content"]
+    assert client.upload_items(slug, [trajectory_row("t-1", "Trains?", {"bot": source})]) == 1
+    (row,) = client.trajectories(slug).to_dict("records")
+    assert row["trajectory"]["trace_id"] == source["trace_id"] and row["system"] == "bot"
+    calls = [s for s in row["steps"] if s["kind"] == "tool_call"]
+    assert calls[0]["step"] == "m2.t0" and calls[0]["tool_call_id"] == source["messages"][2]["tool_calls"][0]["id"]
+
+    rated = agent_study_create(slug="client-agents", admin=admin_user, n_items=2, n_raters=2).study
+    ratings = with_steps(client.ratings(rated.slug))
+    per_step = ratings[ratings["step"] != ""]
+    assert set(per_step["criterion_key"]) == {"call_needed", "turn_helpful"}
+    assert per_step["step"].str.match(r"^m\d+(\.t\d+)?$").all()
+    assert (ratings.loc[ratings["step"] == "", "criterion"] == ratings.loc[ratings["step"] == "", "criterion_key"]).all()

@@ -65,3 +65,14 @@ def test_the_step_map_carries_source_ids(agent):
     call = next(r for r in rows if r["kind"] == "tool_call")
     assert call["step"].startswith("m2.t") and call["tool_call_id"].startswith("call_") and len(call["span_id"]) == 16
     assert len(call["trace_id"]) == 32
+
+
+def test_the_report_page_shows_the_section_and_the_step_map_downloads(agent, admin_user, client_for):
+    client = client_for(admin_user)
+    page = client.get(f"/studies/{agent.slug}/report/").content.decode()
+    assert 'id="steps"' in page and "Per-step agreement" in page and "?download=steps" in page
+    response = client.get(f"/studies/{agent.slug}/report/?download=steps")
+    assert response.status_code == 200 and response["Content-Disposition"].endswith('-steps.csv"')
+    lines = response.content.decode().splitlines()
+    assert lines[0] == "item,output,system,step,kind,number,tool,tool_call_id,span_id,trace_id"
+    assert len(lines) - 1 == len(step_map(agent)) and any(",tool_call," in line for line in lines)

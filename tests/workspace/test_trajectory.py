@@ -165,3 +165,36 @@ def test_the_workspace_page_shows_steps_and_per_step_controls_blinded(agent_stud
     assert "js/trajectory.js" in html
     for secret in ("agent-gpt-4o", "gpt-4o", "llama", "trace_id"):
         assert secret not in html
+
+
+def test_pairwise_compares_whole_trajectories_blinded(make_study, annotator, api_for):
+    """A comparative rubric on trajectory items: both runs shown whole, in the engine's order, blinded."""
+    rows = "\n".join(json.dumps(agent_item(0, i)) for i in range(2))
+    study = make_study("compare-pairwise", annotators=[annotator], items_text=rows, raters_per_item=1)
+    data = api_for(annotator).post(f"/api/studies/{study.slug}/rate/next/").json()["assignment"]
+    assert [r["kind"] for r in data["responses"]] == ["trajectory", "trajectory"]
+    assert any(c["kind"] == "pairwise" for c in data["rubric"]["criteria"])
+    a = Assignment.objects.get(token=data["token"])
+    stored = {o.position: json.loads(o.content) for o in a.item.outputs.all()}
+    shown = [json.loads(r["content"]) for r in data["responses"]]
+    assert [s["messages"][-1]["content"] for s in shown] == [stored[p]["messages"][-1]["content"]
+                                                              for p in a.permutation]
+    for secret in ("agent-gpt-4o", "agent-llama", "gpt-4o", "llama", "trace_id"):
+        assert secret not in json.dumps(data)
+
+
+def test_replacing_a_trajectory_checks_it_as_an_import_does(agent_study):
+    from annotation.services.item_edits import item_replace
+
+    study, _rater = agent_study
+    item = study.items.order_by("pk").last()  # not yet given to the rater
+    before = {o.position: o.content for o in item.outputs.all()}
+    bad = json.loads(before[0])
+    bad["messages"][3]["tool_call_id"] = "call_nowhere"
+    with pytest.raises(ValueError, match=r"output 1: messages\[3\]\.tool_call_id: 'call_nowhere' answers no"):
+        item_replace(item=item, context=item.context, outputs={0: json.dumps(bad), 1: before[1]})
+    assert {o.position: o.content for o in item.outputs.all()} == before  # nothing half-stored
+    good = json.loads(before[0])
+    good["messages"][-1]["content"] = "Edited answer."
+    item_replace(item=item, context=item.context, outputs={0: json.dumps(good, indent=2)})
+    assert json.loads(item.outputs.get(position=0).content)["messages"][-1]["content"] == "Edited answer."

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import sys
 import time
 import zipfile
@@ -20,6 +21,7 @@ import httpx
 import pandas as pd
 import pyarrow.parquet as pq
 
+from concord_client import trajectories
 from concord_client.errors import ConcordError
 
 Progress = Callable[[dict[str, Any]], None]
@@ -124,9 +126,12 @@ class Client:
         body = {"name": name, "rubric_version": version["id"], **options, **({"slug": slug} if slug else {})}
         return self._json("POST", "/api/studies/", json=body)
 
-    def upload_items(self, slug: str, items: str | Path, *, filename: str | None = None) -> int:
-        """Upload items from a JSONL or CSV file (a path), or from its text with `filename` naming the
-        format; all or nothing. Returns how many were imported."""
+    def upload_items(self, slug: str, items: str | Path | list[dict[str, Any]], *, filename: str | None = None) -> int:
+        """Upload items from a JSONL or CSV file (a path), from its text with `filename` naming the
+        format, or from a list of item rows (dicts; a trajectory's content may be its dict); all or
+        nothing. Returns how many were imported."""
+        if isinstance(items, list):
+            items, filename = "".join(json.dumps(row) + "\n" for row in items), filename or "items.jsonl"
         if isinstance(items, Path) or (filename is None and Path(items).exists()):
             path = Path(items)
             data, name = path.read_bytes(), filename or path.name
@@ -205,6 +210,15 @@ class Client:
         """What was rated, one row per output: `item`, `context`, `output`, `system`, `kind`, `content`,
         `is_attention_check`; joins `ratings` on (item, output)."""
         return self._frame(f"/api/studies/{slug}/export/?file=items-parquet")
+
+    def trajectories(self, slug: str) -> pd.DataFrame:
+        """The study's trajectory outputs, one row each, with `trajectory` parsed (a dict of
+        messages, as stored: model names and trace ids included) and `steps` (trajectories.steps)."""
+        items = self.items(slug)
+        rows = items[items["kind"] == "trajectory"].copy()
+        rows["trajectory"] = [trajectories.parse(c) for c in rows["content"]]
+        rows["steps"] = [trajectories.steps(t) for t in rows["trajectory"]]
+        return rows.reset_index(drop=True)
 
     def consensus(self, slug: str) -> pd.DataFrame:
         """The consensus per output and criterion with the `method` that made it; on a label criterion the
