@@ -224,3 +224,22 @@ def test_an_otlp_json_file_through_the_import(study, tmp_path):
         assert file_import(study=study, file=f, filename=path.name) == 2
     _, run = _stored(study, traces[1])
     assert run["messages"][3]["meta"]["error"] == "HTTP 503 from the timetable service"
+
+
+def test_the_step_map_carries_the_sources_trace_and_span_ids_back(client, study, admin_user):
+    from annotation.reports.steps import step_map
+
+    token = Token.objects.create(user=admin_user).key
+    memory = InMemorySpanExporter()
+    tracer_provider = provider(SimpleSpanProcessor(memory))
+    trace = record_agent_run(tracer_provider.get_tracer("agent"), question="Lyon?")
+    spans = {s.name: s for s in memory.get_finished_spans()}  # the second chat span overwrites the first
+    body = encode_spans(memory.get_finished_spans()).SerializeToString()
+    response = client.post(_url(study), body, content_type="application/x-protobuf",
+                           HTTP_AUTHORIZATION=f"Token {token}")
+    assert response.status_code == 200 and response["Content-Type"] == "application/x-protobuf"
+    rows = {row["step"]: row for row in step_map(study)}
+    assert {row["trace_id"] for row in rows.values()} == {format(trace, "032x")}
+    tool_span = format(spans["execute_tool search_trains"].context.span_id, "016x")
+    assert rows["m2.t0"]["tool_call_id"] == "call_1" and rows["m3"]["span_id"] == tool_span
+    assert rows["m4"]["span_id"] == format(spans["chat gpt-4o"].context.span_id, "016x")

@@ -144,3 +144,14 @@ def test_the_import_page_takes_an_inspect_log(inspect_logs, study, client, admin
     assert response.status_code == 200
     assert "Imported 2 items" in response.content.decode()
     assert study.items.count() == 2
+
+
+def test_the_api_upload_takes_a_trace_file_and_names_a_problem(study, admin_user, api_for):
+    api = api_for(admin_user)
+    url = f"/api/studies/{study.slug}/items/"
+    broken = (FILES / "openai-responses.jsonl").read_text().replace('"call_id": "call_o", "output"', '"output"')
+    refused = api.post(url, {"file": io.BytesIO(broken.encode())}, format="multipart")
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == [{"line": 1, "field": "input[3].call_id", "message": "openai-responses: required"}]
+    with (FILES / "openai-responses.jsonl").open("rb") as f:
+        assert api.post(url, {"file": f}, format="multipart").json() == {"imported": 1}
