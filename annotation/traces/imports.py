@@ -17,6 +17,7 @@ from annotation.traces import files
 from annotation.traces.mapping import TraceFormatError
 
 MAX_TRACE_FILE_BYTES = 200 * 1024 * 1024  # a trace file is read whole (a .eval log is a zip)
+DETECT_BYTES = 1 << 20  # enough for an items file's first line, which says it is one (its "outputs")
 _LINE = re.compile(r"^line (\d+)(?::\s*|\.|$)(.*)$")
 
 
@@ -24,7 +25,7 @@ def file_import(*, study: Study, file: IO[bytes], filename: str = "", fmt: str |
     """Import `file` into `study`: `fmt` names an items format (jsonl, csv) or a trace format
     (files.FORMATS); without it the file's name and first bytes decide. Returns the items imported."""
     if fmt is None:
-        head = file.read(8192)
+        head = file.read(DETECT_BYTES)
         file.seek(0)
         fmt = files.detect(filename, head if isinstance(head, bytes) else head.encode())
     if fmt not in files.FORMATS:
