@@ -35,9 +35,7 @@ class BearerTokenAuthentication(TokenAuthentication):
 
 
 def _limits() -> tuple[int, int, int]:
-    return (getattr(settings, "OTLP_MAX_BODY_BYTES", 5 * 1024 * 1024),
-            getattr(settings, "OTLP_MAX_SPANS", 2000),
-            getattr(settings, "OTLP_REQUESTS_PER_MINUTE", 120))
+    return settings.OTLP_MAX_BODY_BYTES, settings.OTLP_MAX_SPANS, settings.OTLP_REQUESTS_PER_MINUTE
 
 
 def _reply(status: int, message: str, *, protobuf: bool, rejected: int = 0, headers: dict | None = None):
