@@ -3,7 +3,8 @@ arrived, sampled, imported all or nothing per request (annotation.services.items
 
 Spans of one trace may come in several requests (the SDK's BatchSpanProcessor exports what has
 ended, and the root span ends last), so the spans of a trace whose root has not come yet wait in
-the cache for an hour. A trace already imported is skipped, so a retried request adds nothing twice.
+the cache for an hour (then they are dropped). The root is the span without a parent, or an
+`invoke_agent` span whose parent is remote (not among the trace's spans). A trace already imported is skipped, so a retried request adds nothing twice.
 
 Sampling (`SamplingRule`): every trace with an evaluation label the rule names (a judge or
 evaluator marked it, e.g. "unacceptable") reaches the raters, and of the rest a share `rate`,
@@ -57,6 +58,14 @@ class IngestResult:
     messages: list[str] = field(default_factory=list)
 
 
+def _has_root(spans: list[Span]) -> bool:
+    """The trace's root has come: a span without a parent, or an agent's span whose parent is not
+    here (the agent was called by a service that sends its spans elsewhere: a remote parent)."""
+    ids = {s.span_id for s in spans}
+    return any(not s.parent_id or (s.attributes.get("gen_ai.operation.name") == "invoke_agent"
+                                   and s.parent_id not in ids) for s in spans)
+
+
 def _pending_key(study: Study, trace_id: str) -> str:
     return f"otlp:pending:{study.pk}:{trace_id}"
 
@@ -74,7 +83,7 @@ def ingest_spans(study: Study, spans: list[Span], rule: SamplingRule) -> IngestR
         held = cache.get(_pending_key(study, trace_id))
         if held:
             trace_spans = held + trace_spans
-        if not any(not s.parent_id for s in trace_spans):
+        if not _has_root(trace_spans):
             if len(trace_spans) > MAX_PENDING_SPANS:
                 result.rejected_spans += len(trace_spans)
                 result.messages.append(f"trace {trace_id}: more than {MAX_PENDING_SPANS} spans without a root span")

@@ -243,3 +243,21 @@ def test_the_step_map_carries_the_sources_trace_and_span_ids_back(client, study,
     tool_span = format(spans["execute_tool search_trains"].context.span_id, "016x")
     assert rows["m2.t0"]["tool_call_id"] == "call_1" and rows["m3"]["span_id"] == tool_span
     assert rows["m4"]["span_id"] == format(spans["chat gpt-4o"].context.span_id, "016x")
+
+
+def test_an_agent_called_by_another_service_is_stored_when_its_own_span_ends(client, study, admin_user):
+    from opentelemetry import trace as trace_api
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    token = Token.objects.create(user=admin_user).key
+    memory = InMemorySpanExporter()
+    tracer = provider(SimpleSpanProcessor(memory)).get_tracer("agent")
+    upstream = SpanContext(trace_id=0x4BF92F3577B34DA6A3CE929D0E0E4736, span_id=0x00F067AA0BA902B7, is_remote=True,
+                           trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    with trace_api.use_span(NonRecordingSpan(upstream)):  # a W3C traceparent from the calling service
+        record_agent_run(tracer, question="Lyon?")
+    body = encode_spans(memory.get_finished_spans()).SerializeToString()
+    response = client.post(_url(study), body, content_type="application/x-protobuf",
+                           HTTP_AUTHORIZATION=f"Token {token}")
+    assert response.status_code == 200
+    assert list(study.items.values_list("external_id", flat=True)) == ["4bf92f3577b34da6a3ce929d0e0e4736"]
