@@ -20,6 +20,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.decorators import api_view, authentication_classes, parser_classes, permission_classes
+from rest_framework.parsers import BaseParser, FormParser, MultiPartParser
 from rest_framework.request import Request
 
 from annotation.access import get_study_for_manager
@@ -32,6 +33,16 @@ PROTOBUF = "application/x-protobuf"
 
 class BearerTokenAuthentication(TokenAuthentication):
     keyword = "Bearer"
+
+
+class RawBody(BaseParser):
+    """The body as bytes, at most OTLP_MAX_BODY_BYTES + 1 of them (the view says 413 above that). Form
+    bodies still go to Django's parsers: a session's CSRF check reads its token from them."""
+
+    media_type = "*/*"
+
+    def parse(self, stream, media_type=None, parser_context=None) -> bytes:
+        return stream.read(settings.OTLP_MAX_BODY_BYTES + 1) if stream is not None else b""
 
 
 def _limits() -> tuple[int, int, int]:
@@ -91,7 +102,7 @@ def _sampling_rule(request: Request) -> SamplingRule:
 @api_view(["POST"])
 @authentication_classes([TokenAuthentication, BearerTokenAuthentication, SessionAuthentication])
 @permission_classes([permissions.IsAuthenticated])
-@parser_classes([])
+@parser_classes([FormParser, MultiPartParser, RawBody])
 def otlp_traces(request: Request, slug: str) -> HttpResponse:
     """Receive an OTLP/HTTP ExportTraceServiceRequest; GenAI traces become trajectory items."""
     study = get_study_for_manager(request.user, slug)
@@ -108,7 +119,7 @@ def otlp_traces(request: Request, slug: str) -> HttpResponse:
     declared = int(request.META.get("CONTENT_LENGTH") or 0)
     if declared > max_body:
         return _reply(413, f"the body is over {max_body} bytes", protobuf=protobuf)
-    body = request.body
+    body = request.data
     if len(body) > max_body:
         return _reply(413, f"the body is over {max_body} bytes", protobuf=protobuf)
     encoding = request.META.get("HTTP_CONTENT_ENCODING", "").lower()
