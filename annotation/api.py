@@ -26,7 +26,7 @@ from annotation.serializers import (
     StudySerializer,
     StudyStatusSerializer,
 )
-from annotation.services.items import items_import
+from annotation.traces.imports import file_import
 from annotation.services.studies import StudyError, study_create, study_members_add, study_set_status
 from rubrics.loader import RubricError
 from rubrics.models import RubricVersion
@@ -132,7 +132,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         upload.is_valid(raise_exception=True)
         file = upload.validated_data["file"]
         try:
-            count = items_import(study=study, file=file, filename=file.name)
+            count = file_import(study=study, file=file, filename=file.name)
         except ItemFileError as exc:
             return Response({"detail": "file refused; nothing was imported",
                              "errors": [{"line": line, "field": f, "message": m} for line, f, m in exc.errors]},

@@ -3,6 +3,7 @@ from rest_framework.routers import DefaultRouter
 
 from annotation import api_data
 from annotation.api import RubricViewSet, StudyViewSet
+from annotation.traces.api import otlp_traces
 from annotation.views import tokens
 
 router = DefaultRouter()
@@ -19,6 +20,7 @@ urlpatterns = [
     path("studies/<slug:slug>/comparisons/", api_data.study_comparisons, name="api-study-comparisons"),
     path("studies/<slug:slug>/releases/", api_data.study_releases_view, name="api-study-releases"),
     path("studies/<slug:slug>/releases/<int:pk>/file/", api_data.release_file, name="api-release-file"),
+    path("studies/<slug:slug>/otlp/v1/traces", otlp_traces, name="api-study-otlp-traces"),
     path("", include(router.urls)),
     path("", include("annotation.participants_api")),
 ]

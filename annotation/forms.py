@@ -32,7 +32,8 @@ class StudyCreateForm(forms.Form):
 
 
 class ItemUploadForm(forms.Form):
-    file = forms.FileField(help_text="JSONL or CSV (docs/item-format.md). Validated whole; all or nothing.")
+    file = forms.FileField(help_text="JSONL or CSV (docs/item-format.md), or a trace or eval log: OTLP JSON, Inspect AI, "
+                                     "Langfuse, Phoenix, OpenAI chat or Responses JSONL. Validated whole; all or nothing.")
 
 
 # ---------------------------------------------------------------- study management (annotation/views/manage.py)

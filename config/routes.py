@@ -181,6 +181,7 @@ ROUTES: dict[str, Route] = {
     "api:study-detail": Route(STUDY_READ),
     "api:study-progress": Route(STUDY_READ),
     "api:study-items": Route(STUDY_MANAGE),
+    "api:api-study-otlp-traces": Route(STUDY_MANAGE),  # OTLP/HTTP traces in, by API token
     "api:study-members": Route(STUDY_MANAGE, Data.NAMES),
     "api:study-status": Route(STUDY_MANAGE),
     "api:api-study-export": personal(STUDY_READ, Action.DATA_DOWNLOAD, "file=csv"),

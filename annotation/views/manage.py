@@ -32,7 +32,7 @@ from annotation.questionnaires import phases_dump
 from annotation.services.phases import study_close_if_past_deadline
 from annotation.services import invitations as invitation_services
 from annotation.services import members as member_services
-from annotation.services.items import items_import
+from annotation.traces.imports import file_import
 from annotation.services.studies import NeedsConfirmation, StudyError, study_set_status, study_settings_update, \
     study_transitions
 
@@ -237,7 +237,7 @@ def study_upload_items(request: HttpRequest, slug: str) -> HttpResponse:
     if form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            count = items_import(study=study, file=upload, filename=upload.name)
+            count = file_import(study=study, file=upload, filename=upload.name)
         except ItemFileError as exc:
             form.add_error("file", f"{upload.name} was refused; nothing was imported. The problems:")
             return _answer(request, study, "upload", upload_form=form, upload_errors=exc.errors,

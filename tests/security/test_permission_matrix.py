@@ -58,6 +58,7 @@ GET_OK = {
     "page:phase-instructions": {405},
     "page:training-feedback": {200, 302},  # the rater's assignment is no training item: back to the workspace
     "page:release-create": {405},
+    "api:api-study-otlp-traces": {405},  # OTLP/HTTP: POST only
     "page:judges:load": {405},
     "page:judges:run-start": {405},
     "page:judges:run-cancel": {405},
