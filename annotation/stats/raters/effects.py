@@ -145,7 +145,8 @@ def _fit(o, r, y, *, heteroscedastic, level, n_outputs, n_raters, max_iter, tol)
     sigma2_r, tau2 = np.full(n_r, pooled), max(pooled / 4, VAR_FLOOR)
     prev, converged, it = -np.inf, False, 0
     for it in range(1, max_iter + 1):
-        mu, var_mu, b, s_inv, e, v, reml = _solve(d, y, sigma2_r, tau2)
+        solved = _solve(d, y, sigma2_r, tau2)
+        mu, var_mu, b, s_inv, e, v, reml = solved
         if reml - prev < tol * y.size and it > 1:
             converged = True
             break
@@ -156,7 +157,8 @@ def _fit(o, r, y, *, heteroscedastic, level, n_outputs, n_raters, max_iter, tol)
         pooled = max(float(ss.sum() / y.size), VAR_FLOOR)
         sigma2_r = (np.maximum((ss + PSEUDO_RATINGS * pooled) / (counts + PSEUDO_RATINGS), VAR_FLOOR)
                     if heteroscedastic else np.full(n_r, pooled))
-    mu, var_mu, b, s_inv, e, v, reml = _solve(d, y, sigma2_r, tau2)
+    # converged: the last step's solution is the one at these variances (they change only after a step)
+    mu, var_mu, b, s_inv, e, v, reml = solved if converged else _solve(d, y, sigma2_r, tau2)
     output_n = np.bincount(o, minlength=n_out)
     mu, se = np.where(output_n > 0, mu, np.nan), np.where(output_n > 0, np.sqrt(var_mu), np.nan)
     z = float(norm.ppf((1 + level) / 2))
