@@ -32,7 +32,7 @@ from annotation.reports.views import report_not_ready
 from annotation.serializers import RubricVersionSerializer
 from config.parsers import ApiNumberField
 from rubrics.loader import RubricError, parse_rubric_text
-from config.limits import QuotaExceeded
+from config.limits import QuotaExceeded, upload_validator
 from rubrics.services import rubric_version_create
 
 PARQUET = "application/vnd.apache.parquet"
@@ -56,7 +56,7 @@ class ReleaseCreateSerializer(serializers.Serializer):
 
 
 class RubricFileSerializer(serializers.Serializer):
-    file = serializers.FileField()
+    file = serializers.FileField(validators=[upload_validator("upload.rubric", name="rubric file")])
 
 
 def _rubric_refused(errors) -> Response:

@@ -5,6 +5,7 @@ from django.utils.translation import gettext_lazy as _
 from annotation.models import CrowdLink, Study, StudyMember
 from annotation.services.studies import RETENTION_DAYS_MAX
 from rubrics.models import RubricVersion
+from config.limits import upload_validator
 from config.parsers import NumberField, WholeNumberField
 
 
@@ -15,7 +16,8 @@ class StudyCreateForm(forms.Form):
         queryset=RubricVersion.objects.select_related("rubric"), required=False,
         help_text="A preset or an uploaded rubric (its version is pinned to the study).",
     )
-    rubric_file = forms.FileField(required=False, help_text="Or upload a rubric (YAML/JSON, docs/rubric-format.md).")
+    rubric_file = forms.FileField(required=False, help_text="Or upload a rubric (YAML/JSON, docs/rubric-format.md).",
+                                  validators=[upload_validator("upload.rubric", name="rubric file")])
     instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
     raters_per_item = WholeNumberField(min_value=1, max_value=50, initial=3)
     presentation = forms.ChoiceField(choices=Study.Presentation.choices, initial=Study.Presentation.SIDE_BY_SIDE)
@@ -33,7 +35,8 @@ class StudyCreateForm(forms.Form):
 
 class ItemUploadForm(forms.Form):
     file = forms.FileField(help_text="JSONL or CSV (docs/item-format.md), or a trace or eval log: OTLP JSON, Inspect AI, "
-                                     "Langfuse, Phoenix, OpenAI chat or Responses JSONL. Validated whole; all or nothing.")
+                                     "Langfuse, Phoenix, OpenAI chat or Responses JSONL. Validated whole; all or nothing.",
+                           validators=[upload_validator("upload.items", name="items file")])
 
 
 # ---------------------------------------------------------------- study management (annotation/views/manage.py)
@@ -44,7 +47,8 @@ class AddMembersForm(forms.Form):
         label="Usernames or emails", required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text="Paste many, separated by commas or new lines. All or nothing: an unknown name refuses the list.")
     csv_file = forms.FileField(label="Or a CSV file", required=False,
-                               help_text="One member per line: username[,email][,role]; a header line is optional.")
+                               help_text="One member per line: username[,email][,role]; a header line is optional.",
+                               validators=[upload_validator("upload.members", name="members file")])
     role = forms.ChoiceField(choices=StudyMember.Role.choices, initial=StudyMember.Role.ANNOTATOR,
                              help_text="For every name (a CSV line's own role wins).")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
-from annotation.models import Assignment, Item, Study, StudyMember
+from annotation.models import Assignment, CrowdParticipant, Item, Study, StudyMember
 from annotation.services.sampling_policy import wanted_expression
 
 
@@ -73,8 +73,20 @@ def item_progress(study: Study, limit: int = 200) -> list[dict]:
     )
 
 
+def crowd_member_name(member: StudyMember, provider: str) -> str:
+    return f"crowd participant {member.pk} ({provider})"
+
+
+def member_shown_name(member: StudyMember) -> str:
+    """The member as the manage page names them: a crowd account by number, never its panel id."""
+    provider = (CrowdParticipant.objects.filter(link__study_id=member.study_id, user_id=member.user_id)
+                .values_list("link__provider", flat=True).first())
+    return crowd_member_name(member, provider) if provider else member.user.username
+
+
 def study_members(study: Study) -> list[StudyMember]:
-    """Every member (removed ones last), each with `submitted` and `active` assignment counts."""
+    """Every member (removed ones last), each with `submitted` and `active` assignment counts and the name
+    the manage page shows (`shown_name`, `key`)."""
     counts = {
         row["rater"]: row
         for row in Assignment.objects.filter(study=study).values("rater").annotate(
@@ -84,9 +96,15 @@ def study_members(study: Study) -> list[StudyMember]:
     }
     members = list(StudyMember.objects.filter(study=study).select_related("user")
                    .order_by(F("removed_at").asc(nulls_first=True), "role", "user__username"))
+    # A crowd account is named after its panel id, which only the audited participants' pages show: here it is
+    # a number and its panel (config/routes.py: the page serves names, not personal data).
+    crowd = dict(CrowdParticipant.objects.filter(link__study=study).values_list("user_id", "link__provider"))
     for m in members:
         m.submitted = counts.get(m.user_id, {}).get("submitted", 0)
         m.active = counts.get(m.user_id, {}).get("active", 0)
+        m.is_crowd = m.user_id in crowd
+        m.shown_name = crowd_member_name(m, crowd[m.user_id]) if m.is_crowd else m.user.username
+        m.key = f"crowd-{m.pk}" if m.is_crowd else m.user.username
     return members
 
 

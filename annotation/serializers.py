@@ -2,6 +2,7 @@ from rest_framework import serializers
 
 from annotation.models import Study
 from annotation.services.studies import RETENTION_DAYS_MAX
+from config.limits import upload_validator
 from rubrics.models import RubricVersion
 
 
@@ -37,7 +38,7 @@ class MembersSerializer(serializers.Serializer):
 
 
 class ItemUploadSerializer(serializers.Serializer):
-    file = serializers.FileField()
+    file = serializers.FileField(validators=[upload_validator("upload.items", name="items file")])
 
 
 class ProgressSerializer(serializers.Serializer):

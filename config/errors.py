@@ -32,13 +32,38 @@ def permission_denied(request: HttpRequest, exception: Exception) -> HttpRespons
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if isinstance(exception, RequestDataTooBig):  # config/limits.py's request.body: say which limit
-        message = f"request body: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes besides uploaded files"
-        if _wants_json(request):
-            return JsonResponse({"detail": message}, status=413)
-        return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
+        return too_large(request, f"request body: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes besides "
+                                  "uploaded files")
     if _wants_json(request):
         return JsonResponse({"detail": "Bad request."}, status=400)
     return render(request, "400.html", status=400)
+
+
+def too_large(request: HttpRequest, message: str) -> HttpResponse:
+    """413 naming the limit (config/limits.py)."""
+    if _wants_json(request):
+        return JsonResponse({"detail": message}, status=413)
+    return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
+
+
+class UploadSizeMiddleware:
+    """A request carrying files is refused by its Content-Length before Django reads (and spools to
+    disk) its body: the table's request.upload. Each file's own limit is checked where it is used."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        from config.limits import limit
+
+        if request.META.get("CONTENT_TYPE", "").startswith("multipart/"):
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if length > (most := limit("request.upload")):
+                return too_large(request, f"upload: at most {most:,} bytes in one request (this has {length:,})")
+        return self.get_response(request)
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:

@@ -65,6 +65,15 @@ LIMITS: dict[str, Limit] = {lim.key: lim for lim in (
     Limit("assignment.draft", 512 * KiB, "bytes", "A saved draft of a rater's answers, as JSON."),
     Limit("rating.spans", 200, "items", "Highlights in one answer."),
     Limit("members.per_add", 5_000, "items", "Members added to a study in one request."),
+    Limit("phases.text", 200_000, "characters", "A study's participant phases as YAML or JSON (manage page)."),
+    # Uploaded files, each refused by its size before it is read.
+    Limit("request.upload", 128 * MiB, "bytes", "A request that carries files, in all (past it: 413 before "
+          "the body is read)."),
+    Limit("upload.items", 100 * MiB, "bytes", "An items file (JSONL or CSV; manage page and API)."),
+    Limit("upload.rubric", 1 * MiB, "bytes", "A rubric file (YAML or JSON; new study page and API)."),
+    Limit("upload.members", 5 * MiB, "bytes", "A members CSV (manage page)."),
+    Limit("upload.judges", 1 * MiB, "bytes", "A judges file or pasted configuration (judges page)."),
+    Limit("upload.gold", 20 * MiB, "bytes", "A gold labels CSV (a study's gold evaluation page)."),
     # Rates and concurrency, per study.
     Limit("releases.per_study_per_hour", 48, "per hour", "Release builds queued for one study in an hour "
           "(one per format of a version); past it: 429."),
@@ -93,6 +102,27 @@ def text_problem(key: str, text: str, *, name: str | None = None) -> str | None:
     if len(text) <= most:
         return None
     return f"{name or key.rpartition('.')[2]}: at most {most:,} characters (this has {len(text):,})"
+
+
+def upload_problem(key: str, upload, *, name: str) -> str | None:
+    """What is wrong with an uploaded file's size for the limit `key`; None when it fits (or no file).
+    Asked before the file is read, so an oversized file is never parsed."""
+    most = limit(key)
+    if upload is None or upload.size <= most:
+        return None
+    return f"{name}: at most {most:,} bytes (this file has {upload.size:,})"
+
+
+def upload_validator(key: str, *, name: str):
+    """A validator for a form's or serializer's file field (both take Django's ValidationError)."""
+
+    def check(upload) -> None:
+        from django.core.exceptions import ValidationError
+
+        if problem := upload_problem(key, upload, name=name):
+            raise ValidationError(problem, code="too_large")
+
+    return check
 
 
 def clip(key: str, text: str) -> str:

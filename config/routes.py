@@ -65,7 +65,9 @@ class Data(enum.StrEnum):
     NONE = "none"  # nothing of a study (sign-in, translations, a form)
     OWN = "own"  # the user's own work (a rater's assignments, answers, history)
     STUDY = "study"  # a study's content, settings and aggregates; judges' scores
-    NAMES = "names"  # members' usernames with counts, shown in the app to those who run the study
+    # members' usernames with counts, shown in the app to those who run the study; a crowd account by number,
+    # never its panel id (annotation.selectors.member_shown_name; tests/security/test_personal_column.py)
+    NAMES = "names"
     PERSONAL = "personal"  # participants' identities with their ratings, answers, times or payments: audited
 
 

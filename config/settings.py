@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Right after SecurityMiddleware: static files are answered before sessions or the database are touched.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.errors.UploadSizeMiddleware",  # an oversized upload: 413 before its body is read
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",

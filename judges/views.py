@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation.access import Can, can, get_study_for_admin, get_study_for_reader, is_admin
 from annotation.importers import ItemFileError
 from annotation.models import Item, Study
+from config.limits import limit, upload_problem
 from config.parsers import BadNumber, parse_int, parse_number, whole_number
 from judges.config import JudgeConfigError
 from judges.models import JudgeConfig, JudgeRun
@@ -64,8 +65,13 @@ def judge_load(request: HttpRequest) -> HttpResponse:
     """Add or update judges from an uploaded YAML/JSON file or pasted text; all or nothing."""
     _require_admin(request)
     upload = request.FILES.get("file")
+    pasted = request.POST.get("text", "")
+    if too_large := (upload_problem("upload.judges", upload, name="judges file") if upload
+                     else _pasted_problem(pasted)):  # before the file is read
+        return render(request, "judges/list.html", {"groups": judges_by_study(), "errors": [("", too_large)]},
+                      status=400)
     try:
-        text = upload.read().decode("utf-8") if upload else request.POST.get("text", "")
+        text = upload.read().decode("utf-8") if upload else pasted
     except UnicodeDecodeError:
         messages.error(request, "The file is not UTF-8 text.")
         return redirect("judges:list")
@@ -79,6 +85,11 @@ def judge_load(request: HttpRequest) -> HttpResponse:
                                                     "text": text}, status=400)
     messages.success(request, "Saved: " + ", ".join(j.name for j, _ in saved))
     return redirect("judges:list")
+
+
+def _pasted_problem(text: str) -> str | None:
+    size, most = len(text.encode("utf-8")), limit("upload.judges")
+    return f"judges configuration: at most {most:,} bytes (this has {size:,})" if size > most else None
 
 
 # ------------------------------------------------------------------------------------- a study's runs
@@ -289,8 +300,10 @@ def gold_view(request: HttpRequest, slug: str) -> HttpResponse:
     status = 200
     try:
         gold = None
-        if request.method == "POST" and request.FILES.get("gold"):
-            gold = gold_svc.gold_from_csv(request.FILES["gold"].read())
+        if request.method == "POST" and (upload := request.FILES.get("gold")):
+            if too_large := upload_problem("upload.gold", upload, name="gold file"):  # before it is read
+                raise gold_svc.GoldError(too_large)
+            gold = gold_svc.gold_from_csv(upload.read())
         context["table"] = gold_svc.evaluation_table(study, runs, criterion=criterion, gold=gold,
                                                      positive=data.get("positive") or None)
     except gold_svc.GoldError as exc:

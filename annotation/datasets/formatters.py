@@ -20,7 +20,9 @@ from annotation.datasets.tables import (
     score_fields,
 )
 from annotation.datasets.texts import ITEMS_SCHEMA, item_batches, json_lines
-from annotation.datasets.row_check import RowCounter, checked_rows, csv_rows
+from annotation.datasets.row_check import (
+    RowCounter, checked_rows, csv_rows, items_checked, ratings_read_checked,
+)
 from annotation.datasets.spreadsheet import spreadsheet_safe_column
 from annotation.models import Assignment, Output, Study
 from annotation.reports.comparisons import as_comparisons, comparative_answers, comparative_criteria
@@ -142,16 +144,18 @@ def preference_pairs_jsonl(study: Study, *, delta: float = DEFAULT_DELTA, datase
     overall consensus differs by at least `delta` (ties and near-ties left out)."""
     if not delta > 0:  # checked before any byte is made, so a bad request fails cleanly
         raise ValueError("delta must be positive, so that ties are never pairs")
-    return _pairs(study, delta, dataset_version, progress)
-
-
-def _pairs(study: Study, delta: float, dataset_version: str, progress: Progress | None) -> Iterator[bytes]:
     if comparative_criteria(study.rubric):
-        yield from _comparative_pairs(study, dataset_version)
-        return
+        return _comparative_pairs(study, dataset_version)
+    read = RowCounter()
+    return ratings_read_checked(study, _pairs(study, delta, dataset_version, progress, read), read,
+                                what="the pairs export")
+
+
+def _pairs(study: Study, delta: float, dataset_version: str, progress: Progress | None,
+           read: RowCounter) -> Iterator[bytes]:
     when = evaluation_date(study)
     fields = score_fields(study)
-    for df, outputs in item_chunks(study, progress=progress):
+    for df, outputs in read.frames_through(item_chunks(study, progress=progress)):
         rows = output_score_rows(study, df, outputs)
         pairs = preference_pairs(rows, min_delta=delta, dataset_version=dataset_version,
                                  evaluation_date=when, score_fields=fields)
@@ -201,8 +205,13 @@ def _comparative_pairs(study: Study, dataset_version: str) -> Iterator[bytes]:
 def consensus_csv(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
     """Per output: each criterion's consensus with its CI (or the majority label), the group
     scores and the overall with the CI of the raters' own overall scores."""
+    read = RowCounter()
+    return ratings_read_checked(study, _consensus_csv(study, progress, read), read, what="the consensus export")
+
+
+def _consensus_csv(study: Study, progress: Progress | None, read: RowCounter) -> Iterator[bytes]:
     yield (",".join(CONSENSUS_COLUMNS) + "\n").encode()
-    for df, outputs in item_chunks(study, progress=progress):
+    for df, outputs in read.frames_through(item_chunks(study, progress=progress)):
         table = consensus_rows(study, df, outputs)
         if len(table):
             for column in SPREADSHEET_TEXT_COLUMNS:  # item ids, system names and labels come from uploads
@@ -238,27 +247,36 @@ def huggingface_zip(study: Study, *, progress: Progress | None = None, dataset_v
 
 def items_parquet(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
     """What was rated, one row per output: the item's context, the output's system, kind and text."""
-    return parquet_stream(item_batches(study, progress=progress), _with_study(ITEMS_SCHEMA, study))
+    rows = RowCounter()
+    return items_checked(study, parquet_stream(rows.batches_through(item_batches(study, progress=progress)),
+                                               _with_study(ITEMS_SCHEMA, study)), rows, what="the items export")
 
 
 def items_jsonl(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
-    return json_lines(item_batches(study, progress=progress))
+    rows = RowCounter()
+    return items_checked(study, json_lines(rows.batches_through(item_batches(study, progress=progress))), rows,
+                         what="the items export")
 
 
-def _consensus_batches(study: Study, progress: Progress | None) -> Iterator[pa.RecordBatch]:
+def _consensus_batches(study: Study, progress: Progress | None, read: RowCounter) -> Iterator[pa.RecordBatch]:
     from annotation.reports.rater_models import modelled_labels  # (reads the whole study: only when asked)
 
-    return consensus_batches(study, modelled=modelled_labels(study), progress=progress)
+    return consensus_batches(study, modelled=modelled_labels(study), progress=progress, read=read)
 
 
 def consensus_parquet(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
     """The consensus table with the method of each row: means, majorities and the rater model's
     labels with their posteriors."""
-    return parquet_stream(_consensus_batches(study, progress), _with_study(CONSENSUS_SCHEMA, study))
+    read = RowCounter()
+    return ratings_read_checked(study, parquet_stream(_consensus_batches(study, progress, read),
+                                                      _with_study(CONSENSUS_SCHEMA, study)), read,
+                                what="the consensus export")
 
 
 def consensus_jsonl(study: Study, *, progress: Progress | None = None, **_: Any) -> Iterator[bytes]:
-    return json_lines(_consensus_batches(study, progress))
+    read = RowCounter()
+    return ratings_read_checked(study, json_lines(_consensus_batches(study, progress, read)), read,
+                                what="the consensus export")
 
 
 def raters_parquet(study: Study, **_: Any) -> Iterator[bytes]:
@@ -296,11 +314,17 @@ def huggingface_full_zip(study: Study, *, progress: Progress | None = None, data
                          agreement=report.get("agreement", {}), changelog=changelog,
                          tables=[ratings, items, consensus, raters], methods=methods_paragraph(study, report))
 
+    read = RowCounter()  # the ratings the consensus read
     return hf_zip([
-        (ratings.path, parquet_stream(ratings.counted(rating_batches(study)), _with_study(LONG_SCHEMA, study),
-                                      progress=progress)),
-        (items.path, parquet_stream(items.counted(item_batches(study)), _with_study(ITEMS_SCHEMA, study))),
-        (consensus.path, parquet_stream(consensus.counted(consensus_batches(study, modelled=models["labels"])),
-                                        _with_study(CONSENSUS_SCHEMA, study))),
+        (ratings.path, checked_rows(study, parquet_stream(ratings.counted(rating_batches(study)),
+                                                          _with_study(LONG_SCHEMA, study), progress=progress),
+                                    ratings.rows, what="the full Hugging Face export's ratings")),
+        (items.path, items_checked(study, parquet_stream(items.counted(item_batches(study)),
+                                                         _with_study(ITEMS_SCHEMA, study)),
+                                   items.rows, what="the full Hugging Face export's items")),
+        (consensus.path, ratings_read_checked(
+            study, parquet_stream(consensus.counted(consensus_batches(study, modelled=models["labels"], read=read)),
+                                  _with_study(CONSENSUS_SCHEMA, study)), read,
+            what="the full Hugging Face export's consensus")),
         (raters.path, parquet_stream(raters.counted(rater_batches(models)), _with_study(RATERS_SCHEMA, study))),
     ], card, ratings.rows)

@@ -1,5 +1,7 @@
-"""A ratings download never drops a row silently: the rows a formatter wrote are counted as they go
-and checked against the database's count before the last chunk leaves. A mismatch is logged and
+"""A download never drops a row silently: the rows a formatter wrote (or, for a table computed from
+the ratings, the rows it read) are counted as they go and checked against the database's count
+before the last chunk leaves. Each kind has its count: the long format's rows (ratings downloads),
+items and outputs (items downloads), the analysed ratings of non-attention items (pairs, consensus). A mismatch is logged and
 raised, so a streamed response ends without its final chunk (the client sees a broken download, not
 a short file) and a release build fails with the reason.
 
@@ -16,7 +18,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from annotation.models import Study
-from annotation.reports.ratings import count_rating_rows
+from annotation.reports.ratings import count_analysed_ratings, count_item_rows, count_rating_rows
 
 log = logging.getLogger(__name__)
 _QUOTE, _NEWLINE = ord('"'), ord("\n")
@@ -37,15 +39,18 @@ def csv_rows(data: bytes) -> int:
     return int(np.count_nonzero(np.searchsorted(quotes, newlines) % 2 == 0))
 
 
-def checked_rows(study: Study, chunks: Iterable[bytes], written: Callable[[], int], *, what: str) -> Iterator[bytes]:
-    """`chunks`, the last held back until `written()` (rows written so far) is what the database holds."""
-    before = count_rating_rows(study)
+def checked_rows(study: Study, chunks: Iterable[bytes], written: Callable[[], int], *, what: str,
+                 count: Callable[[Study], int] | None = None) -> Iterator[bytes]:
+    """`chunks`, the last held back until `written()` (rows so far) is what the database holds
+    (`count(study)`: the long format's rows unless told)."""
+    count = count or count_rating_rows
+    before = count(study)
     held = None
     for chunk in chunks:
         if held is not None:
             yield held
         held = chunk
-    after = count_rating_rows(study)
+    after = count(study)
     rows = written()
     if not min(before, after) <= rows <= max(before, after):
         log.error("%s of study %s wrote %d rows where the database holds %d; the download is cut short",
@@ -53,6 +58,17 @@ def checked_rows(study: Study, chunks: Iterable[bytes], written: Callable[[], in
         raise RowsMissing(f"{what}: wrote {rows} rows where the study has {after}; the download is incomplete")
     if held is not None:
         yield held
+
+
+def items_checked(study: Study, chunks: Iterable[bytes], written: Callable[[], int], *, what: str) -> Iterator[bytes]:
+    """An items download: one row per output, one per item without outputs."""
+    return checked_rows(study, chunks, written, what=what, count=count_item_rows)
+
+
+def ratings_read_checked(study: Study, chunks: Iterable[bytes], read: Callable[[], int], *, what: str
+                         ) -> Iterator[bytes]:
+    """A table computed from the ratings (pairs, consensus): every analysed rating was read."""
+    return checked_rows(study, chunks, read, what=what, count=count_analysed_ratings)
 
 
 class RowCounter:
@@ -73,3 +89,9 @@ class RowCounter:
         for batch in batches:
             self.rows += batch.num_rows
             yield batch
+
+    def frames_through(self, chunks):
+        """item_chunks' (ratings frame, outputs): the frame's rows are the ratings read."""
+        for df, outputs in chunks:
+            self.rows += len(df)
+            yield df, outputs

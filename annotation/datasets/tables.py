@@ -161,14 +161,15 @@ CONSENSUS_SCHEMA = pa.schema([
 
 
 def consensus_batches(study: Study, *, modelled: Mapping[str, Any] | None = None,
-                      progress: Progress | None = None) -> Iterator[pa.RecordBatch]:
+                      progress: Progress | None = None, read: Any = None) -> Iterator[pa.RecordBatch]:
     """The consensus table of a release (CONSENSUS_SCHEMA), a batch per chunk of items: the
     consensus CSV's rows with the `method` of each, and for a categorical criterion in `modelled`
     ({criterion: labels_by_output(...)}: the rater model's label and posterior per output) that
     model's `label` and `posterior` beside the majority."""
     _, _, categorical = analysed(study)
     modelled = modelled or {}
-    for df, outputs in item_chunks(study, progress=progress):
+    chunks = item_chunks(study, progress=progress)
+    for df, outputs in read.frames_through(chunks) if read is not None else chunks:  # read: a RowCounter
         table = consensus_rows(study, df, outputs)
         if not len(table):
             continue

@@ -115,10 +115,14 @@ def members_add(*, study: Study, rows: list[MemberRow], role: str, user=None) ->
 
 
 def _member(study: Study, user_id: int) -> StudyMember:
+    from annotation.selectors import member_shown_name
+
     try:
-        return StudyMember.objects.select_for_update().select_related("user").get(study=study, user_id=user_id)
+        member = StudyMember.objects.select_for_update().select_related("user").get(study=study, user_id=user_id)
     except (StudyMember.DoesNotExist, ValueError, TypeError):
         raise MembersError([(None, str(user_id), "not a member of this study")]) from None
+    member.shown_name = member_shown_name(member)  # what the page and the change log say: no panel id
+    return member
 
 
 def _set(study: Study, member: StudyMember, user, *, paused: bool, removed: bool) -> StudyMember:
@@ -129,7 +133,7 @@ def _set(study: Study, member: StudyMember, user, *, paused: bool, removed: bool
     member.removed_at = (member.removed_at or timezone.now()) if removed else None
     member.save(update_fields=["paused", "removed_at"])
     released = assignments_release(study=study, rater=member.user) if paused else 0
-    StudyChange.objects.create(study=study, user=user, field=f"member {member.user.username}", old=old,
+    StudyChange.objects.create(study=study, user=user, field=f"member {member.shown_name}", old=old,
                                new=member.status + (f" ({released} open assignments released)" if released else ""))
     audit_record(actor=user, action=Action.MEMBER_CHANGE, study=study, target=member.user.username,
                  detail={"status": [old, member.status], "released": released})
@@ -141,7 +145,7 @@ def _set(study: Study, member: StudyMember, user, *, paused: bool, removed: bool
 def member_pause(*, study: Study, user_id: int, user=None) -> StudyMember:
     member = _member(study, user_id)
     if member.status != "active":
-        raise MembersError([(None, member.user.username, f"is {member.status}, not active")])
+        raise MembersError([(None, member.shown_name, f"is {member.status}, not active")])
     return _set(study, member, user, paused=True, removed=False)
 
 
@@ -149,7 +153,7 @@ def member_pause(*, study: Study, user_id: int, user=None) -> StudyMember:
 def member_resume(*, study: Study, user_id: int, user=None) -> StudyMember:
     member = _member(study, user_id)
     if member.status == "active":
-        raise MembersError([(None, member.user.username, "is already active")])
+        raise MembersError([(None, member.shown_name, "is already active")])
     return _set(study, member, user, paused=False, removed=False)
 
 
@@ -157,5 +161,5 @@ def member_resume(*, study: Study, user_id: int, user=None) -> StudyMember:
 def member_remove(*, study: Study, user_id: int, user=None) -> StudyMember:
     member = _member(study, user_id)
     if member.status == "removed":
-        raise MembersError([(None, member.user.username, "is already removed")])
+        raise MembersError([(None, member.shown_name, "is already removed")])
     return _set(study, member, user, paused=True, removed=True)

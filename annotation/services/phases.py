@@ -29,6 +29,7 @@ from annotation.questionnaires import AnswersError, answers_clean, check_errors
 from annotation.services.assignments import RaterPaused, assignment_next
 from annotation.services.crowd import CrowdState, crowd_finish
 from annotation.services.training import MAX_ATTEMPTS, TrainingState, training_state
+from config.limits import text_problem
 
 STATES = ("consent", "questionnaire", "instructions", "training", "training_failed", "rate", "screened_out",
           "done", "paused", "closed")
@@ -250,8 +251,10 @@ def phase_instructions(*, study: Study, rater, answers: Any = None) -> PhaseReco
 def study_phases_update(*, study: Study, user, text: str) -> bool:
     """Set the study's phases from YAML or JSON text (validated whole: PhasesError names each
     path); the change is logged. Returns whether anything changed."""
-    from annotation.questionnaires import phases_parse
+    from annotation.questionnaires import PhasesError, phases_parse
 
+    if too_long := text_problem("phases.text", text, name="phases"):  # before it is parsed
+        raise PhasesError([("", too_long)])
     phases = phases_parse(text)
     with transaction.atomic():
         old = Study.objects.select_for_update().values_list("phases", flat=True).get(pk=study.pk)

@@ -226,7 +226,7 @@ def study_member_status(request: HttpRequest, slug: str) -> HttpResponse:
     except member_services.MembersError as exc:
         return _answer(request, study, "members", member_error=str(exc), status=400)
     released = f"; {member.released} open assignments went back to the pool" if member.released else ""
-    return _answer(request, study, "members", ok=f"{member.user.username} is {member.status}{released}.")
+    return _answer(request, study, "members", ok=f"{member.shown_name} is {member.status}{released}.")
 
 
 @manager_view

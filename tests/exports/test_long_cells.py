@@ -28,6 +28,7 @@ from annotation.reports import rating_sql
 from annotation.reports.rating_sql import arrow_table
 from annotation.reports.ratings import count_rating_rows
 from config.limits import limit
+from tests.exports.test_row_checks import KINDS as OTHER_KINDS
 
 pytestmark = pytest.mark.django_db
 
@@ -93,11 +94,12 @@ def test_csv_rows_counts_rows_not_newlines(text):
     assert csv_rows(text.encode()) == len(list(csv.reader(io.StringIO(text)))) - (not text.endswith("\n"))
 
 
-@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
-def test_an_export_short_of_rows_fails_before_its_last_chunk(fmt, rated_study, monkeypatch, caplog):
+@pytest.mark.parametrize("fmt, count", [(fmt, "count_rating_rows") for fmt in ("csv", "jsonl", "parquet")]
+                         + list(OTHER_KINDS.items()))  # (the others: tests/exports/test_row_checks.py)
+def test_an_export_short_of_rows_fails_before_its_last_chunk(fmt, count, rated_study, monkeypatch, caplog):
     whole = b"".join(export_chunks(rated_study, fmt))
-    real = count_rating_rows(rated_study)
-    monkeypatch.setattr(row_check, "count_rating_rows", lambda study: real + 1)  # a row the export lost
+    real = getattr(row_check, count)(rated_study)
+    monkeypatch.setattr(row_check, count, lambda study: real + 1)  # a row the export lost
     sent = []
     with caplog.at_level(logging.ERROR, logger="annotation.datasets.row_check"):
         with pytest.raises(RowsMissing, match=f"wrote {real} rows where the study has {real + 1}"):

@@ -365,3 +365,134 @@ def test_every_limit_is_tried_here():
     source = Path(__file__).read_text()
     untried = [key for key, lim in LIMITS.items() if not lim.written_by_concord and f'"{key}"' not in source]
     assert untried == []
+
+
+# ------------------------------------------------------------------ uploaded files: refused by size before they are read
+# The limit is set to the file's own size (at it: stored) or one byte under it (the file one past it: refused).
+
+
+def _past(settings, key: str, data: bytes, past: bool) -> None:
+    settings.CONCORD_LIMITS = {key: len(data) - past}
+
+
+AT_PAST = [pytest.param(False, id="at"), pytest.param(True, id="past")]
+
+
+@pytest.mark.parametrize("past", AT_PAST)
+def test_an_items_file_is_bounded(past, make_study, admin_user, api_for, client_for, settings):
+    study = make_study("rrgen-001", items_text=items_jsonl(1), status="draft")
+    data = items_jsonl(3, prefix="up").encode()
+    _past(settings, "upload.items", data, past)
+    api = api_for(admin_user).post(f"/api/studies/{study.slug}/items/",
+                                   {"file": SimpleUploadedFile("items.jsonl", data)}, format="multipart")
+    page = client_for(admin_user).post(reverse("manage-upload", args=[study.slug]),
+                                       {"file": SimpleUploadedFile("items.jsonl", data.replace(b"up-", b"uq-"))})
+    message = f"items file: at most {len(data) - past:,} bytes (this file has {len(data):,})"
+    if not past:
+        assert api.status_code == 201 and page.status_code in (200, 302) and study.items.count() == 7
+    else:
+        assert api.status_code == 400 and api.json()["file"] == [message]
+        assert page.status_code == 400 and message in page.content.decode()
+        assert study.items.count() == 1  # nothing stored
+
+
+@pytest.mark.parametrize("past", AT_PAST)
+def test_a_rubric_file_is_bounded(past, admin_user, api_for, client_for, settings):
+    from rubrics.models import Rubric
+
+    data = json.dumps({"slug": "tiny", "name": "Tiny", "criteria": [
+        {"key": "ok", "name": "OK", "kind": "likert", "min": 1, "max": 5}]}).encode()
+    _past(settings, "upload.rubric", data, past)
+    api = api_for(admin_user).post("/api/rubrics/file/", {"file": SimpleUploadedFile("tiny.json", data)},
+                                   format="multipart")
+    page = client_for(admin_user).post(reverse("study-create"), {
+        "name": "Tiny study", "rubric_file": SimpleUploadedFile("tiny2.json", data.replace(b"tiny", b"tinz")),
+        "raters_per_item": 1, "presentation": "side_by_side", "attention_check_rate": 0})
+    message = f"rubric file: at most {len(data) - past:,} bytes (this file has {len(data):,})"
+    if not past:
+        assert api.status_code == 201, api.content
+        assert page.status_code == 302 and Study.objects.filter(name="Tiny study").exists()
+    else:
+        assert api.status_code == 400 and api.json()["file"] == [message]
+        assert page.status_code == 200 and message in page.content.decode()
+        assert not Rubric.objects.filter(slug__in=["tiny", "tinz"]).exists() and not Study.objects.exists()
+
+
+@pytest.mark.parametrize("past", AT_PAST)
+def test_a_members_file_is_bounded(past, released, admin_user, client_for, settings):
+    from tests.conftest import make_user
+
+    data = f"{make_user('csv1').username}\n{make_user('csv2').username}\n".encode()
+    _past(settings, "upload.members", data, past)
+    page = client_for(admin_user).post(reverse("manage-members", args=[released.slug]), {
+        "csv_file": SimpleUploadedFile("m.csv", data), "role": "annotator"})
+    added = released.members.filter(user__username__in=["csv1", "csv2"]).count()
+    if not past:
+        assert page.status_code in (200, 302) and added == 2
+    else:
+        assert page.status_code == 400 and added == 0
+        assert f"members file: at most {len(data) - 1:,} bytes (this file has {len(data):,})" in page.content.decode()
+
+
+JUDGES = b"name: sized\nprovider: vllm\nendpoint: http://127.0.0.1:8001/v1\nmodel: m\n"
+
+
+@pytest.mark.parametrize("past", AT_PAST)
+@pytest.mark.parametrize("how", ["file", "text"])
+def test_a_judges_file_or_paste_is_bounded(how, past, admin_user, client_for, settings):
+    _past(settings, "upload.judges", JUDGES, past)
+    body = {"file": SimpleUploadedFile("j.yaml", JUDGES)} if how == "file" else {"text": JUDGES.decode()}
+    page = client_for(admin_user).post(reverse("judges:load"), body)
+    if not past:
+        assert page.status_code == 302 and JudgeConfig.objects.filter(name="sized").exists(), page.content[-2000:]
+    else:
+        what = "judges file" if how == "file" else "judges configuration"
+        this = "this file has" if how == "file" else "this has"
+        assert page.status_code == 400
+        assert f"{what}: at most {len(JUDGES) - 1:,} bytes ({this} {len(JUDGES):,})" in page.content.decode()
+        assert not JudgeConfig.objects.filter(name="sized").exists()
+
+
+@pytest.mark.parametrize("past", AT_PAST)
+def test_a_gold_file_is_bounded(past, released, researcher, client_for, settings):
+    data = b"id,label\ni0,yes\n"
+    _past(settings, "upload.gold", data, past)
+    page = client_for(researcher).post(reverse("judges:gold", args=[released.slug]),
+                                       {"gold": SimpleUploadedFile("gold.csv", data)})
+    message = f"gold file: at most {len(data) - past:,} bytes (this file has {len(data):,})"
+    assert (message in page.content.decode()) == past
+    assert page.status_code == (400 if past else 200)
+
+
+@pytest.mark.parametrize("size, accepted", at_and_past("phases.text"))
+def test_phases_text_is_bounded(size, accepted, released, admin_user, client_for):
+    from annotation.models import StudyChange
+
+    text = json.dumps({"consent": {"text": "c"}})
+    text += " " * (size - len(text))  # trailing spaces: still the same JSON
+    page = client_for(admin_user).post(reverse("manage-phases", args=[released.slug]), {"phases": text})
+    released.refresh_from_db()
+    if accepted:
+        assert page.status_code == 302 and "consent" in released.phases
+    else:
+        assert page.status_code == 400 and "consent" not in released.phases
+        assert f"phases: at most {limit('phases.text'):,} characters (this has {size:,})" in page.content.decode()
+        assert not StudyChange.objects.filter(study=released, field="participant phases").exists()
+
+
+@pytest.mark.parametrize("past", AT_PAST)
+def test_a_request_with_files_is_bounded_before_it_is_read(past, make_study, admin_user, api_for, settings):
+    from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
+
+    study = make_study("rrgen-001", items_text=items_jsonl(1), status="draft")
+    body = encode_multipart(BOUNDARY, {"file": SimpleUploadedFile("items.jsonl", items_jsonl(2, prefix="up").encode())})
+    _past(settings, "request.upload", body, past)
+    response = api_for(admin_user).generic("POST", f"/api/studies/{study.slug}/items/", body,
+                                           content_type=MULTIPART_CONTENT)
+    if not past:
+        assert response.status_code == 201, response.content
+    else:
+        assert response.status_code == 413
+        assert response.json() == {"detail": f"upload: at most {len(body) - 1:,} bytes in one request "
+                                             f"(this has {len(body):,})"}
+        assert study.items.count() == 1

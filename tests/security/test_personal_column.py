@@ -60,3 +60,38 @@ def test_the_pages_marked_personal_do_show_participants(rated, key):
     assert ROUTES[key].data == Data.PERSONAL
     body = _body(client_as("admin", rated).get(path_for(pattern, rated, "admin")))
     assert PANEL_ID in body or RATER in body, key
+
+
+NAMES = [p for p in url_patterns() if ROUTES[p.key].data == Data.NAMES and "format" not in p.params]
+
+
+@pytest.mark.parametrize("persona", ["admin", "owner"])
+def test_routes_of_members_names_show_no_panel_id(rated, persona):
+    """Members' names with counts (Data.NAMES), read by a site admin and by the study's owner: a crowd
+    account is shown by number, never by the panel id its username holds (issue 55 §3)."""
+    shown, leaks = 0, []
+    for pattern in NAMES:
+        response = client_as(persona, rated).get(path_for(pattern, rated, persona))
+        if response.status_code != 200:
+            continue
+        shown += 1
+        if PANEL_ID in _body(response):
+            leaks.append(pattern.key)
+    assert shown >= 1 and not leaks, (shown, leaks)
+
+
+def test_the_manage_page_names_a_crowd_member_by_number(rated):
+    from django.urls import reverse
+
+    from annotation.models import StudyMember
+
+    crowd = StudyMember.objects.get(study=rated.study, user__username__contains=PANEL_ID)
+    admin = client_as("admin", rated)
+    body = _body(admin.get(reverse("study-manage", args=[rated.study.slug])))
+    assert f"crowd participant {crowd.pk} (prolific)" in body and RATER in body  # the rater by name
+    answer = admin.post(reverse("manage-member-status", args=[rated.study.slug]),
+                        {"user": crowd.user_id, "action": "pause"})
+    assert answer.status_code == 302
+    page = _body(admin.get(answer.url))
+    assert f"crowd participant {crowd.pk} (prolific) is paused" in page  # the notice
+    assert f"Member crowd participant {crowd.pk} (prolific)" in page and PANEL_ID not in page  # the change log
