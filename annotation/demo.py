@@ -25,6 +25,7 @@ from annotation.demo_policies import demo_policies_install
 from annotation.demo_progress import demo_progress_done, demo_progress_end, demo_progress_start
 from annotation.models import Study, StudyMember
 from annotation.services.studies import study_members_add
+from annotation.simulation.agent import PRESET as AGENT_PRESET
 from annotation.simulation.agent_study import agent_study_create
 from annotation.simulation.items import COMPARE_PRESETS, PRESETS
 from annotation.simulation.latent import SPAMMER, STRICT, Knobs
@@ -183,13 +184,15 @@ def _demo_studies(users, presets, judges_hook) -> None:
             judges_hook(sim.study, preset, seed)
         demo_progress_done(slug)
     if not Study.objects.filter(slug=AGENT_SLUG).exists():
-        # A tool-using assistant's trajectories, rated per run and per step; no judge runs (judges on
-        # trajectories are their own change), so load_demo stays fast.
+        # A tool-using assistant's trajectories, rated per run and per step, by the simulated raters and judges.
+        seed = len(PRESETS + COMPARE_PRESETS)
         sim = agent_study_create(slug=AGENT_SLUG, admin=users["admin"], n_items=N_AGENT_ITEMS, n_raters=N_SIM_RATERS,
-                                 seed=len(PRESETS + COMPARE_PRESETS), knobs=KNOBS, rater_prefix="demo-rater",
+                                 seed=seed, knobs=KNOBS, rater_prefix="demo-rater",
                                  raters_per_item=N_SIM_RATERS + len(ANNOTATORS))
         study_members_add(study=sim.study, usernames=ANNOTATORS, role=StudyMember.Role.ANNOTATOR)
         study_members_add(study=sim.study, usernames=["researcher"], role=StudyMember.Role.RESEARCHER)
+        if judges_hook is not None:
+            judges_hook(sim.study, AGENT_PRESET, seed)
         demo_progress_done(AGENT_SLUG)
     demo_languages_install(rubric_version=Study.objects.get(slug="demo-rrgen-001").rubric_version,
                            admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])

@@ -10,7 +10,10 @@ latent truth with its own bias and noise (annotation.simulation.latent), in that
 `knobs.malformed` of answers carries no verdict, which the parser must count as unparsed. The
 comparative prompts (pairwise pairs in both orders, the ranking's two orders, the best-worst
 tuples, with the methods' default options) are answered from the shown outputs' perceived
-quality, the first shown getting the study's position bias as a human rater's would.
+quality, the first shown getting the study's position bias as a human rater's would. A trajectory
+output's prompts (judges.methods.trajectory: the whole run, one step, or every step in one structured
+call) are answered question by question as the simulated raters answer them, from the truth the
+agent simulation planted where it planted one (annotation.simulation.raters.planted_value).
 
 Chunks run on a Celery worker when one consumes the `judges` queue (worker="yes", or "auto" and a
 worker answers a ping); otherwise (worker="no", or "auto" with none) the same task runs in this
@@ -25,32 +28,38 @@ import hashlib
 import json
 import os
 import time
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from django.db import transaction
 
+from annotation import step_questions
 from annotation.models import Item, Study
+from annotation.simulation.agent import PRESET as AGENT_PRESET
 from annotation.simulation.comparative import TIE_BAND
 from annotation.simulation.items import system_effect
 from annotation.simulation.latent import Knobs, output_quality, perceived, unit
-from annotation.simulation.raters import value_for
+from annotation.simulation.raters import planted_value, value_for
 from judges.fakeserver import running_fake_server
 from judges.models import JudgeRun
 from judges.methods.best_worst import design
 from judges.methods.ranking import shown_order
+from judges.prompts import trajectory as trajectory_prompts
 from judges.prompts import Prompt, build_all_criteria, build_best_worst, build_criterion, build_label, build_pairwise, build_ranking
 from judges.prompts.base import LABEL_KINDS, judgeable
 from judges.prompts.feedback_000 import output_names
 from judges.services.configs import judge_config_save
 from judges.services.engine import comparative_key, tuple_size
 from judges.services.runs import item_payload, judge_run_start
+from rubrics.schema import step_kinds
 
 # The method each preset's judges use: the seed's own prompt shape (000: one block for every
 # criterion; 003: a label per edit; 004: one prompt per dimension; 001/002: one JSON per output).
 METHODS = {"feedback-000": "all_in_one", "rrgen-001": "all_in_one", "codegen-002": "all_in_one",
            "aqua-003": "label", "fulltext-004": "per_criterion",
            # Concord's comparative presets: pairs both ways; best-worst tuples from the humans' design
-           "compare-pairwise": "pairwise", "compare-ranking": "best_worst"}
+           "compare-pairwise": "pairwise", "compare-ranking": "best_worst",
+           # the agent study's trajectories: as chat messages with tool calls, per step where the rubric asks
+           AGENT_PRESET: "per_criterion"}
 MALFORMED = ("I have read the response with care. It has clear strengths and some weaknesses, "
              "and on balance it sits somewhere in the middle of the rubric.")
 
@@ -60,7 +69,7 @@ def judge_model(k: int) -> str:
 
 
 def _key(prompt: Prompt) -> str:
-    return "\n\n".join(m.get("content", "") for m in prompt.messages)
+    return "\n\n".join(m.get("content") or "" for m in prompt.messages)  # as judges.fakeserver joins them
 
 
 class StudyResponder:
@@ -73,12 +82,20 @@ class StudyResponder:
         self.prompts: dict[str, tuple[str, int, str, Prompt]] = {}
         # comparative prompts: (item id, [(position, system) of each output in the order shown], criterion, prompt)
         self.compared: dict[str, tuple[str, list[tuple[int, str]], str, Prompt]] = {}
+        # trajectory prompts: (item id, position, system, truth, the questions it asks, prompt)
+        self.trajectories: dict[str, tuple[str, int, str, dict, list[dict], Prompt]] = {}
         self.misses = 0  # prompts it did not know (answered by the fake server's default)
         items = Item.objects.filter(study=study, is_attention_check=False).prefetch_related("outputs")
         for item in items:
             outputs = sorted(item.outputs.all(), key=lambda o: o.position)
             payload = item_payload(item, outputs)
             for idx, out in enumerate(outputs):
+                if out.kind == "trajectory":
+                    truth = (out.metadata or {}).get("truth") or {}
+                    for prompt, questions in self._trajectory_candidates(payload, idx):
+                        self.trajectories[_key(prompt)] = (item.external_id, out.position, out.system, truth,
+                                                           questions, prompt)
+                    continue
                 for prompt in self._candidates(payload, idx):
                     self.prompts[_key(prompt)] = (item.external_id, out.position, out.system, prompt)
             for shown, key, prompt in self._comparative_candidates(payload):
@@ -104,6 +121,21 @@ class StudyResponder:
         for shown in design(payload["id"], n, size, bw_key):
             yield shown, bw_key, build_best_worst(self.rubric, payload, shown, None if bw_key == "overall" else bw_key)
 
+    def _trajectory_candidates(self, payload: dict, idx: int) -> Iterator[tuple[Prompt, list[dict]]]:
+        """Every prompt a trajectory judge sends about this output, with the questions it asks (each
+        a criterion, or its per-step copy keyed as raters' ratings are: annotation.step_questions)."""
+        out = payload["outputs"][idx]
+        for c in self.criteria.values():
+            questions = step_questions.asked(c, out["content"], "trajectory")
+            if step_kinds(c) is None:
+                yield trajectory_prompts.build(self.rubric, c, payload, out["content"]), questions
+                continue
+            for q in questions:
+                yield trajectory_prompts.build(self.rubric, c, payload, out["content"], [q["step"]]), [q]
+            if questions:
+                yield trajectory_prompts.build(self.rubric, c, payload, out["content"], [q["step"] for q in questions],
+                                               structured=True), questions
+
     def _candidates(self, payload: dict, idx: int) -> Iterator[Prompt]:
         yield build_all_criteria(self.rubric, payload, idx)
         for key, c in self.criteria.items():
@@ -114,7 +146,8 @@ class StudyResponder:
     def __call__(self, prompt_text: str, model: str) -> str | None:
         found = self.prompts.get(prompt_text)
         compared = self.compared.get(prompt_text) if found is None else None
-        if found is None and compared is None:
+        steps = self.trajectories.get(prompt_text) if found is None and compared is None else None
+        if found is None and compared is None and steps is None:
             self.misses += 1
             return None
         digest = hashlib.sha256(prompt_text.encode()).hexdigest()[:16]
@@ -122,6 +155,8 @@ class StudyResponder:
             return MALFORMED
         if compared is not None:
             return self._compare(*compared, model=model)
+        if steps is not None:
+            return self._trajectory(*steps, model=model)
         item_id, position, system, prompt = found
 
         def value(key: str) -> Any:
@@ -129,6 +164,21 @@ class StudyResponder:
                              position=position, system=system, who=model, knobs=self.knobs, shown_first=False)
 
         return self._format(prompt, value)
+
+    def _trajectory(self, item_id: str, position: int, system: str, truth: dict, questions: list[dict],
+                    prompt: Prompt, *, model: str) -> str | None:
+        """The judge's answer to each question a trajectory prompt asks, as a simulated rater gives it."""
+        def answer(q: dict) -> Any:
+            planted = planted_value(q, truth, seed=self.seed, who=model, knobs=self.knobs, item_id=item_id,
+                                    position=position, shown_first=False)
+            return planted if planted is not None else value_for(
+                q, seed=self.seed, preset=self.preset, item_id=item_id, position=position, system=system,
+                who=model, knobs=self.knobs, shown_first=False)
+
+        if prompt.expects == "json_fields":  # one structured call: every step of the criterion
+            fields = {q["step"]: answer(q) for q in questions}
+            return json.dumps({**fields, "reasoning": "Each step judged in the context of the conversation."})
+        return self._format(prompt, lambda _key: answer(questions[0]))
 
     def _compare(self, item_id: str, shown: list[tuple[int, str]], key: str, prompt: Prompt, *, model: str) -> str:
         """The judge's verdict on the outputs shown, from their perceived quality (truth + the
@@ -195,9 +245,11 @@ def worker_listening(queue: str = "judges", timeout_s: float = 1.0) -> bool:
 
 def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Knobs, seed: int,
                          worker: str = "auto", timeout_s: float = 600.0,
-                         methods: Sequence[str] = (), max_cost_usd: float | None = None) -> list[JudgeRun]:
+                         methods: Sequence[str] = (), max_cost_usd: float | None = None,
+                         method_options: Sequence[Mapping[str, Any]] = ()) -> list[JudgeRun]:
     """Start `n_judges` judge runs on the study and wait until they end; returns the runs. Judge k
-    uses methods[k-1] when given (e.g. "geval": the score-token distribution), else the preset's.
+    uses methods[k-1] when given (e.g. "geval": the score-token distribution), else the preset's,
+    and method_options[k-1] besides its own when given (e.g. {"steps": "structured"}).
     `max_cost_usd`: each judge's cap per run (judges.services.budget)."""
     if n_judges < 1:
         return []
@@ -215,7 +267,8 @@ def simulated_judges_run(*, study: Study, preset: str, n_judges: int, knobs: Kno
         judges = []
         for k in range(1, n_judges + 1):
             method = methods[k - 1] if k <= len(methods) else METHODS[preset]
-            options: dict[str, Any] = {"use_cache": False, "chunk_size": 32}
+            options: dict[str, Any] = {"use_cache": False, "chunk_size": 32,
+                                       **(method_options[k - 1] if k <= len(method_options) else {})}
             if max_cost_usd is not None:
                 options["max_cost_usd"] = max_cost_usd
             if method == "pairwise" and pair_keys:
@@ -256,7 +309,8 @@ def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
     """For `make run`'s demo, built here: two simulated judges in the preset's own method, a G-Eval
     judge where the rubric has scales (calibration), a pairwise judge for RRGen's three responses
     (position bias, Bradley–Terry), a jury of the first two, routing with a comparison to decide,
-    and release 1.0.0 in every format."""
+    and release 1.0.0 in every format. The agent study gets its two judges only, of every criterion,
+    whole-trajectory and per step (one asking a call per step, one a structured call per criterion)."""
     from annotation.datasets import FORMATS
     from annotation.datasets.releases import releases_create
     from annotation.demo import JUDGE_KNOBS
@@ -266,15 +320,23 @@ def demo_judges_and_release(study: Study, preset: str, seed: int) -> None:
 
     from annotation.simulation.items import PRESETS
 
+    agent = preset == AGENT_PRESET
     scales = any(c["kind"] in ("likert", "numeric") for c in study.rubric["criteria"])
     methods = [METHODS[preset]] * 2 if preset in METHODS else []
-    methods += (["geval"] if scales and preset != "aqua-003" else []) + (["pairwise"] if preset == "rrgen-001" else [])
+    # G-Eval reads one score token's distribution, which is not asked of trajectories
+    methods += (["geval"] if scales and preset not in ("aqua-003", AGENT_PRESET) else []) + (
+        ["pairwise"] if preset == "rrgen-001" else [])
+    # The agent study's two judges ask its per-step questions both ways judges.methods.trajectory can.
+    options = [{"steps": "calls"}, {"steps": "structured"}] if agent else []
     # Each run is estimated before it starts and capped (far above what the demo's simulated prices cost):
     # the runs' cards show both.
     runs = simulated_judges_run(study=study, preset=preset, n_judges=len(methods), methods=methods,
-                                knobs=JUDGE_KNOBS, seed=seed, worker="no", max_cost_usd=DEMO_CAP_USD)
+                                knobs=JUDGE_KNOBS, seed=seed, worker="no", max_cost_usd=DEMO_CAP_USD,
+                                method_options=options)
     # The simulation's server is gone now; point the judges at the one `make run` keeps.
     JudgeConfig.objects.filter(pk__in=[r.judge_id for r in runs]).update(endpoint=demo_judge_endpoint())
+    if agent:  # its judges only: a jury combines whole-output slots only, and no release keeps load_demo quick
+        return
     done = [r for r in runs[:2] if r.status in JudgeRun.FINISHED]
     if len(done) == 2 and methods[0] not in ("ranking", "best_worst"):  # juries combine scores and pair verdicts
         jury_create(study=study, runs=done, combine="mean", quorum=2, name=f"{preset}-jury")

@@ -49,6 +49,20 @@ def value_for(criterion: dict, *, seed: int, preset: str, item_id: str, position
     return to_label(z, values)
 
 
+def planted_value(criterion: dict, truth: Mapping[str, str], *, seed: int, who: str, knobs: Knobs, item_id: str,
+                  position: int, shown_first: bool) -> Any | None:
+    """One rater's (or judge's) answer to a yes/no question whose truth the simulation planted in the
+    output's metadata (annotation.simulation.agent: "call_needed@m2.t0", "answer_supported"); None
+    where none is planted."""
+    key = criterion["key"]
+    if key not in truth or criterion["kind"] != "binary":
+        return None
+    z = step_truth_z(truth, key, seed=seed, item_id=item_id, position=position)
+    z = perceived(z, seed=seed, who=who, knobs=knobs, item_id=item_id, position=position, criterion=key,
+                  shown_first=shown_first)
+    return criterion["choices"][0 if z > 0 else -1]["value"]
+
+
 def _confidence(criterion: dict, *, seed: int, who: str, item_id: str, knobs: Knobs) -> int:
     # Surer when the rater's own error on this item is small.
     doubt = abs(knobs.noise * normal(seed, "confidence", who, item_id))
@@ -89,11 +103,10 @@ def rater_answers(*, rubric: dict, preset: str, item: Item, shown: Sequence[Outp
         for c in (q for c in rubric["criteria"] if c.get("target", "output") == "output"
                   for q in step_questions.asked(c, out.content, out.kind)):
             kind = c["kind"]
-            if c["key"] in truth and kind == "binary":  # a planted answer (annotation.simulation.agent)
-                z = step_truth_z(truth, c["key"], seed=seed, item_id=ext, position=out.position)
-                z = perceived(z, seed=seed, who=who, knobs=knobs, item_id=ext, position=out.position,
-                              criterion=c["key"], shown_first=first)
-                block[c["key"]] = {"value": c["choices"][0 if z > 0 else -1]["value"], "reasoning": ""}
+            planted = planted_value(c, truth, seed=seed, who=who, knobs=knobs, item_id=ext, position=out.position,
+                                    shown_first=first)
+            if planted is not None:
+                block[c["key"]] = {"value": planted, "reasoning": ""}
                 continue
             if kind == "confidence":
                 block[c["key"]] = {"value": _confidence(c, seed=seed, who=who, item_id=ext, knobs=knobs),

@@ -18,20 +18,22 @@ def axe_source() -> str:
     return AXE_JS.read_text()
 
 
-def axe_run(page, rules: list[str] | None = None) -> list[dict]:
+def axe_run(page, rules: list[str] | None = None, within: str | None = None) -> list[dict]:
     """The page's violations as axe reports them: [{id, impact, help, nodes: [{target, summary}]}]. Every rule
-    of the WCAG tags, or only the axe `rules` named (a second look at one rule costs no full run)."""
+    of the WCAG tags, or only the axe `rules` named (a second look at one rule costs no full run); the whole
+    document, or only the element the CSS selector `within` names."""
     if not page.evaluate("typeof window.axe !== 'undefined'"):
         # Evaluated by the browser's tools, not added as an inline <script>, which the pages' CSP refuses.
         page.evaluate(axe_source() + "\n;undefined")
     only = {"type": "rule", "values": rules} if rules else {"type": "tag", "values": TAGS}
     return page.evaluate(
-        """async (only) => {
-             const r = await axe.run(document, {runOnly: only, resultTypes: ['violations']});
+        """async ([only, within]) => {
+             const context = within ? document.querySelector(within) : document;
+             const r = await axe.run(context, {runOnly: only, resultTypes: ['violations']});
              return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                nodes: v.nodes.map(n => ({target: n.target.join(' '), summary: n.failureSummary}))}));
            }""",
-        only,
+        [only, within],
     )
 
 

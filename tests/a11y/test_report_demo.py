@@ -19,10 +19,11 @@ import difflib
 
 import pytest
 
+from annotation.demo import AGENT_SLUG
 from tests.a11y.axe import axe_run, describe
 from tests.commands.lived_in import fresh_demo  # noqa: F401  (loaded once for the module)
 from tests.page_settle import settle
-from tests.ui.conftest import shot
+from tests.ui.conftest import ARTIFACTS, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -50,6 +51,20 @@ def sign_in(page, live_server, username: str) -> None:
     page.wait_for_url(live_server.url + "/")
 
 
+def agent_judges_section(page, width: int) -> list[str]:
+    """The agent study's "Judges vs humans" section: its per-step tables with figures, a screenshot of it
+    (test-artifacts/ui/), and no axe violation of any impact inside it."""
+    section = page.locator("section.card:has([data-testid=judges-per-step])")
+    assert section.count() == 1 and section.locator("[data-testid=judges-per-step]").count() == 2
+    assert section.locator("td", has_text="per trajectory").count() >= 4  # two judges, two per-step criteria
+    section.scroll_into_view_if_needed()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    section.screenshot(path=str(ARTIFACTS / f"agent-report-judges-{width}.png"))
+    found = axe_run(page, within=f"#{section.get_attribute('id')}")
+    return [f"{AGENT_SLUG} judges section {width}px: {d}"
+            for d in describe(found, impacts=("critical", "serious", "moderate", "minor"))]
+
+
 def test_every_demo_report_with_every_section_open(demo, live_server, new_context, celery_worker_session):
     """A worker computes the reports the pages queue, as `make run`'s does."""
     assert len(demo) >= 8
@@ -67,6 +82,8 @@ def test_every_demo_report_with_every_section_open(demo, live_server, new_contex
                 if slug == demo[0]:
                     bodies.setdefault(width, {})[username] = page.eval_on_selector("#main", BODY_OUTSIDE_NAV)
                 failures += [f"{slug} {username} {width}px: {d}" for d in describe(axe_run(page))]
+                if slug == AGENT_SLUG and username == "admin":
+                    failures += agent_judges_section(page, width)
                 checked += 1
                 if width == 1400 and username == "admin":  # the same page without the fix: axe sees it
                     page.eval_on_selector_all("[role=region][tabindex='0']", "all => all.forEach(r => "

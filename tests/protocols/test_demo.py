@@ -53,9 +53,12 @@ def test_load_demo_builds_full_studies_once(fresh_demo):  # noqa: F811
         assert sorted(DatasetRelease.objects.filter(study=study, status="ready").values_list("format", flat=True)) \
             == sorted(FORMATS)  # every format, hf and the items, consensus and raters tables included
         assert assignment_next(study=study, rater=annotator) is not None, f"{study.slug}: nothing left to rate"
-    agent = Study.objects.get(slug=AGENT_SLUG)  # trajectories rated per run and per step, no judges
+    agent = Study.objects.get(slug=AGENT_SLUG)  # trajectories rated per run and per step, by raters and judges
     assert agent.items.filter(outputs__kind="trajectory").exists()
     assert Rating.objects.filter(assignment__study=agent, criterion__startswith="call_needed@").exists()
+    agent_runs = JudgeRun.objects.filter(study=agent).order_by("pk")
+    assert [(r.status, r.config["method_options"].get("steps")) for r in agent_runs] == [
+        ("done", "calls"), ("done", "structured")], [(r.name, r.status, r.error) for r in agent_runs]
     assert assignment_next(study=agent, rater=annotator) is not None
     for slug, policy in (("policy-adaptive-redundancy", "adaptive_redundancy"), ("policy-active-pairs", "active_pairs")):
         study = Study.objects.get(slug=slug)  # a study with each sampling policy, open for the demo annotators
@@ -203,3 +206,89 @@ def test_the_screenshots_show_what_the_demo_shows(fresh_demo, client):  # noqa: 
     assert shown["workspace"]["responses"] == first.outputs.count()
     alt = re.search(r"workspace: a hotel review as context, (\w+) responses in tabs", (ROOT / "README.md").read_text())
     assert alt and NUMBER_WORDS[alt.group(1)] == shown["workspace"]["responses"]
+
+
+def _per_step_rows(html: str) -> dict[tuple[str, str, str], tuple[str, str, str]]:
+    """(criterion, unit, judge) -> (n, agreement or Pearson, MAE) as the report's per-step tables show them."""
+    rows = {}
+    for block in html.split('data-testid="judges-per-step"')[1:]:
+        criterion = re.search(r"<h3>(.*?) <span", block).group(1)
+        table = block.split("</table>")[0]
+        for unit, judge, n, figure, mae in re.findall(
+                r"<tr><td>(.*?)</td><td>(.*?)</td><td>(\d+)</td>\s*<td>(.*?)</td>\s*<td>(.*?)</td>", table, re.S):
+            rows[(criterion, unit, judge)] = (n, figure.strip(), mae.strip())
+    return rows
+
+
+def test_the_demo_agent_study_report_compares_judges_with_humans_per_step(fresh_demo, client):  # noqa: F811
+    """The agent study's judges (one call per step, one structured call per criterion) against its simulated
+    raters: each tool call's "was it needed" and the per-trajectory share of needed calls, with figures that an
+    independent computation from the stored ratings and scores gives (scipy, krippendorff)."""
+    from collections import defaultdict
+
+    import krippendorff
+    import numpy as np
+    from django.urls import reverse
+    from scipy import stats
+
+    from annotation.models import Output
+    from annotation.simulation.agent import AGENT_RUBRIC
+    from judges.models import JudgeScore
+
+    study = Study.objects.get(slug=AGENT_SLUG)
+    client.force_login(get_user_model().objects.get(username="researcher"))
+    html = client.get(reverse("report", args=[AGENT_SLUG])).content.decode()
+    data = client.get(reverse("report", args=[AGENT_SLUG]), {"download": "json"}).json()
+    shown = _per_step_rows(html)
+    name = {c["key"]: c["name"] for c in AGENT_RUBRIC["criteria"]}["call_needed"]
+    truth = {(o.pk, k.split("@")[1]): v for o in Output.objects.filter(item__study=study)
+             for k, v in o.metadata["truth"].items() if k.startswith("call_needed@")}
+    # the humans' answers per (output, step), and per output each rater's share of calls found needed
+    humans: dict[tuple[int, str], dict[int, str]] = defaultdict(dict)
+    for rater, output, criterion, value in Rating.objects.filter(
+            assignment__study=study, assignment__status="submitted", criterion__startswith="call_needed@"
+    ).values_list("assignment__rater_id", "output_id", "criterion", "value"):
+        humans[(output, criterion.split("@")[1])][rater] = value
+    raters = sorted({r for answers in humans.values() for r in answers})
+    units = sorted(humans)
+    majority = {}
+    for unit, answers in humans.items():
+        votes = list(answers.values())
+        top = max(set(votes), key=votes.count)
+        if votes.count(top) * 2 > len(votes):
+            majority[unit] = top
+    shares: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (output, _step), answers in humans.items():
+        for rater, value in answers.items():
+            shares[output][rater].append(value == "yes")
+    human_share = {o: np.mean([np.mean(v) for v in by_rater.values()]) for o, by_rater in shares.items()}
+    for run in JudgeRun.objects.filter(study=study):
+        label = f"{run.name} (run {run.pk})"
+        judged = {(o, c.split("@")[1]): v for o, c, v in JudgeScore.objects.filter(
+            run=run, status="scored", criterion__startswith="call_needed@").values_list("output_id", "criterion", "value")}
+        assert len(judged) > 0.8 * len(units)
+        # answered from the simulation's planted truth (not the fake server's coin): it mostly matches
+        assert np.mean([judged[u] == truth[u] for u in judged]) > 0.8
+        both = [u for u in units if u in judged and u in majority]
+        agreement = np.mean([judged[u] == majority[u] for u in both])
+        n, figure, _ = shown[(name, "each tool call", label)]
+        assert (int(n), figure) == (len(both), f"{agreement:.3f}"), label
+        # Krippendorff's alpha of the humans with the judge as one more rater, on the steps it judged
+        rows = [u for u in units if u in judged]
+        coded = [[{"yes": 0, "no": 1}.get(humans[u].get(r), np.nan) for u in rows] for r in raters]
+        coded.append([{"yes": 0, "no": 1}[judged[u]] for u in rows])
+        reported = data["sections"]["Judges vs humans"]["steps"]["per_step"]["call_needed"]["tool_call"]
+        assert reported["judges"][label]["alpha"]["with_judge"]["value"] == pytest.approx(
+            krippendorff.alpha(reliability_data=np.array(coded, dtype=float), level_of_measurement="nominal"))
+        # per trajectory: the share of its calls found needed, the judge's against the humans' mean
+        judge_share: dict[int, list[float]] = defaultdict(list)
+        for (output, _step), value in judged.items():
+            judge_share[output].append(value == "yes")
+        outputs = sorted(o for o in human_share if o in judge_share)
+        j = np.array([np.mean(judge_share[o]) for o in outputs])
+        h = np.array([human_share[o] for o in outputs])
+        n, figure, mae = shown[(name, "per trajectory", label)]
+        assert (int(n), figure, mae) == (len(outputs), f"{stats.pearsonr(j, h).statistic:.3f}",
+                                         f"{np.mean(np.abs(j - h)):.3f}"), label
+    assert {k for k in shown if k[1] == "each assistant"}  # the turns' question is compared per step too
+    assert "\u2014" not in "".join(f for row in shown.values() for f in row[:2])  # no "—" where a figure belongs
