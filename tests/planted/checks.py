@@ -301,16 +301,19 @@ def _(seen):
 def _(seen):
     """The planted kinds, found by the rater models: the strict rater's bias is the most negative and
     below −1 point (planted −1.5 z, about −1.8 points on 1–7 at the middle); the careless and the
-    spammer have the largest noise, at least 1.5x the median rater's; the oracle's is below the
-    median; and the models' counts are the export's."""
+    spammer are noisier than every rater planted without a bias, and at least 1.5x the median rater's
+    (the strict rater is left out of that order: its scores pile up at the scale's floor, which the
+    model can read as noise: one run in four put it above the careless rater); the oracle's is below
+    the median; and the models' counts are the export's."""
     df = ratings(seen)
     rm = seen.report["rater_models"]["criteria"]["helpfulness"]
     by = {_kind(r["rater"]).pid: r for r in rm["raters"]}
     assert min(by, key=lambda p: by[p]["bias"]) == "p-strict" and by["p-strict"]["bias"] < -1.0
-    noisiest = sorted(by, key=lambda p: -by[p]["noise_sd"])[:2]
-    assert set(noisiest) == {"p-careless", "p-spammer"}, noisiest
+    noisy = {"p-careless", "p-spammer"}
+    unbiased = max(by[p]["noise_sd"] for p in set(by) - noisy - {"p-strict"})
+    assert all(by[p]["noise_sd"] > unbiased for p in noisy), {p: by[p]["noise_sd"] for p in by}
     med = median(r["noise_sd"] for r in rm["raters"])
-    assert all(by[p]["noise_sd"] >= 1.5 * med for p in noisiest)
+    assert all(by[p]["noise_sd"] >= 1.5 * med for p in noisy), {p: by[p]["noise_sd"] for p in by}
     assert by["p-oracle"]["noise_sd"] < med  # measured against the crowd's consensus, not the truth
     assert (rm["n_raters"], rm["n_answers"], rm["n_units"]) == (df["rater"].nunique(), len(df), df["unit"].nunique())
     for r in rm["raters"]:
@@ -976,10 +979,11 @@ def judge_verdicts(seen) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- report page
 
 def _shown(x: float, digits: int) -> str:
-    """`x` as the page rounds it (Django's floatformat: half up, on the decimal value)."""
+    """`x` as the page rounds it (Django's floatformat: half up, on the decimal value, never "-0.00")."""
     from decimal import ROUND_HALF_UP, Decimal
 
-    return str(Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+    shown = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return str(abs(shown) if shown == 0 else shown)
 
 
 @check("same.html_as_json")
