@@ -540,6 +540,10 @@ class TrainingAttempt(models.Model):
     passed = models.BooleanField(null=True, blank=True, help_text="Empty until every training item is answered.")
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A retry replaces this attempt's answers (one assignment per item and rater); the time spent on them
+    # is paid time on task all the same, so it is kept here (annotation.payments adds it).
+    time_on_task_ms = models.BigIntegerField(
+        default=0, help_text="Time on task of this attempt's answers, kept when a retry replaced them.")
 
     class Meta:
         ordering = ["study", "rater", "number"]

@@ -14,7 +14,8 @@ rejection (training answers are never attention checks); a rejection follows onl
 written attention policy (`phases.attention_policy.reject_after_failed`, shown in the instructions);
 only a participant who finished is approved; one who may still go on is `pending`; one who left
 (time up, study closed) is paid the rated items (`partial`) or, with none, asked to return. Attention-
-check items count as work but are not payable items.
+check items count as work but are not payable items. Time on task counts every answer, those a training
+retry replaced too (their time is kept on the attempt).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from statistics import median
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 
 from annotation.models import Assignment, CrowdParticipant, PhaseRecord, Study, TrainingAttempt
 
@@ -244,6 +245,13 @@ def payment_rows(study: Study, pay_per_item: Decimal | None = None,
         w["n"] += 1
         w["ms"].append(ms)
         w["items"] += not check and not training
+    # A training retry replaced the first attempt's answers; their time was kept on the attempt.
+    replaced: dict[int, int] = {}
+    for rater_id, username, ms in (TrainingAttempt.objects.filter(study=study, time_on_task_ms__gt=0)
+                                   .values("rater_id", "rater__username").annotate(ms=Sum("time_on_task_ms"))
+                                   .values_list("rater_id", "rater__username", "ms")):
+        replaced[rater_id] = ms
+        work.setdefault(rater_id, {"rater": username, "n": 0, "items": 0, "ms": []})
     crowd = _participants(study)
     for user_id, p in crowd.items():  # a participant who submitted nothing (declined, returned) is listed too
         work.setdefault(user_id, {"rater": p.user.username, "n": 0, "items": 0, "ms": []})
@@ -270,7 +278,7 @@ def payment_rows(study: Study, pay_per_item: Decimal | None = None,
             "phase_reached": reached, "items_submitted": w["n"], "training": training_summary(f["training"]),
             "attention_checks": f["checks"], "attention_failed": f["failed"],
             "decision": decision.decision, "rule": decision.rule, "reason": decision.reason, "payable_items": payable,
-            "time_on_task_s": round(sum(w["ms"]) / 1000, 1),
+            "time_on_task_s": round((sum(w["ms"]) + replaced.get(user_id, 0)) / 1000, 1),
             "median_s_per_item": round(median(w["ms"]) / 1000, 1) if w["ms"] else "",
             "pay_per_item": "" if pay_per_item is None else str(pay_per_item),
             "payment": payment,

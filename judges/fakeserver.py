@@ -56,10 +56,9 @@ class Stats:
     paths: dict[str, int] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    output_limit: int = 0  # the most output tokens the requests allowed (max_completion_tokens or max_tokens, x n)
     authorization: str | None = None  # the last Authorization header seen
-    # sum over completion requests of the output cap each carried (max_completion_tokens or max_tokens) x n:
-    # what the requests let the provider bill, read from the wire
+    # sum over completion requests of the output cap each carried (max_completion_tokens or max_tokens, else
+    # this server's own 512) x n: what the requests let the provider bill, read from the wire
     output_caps: int = 0
 
 
@@ -282,8 +281,6 @@ class _Handler(BaseHTTPRequestHandler):
         max_tokens = int(req.get("max_completion_tokens") or req.get("max_tokens") or 512)
         with self.server.lock:
             self.server.stats.output_caps += max_tokens * int(req.get("n") or 1)
-            self.server.stats.output_limit += int(req.get("max_completion_tokens") or req.get("max_tokens") or 0) * int(
-                req.get("n") or 1)
         words = text.split(" ")
         if b.truncate or len(words) > max_tokens:
             text = " ".join(words[: max(1, min(max_tokens, len(words) // 2))])

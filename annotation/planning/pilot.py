@@ -1,6 +1,6 @@
 """Planning inputs read from a study used as a pilot: σ, ρ and c of a numeric criterion, R (the
-study's raters per output), and the tie share and win rate of its pairwise question. A selector:
-reads only.
+study's raters per output by its design), and the tie share and win rate of its pairwise question.
+A selector: reads only.
 
 ρ is the report's ICC1 of the criterion (annotation.reports.study.criterion_icc1: the same function
 on the same ratings, so the plan and the report show one figure). It counts the systems'
@@ -18,11 +18,13 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+from django.db.models import Count
 
-from annotation.models import Output, Study
+from annotation.models import Item, Output, Study
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value, criterion_measure
 from annotation.reports.study import criterion_icc1
+from annotation.services.comparative import shown_design
 from annotation.stats.pilot import disattenuate, pairwise_summary, system_correlations
 from annotation.stats.power import InvalidArgument
 from annotation.stats.result import Stat
@@ -42,6 +44,19 @@ def pairwise_criteria(study: Study) -> list[dict[str, Any]]:
 
 def _stat(s: Stat) -> dict[str, Any]:
     return {"value": s.value, "reason": s.reason}
+
+
+def raters_per_output(study: Study) -> int:
+    """The study's raters per output by its design: each of an item's `raters_per_item` raters rates
+    every output, unless the rubric shows a pair or a tuple of them (shown_design): then an output has
+    raters_per_item × shown / the item's outputs, on average over the items (rounded, at least 1)."""
+    _, shown = shown_design(study.rubric)
+    if not shown:
+        return study.raters_per_item
+    outputs = [n for n in Item.objects.filter(study=study, is_attention_check=False, is_training=False)
+               .annotate(n=Count("outputs")).values_list("n", flat=True) if n]
+    share = float(np.mean([min(shown, n) / n for n in outputs])) if outputs else 1.0
+    return max(1, int(study.raters_per_item * share + 0.5))
 
 
 def _rating_sd(x: np.ndarray) -> Stat:
@@ -104,7 +119,7 @@ def pilot_estimates(study: Study, *, criterion: str | None = None) -> dict[str, 
         raise InvalidArgument("criterion", f"{criterion!r} is not a numeric criterion of each output in "
                                            f"{study.slug} (numeric ones: {known})")
     key = criterion or next(iter(scores), None)
-    out: dict[str, Any] = {"study": study.slug, "raters_per_output": study.raters_per_item, "scores": None,
+    out: dict[str, Any] = {"study": study.slug, "raters_per_output": raters_per_output(study), "scores": None,
                            "pairwise": None, "notes": []}
     if key is not None:
         out["scores"] = _score_estimates(study, scores[key])

@@ -2,8 +2,9 @@
 JSON-ready dict built by calling annotation.stats (and annotation.reports.stats, its
 vectorised twin for large studies) on the study's ratings.
 
-Scope of the statistics: submitted, not ignored assignments; attention-check items count
-only for gold accuracy. Output-level criteria are rated per (item, output) "unit".
+Scope of the statistics: submitted, not ignored assignments of regular items (training items and
+attention checks are left out of every figure, gold accuracy and the counts of raters and ratings
+too). Output-level criteria are rated per (item, output) "unit".
 Every statistic is {"value", "reason", "ci", "bootstrap_ci"}: value None means undefined
 for these data, and `reason` says why; NaN never reaches the dict.
 """
@@ -95,12 +96,14 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
                       "choices": [str(ch["value"]) for ch in c.get("choices", [])],
                       # how raters saw the scale (rubric `widget`): a slider can change answers, so the methods say so
                       "widget": c.get("widget", "buttons") if c["kind"] in SCALE_KINDS else None} for c in criteria],
-        "counts": _counts(study, df),
     }
     df = with_raters_named(study, add_analysis_value(df, criteria))
-    gold_rows = df[df["gold"].notna()]
+    # Training items and attention checks (both flagged as checks) are never part of the data: not
+    # counted, analysed or scored against gold (their answers are graded by the checks and training).
     if df["is_attention_check"].any():  # (a selection copies every column, items' names included)
         df = df[~df["is_attention_check"]]
+    report["counts"] = _counts(study, df)
+    gold_rows = df[df["gold"].notna()]
     numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
     agreement = lambda: agreement_section(df, by_key, n_boot=n_boot, seed=seed, level=level)  # noqa: E731
     # At millions of rows the agreement section (its bootstrap above all) runs on the second core beside the others.

@@ -93,7 +93,7 @@ def participant_export(*, study: Study, user_id) -> dict:
                    "finished_at": _iso(p.finished_at), "returned_at": _iso(p.returned_at)} for p in crowd],
         "training": [{"attempt": t.number, "items": t.n_items, "answered": t.n_answered, "correct": t.n_correct,
                       "passed": t.passed, "answers": t.answers, "started_at": _iso(t.started_at),
-                      "finished_at": _iso(t.finished_at)}
+                      "finished_at": _iso(t.finished_at), "replaced_answers_time_on_task_ms": t.time_on_task_ms}
                      for t in TrainingAttempt.objects.filter(study=study, rater=user)],
         "questionnaires": questionnaire_answers(study, user),
         "assignments": [{

@@ -6,6 +6,7 @@ A share of right answers at or above the study's pass mark qualifies them; one r
     training_next(study=..., rater=...) -> Assignment | None   # the next training item to answer
     training_record(assignment=...)                        # after a training item is submitted
     training_retry(study=..., rater=...) -> TrainingAttempt    # the one retry after a failed attempt
+                                                               # (keeps the first attempt's time on task)
 
 A training item is flagged as an attention check, so it stays out of every statistic and export; its
 answer is graded by the same gold check (annotation.services.ratings.attention_passed). It is never
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -123,7 +125,11 @@ def training_retry(*, study: Study, rater) -> TrainingAttempt:
             raise TrainingError(_("there is no failed training attempt to retry"))
         if last.number >= MAX_ATTEMPTS:
             raise TrainingError(_("the training allows one retry, and it has been used"))
-        # One assignment per (item, rater): the earlier answers go, their result is in `last`.
-        Assignment.objects.filter(study=study, rater=rater, item__is_training=True).delete()
+        # One assignment per (item, rater): the earlier answers go, their result is in `last`, and so is
+        # their time on task, which is paid time all the same (the payment sheet adds it).
+        answers = Assignment.objects.filter(study=study, rater=rater, item__is_training=True)
+        last.time_on_task_ms += answers.aggregate(ms=Sum("time_on_task_ms"))["ms"] or 0
+        last.save(update_fields=["time_on_task_ms"])
+        answers.delete()
         return TrainingAttempt.objects.create(study=study, rater=rater, number=last.number + 1,
                                               n_items=_items(study).count())

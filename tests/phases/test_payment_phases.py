@@ -19,7 +19,7 @@ from annotation.models import Assignment, CrowdParticipant
 from annotation.payments import RULES
 from annotation.services.crowd import crowd_link_create
 from tests.phases.conftest import phases_study
-from tests.phases.walk import Walk
+from tests.phases.walk import Walk, after_a_break
 
 pytestmark = pytest.mark.django_db
 
@@ -64,14 +64,17 @@ def every_path(study, link) -> None:
             assert state["state"] == "training_failed"
             state = train.retry_training()
     assert state["state"] == "screened_out" and state["reason"] == "training_failed"
-    assert walk(study, link, "midway").to_rating()["state"] == "rate"
-    walk(study, link, "midway").rate(1)
+    midway = walk(study, link, "midway")
+    assert midway.to_rating()["state"] == "rate"
+    midway.rate(1)
     done = walk(study, link, "finished")
     done.to_rating()
     finish(done)
     first = walk(study, link, "breaker")  # rates one, closes the tab, comes back later in a new browser
     first.to_rating()
     first.rate(1)
+    assert walk(study, link, "breaker", Client()).entry.status_code == 409  # too soon: the id is in use
+    after_a_break(study, "breaker")
     finish(walk(study, link, "breaker", Client()))
     gone = walk(study, link, "returner")
     gone.to_rating()

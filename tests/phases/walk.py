@@ -5,16 +5,31 @@ workspace page itself for what they see at the end. Answers to the demo's phases
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.db.models import F
 from django.test import Client
 
-from annotation.models import Assignment
+from annotation.models import Assignment, CrowdParticipant
 from tests.phases.conftest import expected_winner, pair_answers
 
 PRE = {"native_english": "no", "ai_use": 4}
 CHECK_RIGHT, CHECK_WRONG = {"length": "not necessarily"}, {"length": "yes"}
 POST = {"difficulty": 2}
+
+
+def after_a_break(study, pid: str, minutes: int | None = None) -> None:
+    """As if `minutes` (default: one more than CROWD_BROWSER_IDLE_MINUTES) had passed since the crowd
+    participant `pid` last did anything: every time stored of them and their items moved that far back,
+    so that a new browser may take them over (annotation.services.crowd's one-browser rule)."""
+    back = timedelta(minutes=settings.CROWD_BROWSER_IDLE_MINUTES + 1 if minutes is None else minutes)
+    people = CrowdParticipant.objects.filter(link__study=study, participant_id=pid)
+    assert people.exists(), pid
+    people.update(**{f: F(f) - back for f in ("started_at", "seen_at", "deadline", "finished_at")})
+    Assignment.objects.filter(study=study, rater__in=people.values("user")).update(
+        **{f: F(f) - back for f in ("created_at", "expires_at", "submitted_at")})
 
 
 class Walk:

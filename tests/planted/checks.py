@@ -301,16 +301,19 @@ def _(seen):
 def _(seen):
     """The planted kinds, found by the rater models: the strict rater's bias is the most negative and
     below −1 point (planted −1.5 z, about −1.8 points on 1–7 at the middle); the careless and the
-    spammer have the largest noise, at least 1.5x the median rater's; the oracle's is below the
-    median; and the models' counts are the export's."""
+    spammer are noisier than every rater planted without a bias, and at least 1.5x the median rater's
+    (the strict rater is left out of that order: its scores pile up at the scale's floor, which the
+    model can read as noise: one run in four put it above the careless rater); the oracle's is below
+    the median; and the models' counts are the export's."""
     df = ratings(seen)
     rm = seen.report["rater_models"]["criteria"]["helpfulness"]
     by = {_kind(r["rater"]).pid: r for r in rm["raters"]}
     assert min(by, key=lambda p: by[p]["bias"]) == "p-strict" and by["p-strict"]["bias"] < -1.0
-    noisiest = sorted(by, key=lambda p: -by[p]["noise_sd"])[:2]
-    assert set(noisiest) == {"p-careless", "p-spammer"}, noisiest
+    noisy = {"p-careless", "p-spammer"}
+    unbiased = max(by[p]["noise_sd"] for p in set(by) - noisy - {"p-strict"})
+    assert all(by[p]["noise_sd"] > unbiased for p in noisy), {p: by[p]["noise_sd"] for p in by}
     med = median(r["noise_sd"] for r in rm["raters"])
-    assert all(by[p]["noise_sd"] >= 1.5 * med for p in noisiest)
+    assert all(by[p]["noise_sd"] >= 1.5 * med for p in noisy), {p: by[p]["noise_sd"] for p in by}
     assert by["p-oracle"]["noise_sd"] < med  # measured against the crowd's consensus, not the truth
     assert (rm["n_raters"], rm["n_answers"], rm["n_units"]) == (df["rater"].nunique(), len(df), df["unit"].nunique())
     for r in rm["raters"]:
@@ -486,12 +489,16 @@ def _(seen):
 def _(seen):
     df = ratings(seen)
     g = df.groupby(["item", "output"])["score"]
-    sd = g.std(ddof=1)
-    for r in seen.report["summary"]["next"]["rerate"]:
+    # of the outputs with a consensus (enough raters: reference.consensus), the most disputed
+    sd = g.std(ddof=1)[g.size() >= seen.study.consensus_min_raters]
+    rerate = seen.report["summary"]["next"]["rerate"]
+    for r in rerate:
         approx(r["sd"], sd[(r["item"], r["output"])], f"rerate sd {r['item']}#{r['output']}")
         approx(r["spread"], r["sd"] / 6, "sd as a share of the 1–7 scale")
-    shown = sorted((r["sd"] for r in seen.report["summary"]["next"]["rerate"]), reverse=True)
-    assert shown == sorted(sd.dropna(), reverse=True)[:len(shown)], "the most disputed outputs, most first"
+    # (equal SDs computed in another order differ in the last digit: compared within EXACT)
+    shown = [r["sd"] for r in rerate]
+    assert all(a >= b - 1e-9 for a, b in zip(shown, shown[1:])), f"most disputed first: {shown}"
+    approx(shown, sorted(sd.dropna(), reverse=True)[:len(shown)], "the most disputed outputs")
     more = seen.report["summary"]["next"]["more_raters"]
     icc = seen.report["agreement"]["helpfulness"]["icc1"]["value"]
     needed = int(np.ceil(0.7 * (1 - icc) / (icc * (1 - 0.7))))  # Spearman–Brown
@@ -541,11 +548,15 @@ def _(seen):
     assert run["status"] == "done"
     assert (run["n_outputs"], run["n_expected"], run["n_scored"]) == (4 * truth.N_ITEMS, n_pairs, n_pairs)
     assert run["n_unparsed"] == run["n_refusal"] == run["n_error"] == run["n_truncated"] == run["n_rate_limited"] == 0
-    assert served.completion_requests == 2 * n_pairs and served.statuses == {"200": 2 * n_pairs}
+    assert served.completion_requests == 2 * n_pairs and served.paths == {"/v1/chat/completions": 2 * n_pairs}
+    # and, before the calls, the workers' check of the endpoint and key (the models route; once per process)
+    assert served.requests > served.completion_requests and served.statuses == {"200": served.requests}
     assert (run["tokens_in"], run["tokens_out"]) == (served.prompt_tokens, served.completion_tokens)
     approx(run["cost_usd"], (served.prompt_tokens * j.price_in_per_m + served.completion_tokens * j.price_out_per_m)
            / 1e6, "cost")
     assert run["cost_cap_usd"] is None  # none was set
+    for r in seen.runs.values():  # each judge's own endpoint and prompts: nothing of another run taken over
+        assert r["n_reused"] == 0 and r["reused_from"] is None, r
     p = run["progress"]
     assert (p["expected"], p["done"], p["scored"], p["error"], p["unparsed"], p["refusal"], p["truncated"]) == (
         n_pairs, n_pairs, n_pairs, 0, 0, 0, 0)
@@ -579,7 +590,7 @@ def _(seen):
 def _(seen):
     """The estimate's "at most" holds against what the requests allowed the provider to bill."""
     j, est, served = truth.JUDGES[0], _good(seen)["estimate"], seen.served[truth.JUDGES[0].name]
-    assert est["max_output_tokens"] >= served.output_limit > 0
+    assert est["max_output_tokens"] >= served.output_caps > 0
     approx(est["max_cost_usd"], (est["input_tokens"] * j.price_in_per_m + est["max_output_tokens"] * j.price_out_per_m)
            / 1e6, "most cost")
     assert est["max_cost_usd"] >= _good(seen)["cost_usd"]
@@ -597,13 +608,18 @@ def _(seen):
 
 @check("planted.judge_answers")
 def _(seen):
-    runs = {r["judge"]: r for r in seen.report["sections"]["Judges vs humans"]["runs"]}
-    for name, run in seen.runs.items():
-        a = runs[name]["answers"]
-        assert runs[name]["id"] == run["id"]
-        assert (a["expected"], a["scored"], a["unparsed"], a["refusal"], a["error"]) == (
-            run["n_expected"], run["n_scored"], run["n_unparsed"], run["n_refusal"], run["n_error"])
-        assert len(a["by_criterion"]) == 6 and all(sum(v.values()) == truth.N_ITEMS for v in a["by_criterion"].values())
+    """The report's judge answers are the runs' counts; the failed run is left out, and says why."""
+    section = seen.report["sections"]["Judges vs humans"]
+    failed = seen.runs[truth.JUDGES[1].name]
+    assert section["left_out"] == [{"id": failed["id"], "judge": truth.JUDGES[1].name, "status": "failed",
+                                    "reason": failed["error"]}]
+    assert failed["error"].startswith("no call succeeded")
+    [shown], run = section["runs"], _good(seen)
+    a = shown["answers"]
+    assert shown["judge"] == truth.JUDGES[0].name and shown["id"] == run["id"]
+    assert (a["expected"], a["scored"], a["unparsed"], a["refusal"], a["error"]) == (
+        run["n_expected"], run["n_scored"], run["n_unparsed"], run["n_refusal"], run["n_error"])
+    assert len(a["by_criterion"]) == 6 and all(sum(v.values()) == truth.N_ITEMS for v in a["by_criterion"].values())
 
 
 @check("reference.judge_pairwise")
@@ -743,6 +759,7 @@ def _served_checks(seen, pid: str) -> int:
 def planted_row(seen, p: truth.Path) -> dict:
     """What the payment sheet must say of one participant, from the planted path alone (and the
     number of attention checks the engine chose to hand out)."""
+    from annotation.payments import RULES
     training = truth_training_answers(p)
     checks = _served_checks(seen, p.pid)
     regular = 0 if p.kind is None else (truth.N_ITEMS if p.rated is None else p.rated)
@@ -750,8 +767,11 @@ def planted_row(seen, p: truth.Path) -> dict:
         [10.0] * len(training)
     payable = regular if p.decision == "approve" else 0
     pay = {"approve": f"{float(truth.PAY_PER_ITEM) * payable:.2f}", "screened_out": truth.SCREENED_OUT_PAY}
-    stored = len(secs) - (2 if len(training) == 4 else 0)  # a training retry replaces the first attempt's items
+    # a training retry replaces the first attempt's answers (their time is still counted)
+    stored = len(secs) - (2 if len(training) == 4 else 0)
+    assert RULES[p.rule][0] == p.decision, p
     return {"items_submitted": str(stored), "attention_checks": str(checks),
+            "phase_reached": p.reached, "rule": RULES[p.rule][1],
             "attention_failed": str(checks if p.kind == "spammer" else 0),
             "decision": p.decision, "payable_items": str(payable),
             "time_on_task_s": f"{sum(secs):.1f}", "median_s_per_item": f"{median(secs):.1f}" if secs else "",
@@ -765,11 +785,7 @@ def _(seen):
     assert set(rows) == {p.pid for p in truth.PATHS}
     assert _served_checks(seen, "p-spammer") == truth.REJECT_AFTER_FAILED  # the policy's number was reached
     for p in truth.PATHS:
-        if p.steps == "consent_only":
-            continue  # planted.consent_only_payment
         want = planted_row(seen, p)
-        if p.steps == "failed_training":
-            del want["time_on_task_s"]  # planted.retried_training_time
         got = {k: rows[p.pid][k] for k in want}
         assert got == want, (p.pid, {k: (got[k], want[k]) for k in want if got[k] != want[k]})
 
@@ -865,19 +881,19 @@ def _(seen):
     html = _plan_text(seen)
     df = ratings(seen)
     assert f"helpfulness: {len(df)} ratings of {df['item'].nunique()} items by {df['rater'].nunique()} raters" in html
-    resid = df["score"] - df.groupby("system")["score"].transform("mean")
-    sd = np.sqrt((resid ** 2).sum() / (len(df) - df["system"].nunique()))
-    assert f"<td>σ</td><td>{sd:.3f}</td>" in html, f"pooled within-system SD {sd:.3f}"
-    icc = seen.report["agreement"]["helpfulness"]["icc1"]["value"]
-    shown = html.replace("&#x27;", "'")
-    assert f"the report's ICC1, which counts the systems' differences as agreement: {icc:.3f}" in shown
-    rho = _icc1_first_k(df.assign(resid=resid), "resid")[0]["ICC"]
-    assert f"<td>ρ</td><td>{rho:.3f}</td>" in html, f"ICC1 of the residuals {rho:.3f}"
+    # σ and ρ go together (issue 59: the plan's ICC is the report's): the report's ICC1 (pingouin's one-way
+    # ICC(1) as in reference.icc1_oneway), which counts the systems' differences as true-score variance, with
+    # the SD of single ratings over every system
+    sd = df["score"].std(ddof=1)
+    assert f"<td>σ</td><td>{sd:.3f}</td>" in html, f"SD of single ratings {sd:.3f}"
+    rho = _icc1_first_k(df)[0]["ICC"]
+    approx(rho, seen.report["agreement"]["helpfulness"]["icc1"]["value"], "the plan's ρ is the report's ICC1")
+    assert f"<td>ρ</td><td>{rho:.3f}</td>" in html, f"the report's ICC1 {rho:.3f}"
     wide = _item_means(df)
     c_obs = np.mean([stats.pearsonr(wide[a], wide[b])[0] for a, b in itertools.combinations(wide.columns, 2)])
     k = len(df) / df["unit"].nunique()
     assert f"{c_obs:.3f} observed" in html
-    assert f"<td>c</td><td>{c_obs / (k * rho / (1 + (k - 1) * rho)):.3f}</td>" in html
+    assert f"<td>c</td><td>{min(0.99, c_obs / (k * rho / (1 + (k - 1) * rho))):.3f}</td>" in html
     c = comparisons(seen)
     ties = c["winner"].isna().mean()
     assert f"{len(c)} pairwise judgements, tie share {ties:.3f}" in html
@@ -935,12 +951,14 @@ def _(seen):
 
 @check("planted.plan_raters")
 def _(seen):
-    """The plan starts from the pilot's raters per output (ratings per output, rounded: 146 of 40
-    outputs, 3.65, whichever pairs the engine showed), not from a default."""
+    """The plan starts from the pilot's raters per output, not from a default nor its raters per item:
+    planted, RATERS_PER_ITEM raters each shown a pair of an item's four outputs (half of them), which the
+    ratings per output the pilot got (146 of 40 outputs, 3.65) round to as well."""
     df = ratings(seen)
-    k = round(len(df) / df["unit"].nunique())
+    planted = truth.RATERS_PER_ITEM * 2 / 4
+    assert planted == round(len(df) / df["unit"].nunique()) == 4
     value = re.search(r'name="raters" value="([0-9.]+)"', _plan_text(seen)).group(1)
-    assert float(value) == k, f"raters per output: the form says {value}, the pilot has {k}"
+    assert float(value) == planted, f"raters per output: the form says {value}, the pilot has {planted}"
 
 
 def judge_verdicts(seen) -> pd.DataFrame:
@@ -961,10 +979,11 @@ def judge_verdicts(seen) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- report page
 
 def _shown(x: float, digits: int) -> str:
-    """`x` as the page rounds it (Django's floatformat: half up, on the decimal value)."""
+    """`x` as the page rounds it (Django's floatformat: half up, on the decimal value, never "-0.00")."""
     from decimal import ROUND_HALF_UP, Decimal
 
-    return str(Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+    shown = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return str(abs(shown) if shown == 0 else shown)
 
 
 @check("same.html_as_json")

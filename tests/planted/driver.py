@@ -20,6 +20,7 @@ from annotation.models import Assignment, CrowdLink, Study
 from annotation.simulation.latent import Knobs
 from annotation.simulation.raters import rater_answers, value_for
 from tests.phases.conftest import expected_winner, pair_answers
+from tests.phases.walk import after_a_break
 from tests.planted import truth
 
 PRE = {"native_english": "yes", "ai_use": 4, "age": 30}
@@ -160,7 +161,8 @@ def walk(p: Participant) -> None:
         return
     if steps == "break":
         p.rate(state, limit=truth.N_ITEMS // 2)
-        p.enter()  # back after a break: the same link, a new session
+        after_a_break(p.study, p.path.pid)  # sooner, the new browser is told the id is in use (409)
+        p.enter()  # back after a break: the same link, a new browser
         state = p.next()
         assert state["state"] == "rate", state
     state = p.rate(state)

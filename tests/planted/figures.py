@@ -104,7 +104,8 @@ FIGURES: list[Figure] = [
     *_fig(J, "reference.first_wins", f"{COMP}.position.*"),
     *_fig(J, "reference.rerate_and_more_raters", "summary.next.rerate.[].*", "summary.next.more_raters.*"),
     *_fig(J, "reference.by_answer", f"{BY_ANSWER}.*"),
-    *_fig(J, "planted.judge_answers", f"{JUDGES}.id", f"{JUDGES}.answers.*"),
+    *_fig(J, "planted.judge_answers", f"{JUDGES}.id", f"{JUDGES}.answers.*",
+          "sections.Judges vs humans.left_out.[].id"),
     *_fig(J, "reference.judge_pairwise", f"{TRUST}.*"),
     # ---------------------------------------------------------------- report CSV: (section, statistic)
     *_fig(C, "same.csv_as_json", "summary/alpha", "summary/icc1", "summary/significant_p_holm",
@@ -119,7 +120,7 @@ FIGURES: list[Figure] = [
     # ---------------------------------------------------------------- payment sheet columns
     *_fig("payments.csv", "planted.payments", "items_submitted", "attention_checks", "attention_failed",
           "payable_items", "time_on_task_s", "median_s_per_item", "payment", "bonus", "pay_per_item",
-          "training", "decision"),
+          "training", "decision", "rule", "phase_reached"),
     *_fig("payments.csv", "planted.consent_only_payment", "decision[consent_only]"),
     *_fig("payments.csv", "planted.retried_training_time", "time_on_task_s[failed training]"),
     # ---------------------------------------------------------------- progress
@@ -141,7 +142,7 @@ FIGURES: list[Figure] = [
     # ---------------------------------------------------------------- judge runs
     *_fig("run.json", "planted.judge_run", "n_outputs", "n_expected", "n_scored", "n_unparsed", "n_refusal",
           "n_error", "n_truncated", "n_rate_limited", "tokens_in", "tokens_out", "cost_usd", "progress.*",
-          "cost_cap_usd"),
+          "cost_cap_usd", "n_reused", "reused_from"),
     *_fig("run.json", "planted.failed_run_state", "status[every call failed]"),
     *_fig("estimate", "planted.estimate", "estimate.calls", "estimate.items", "estimate.sampled_items",
           "estimate.input_tokens", "estimate.input_cost_usd", "estimate.time_s"),

@@ -18,24 +18,9 @@ from tests.planted import truth
 from tests.planted.checks import CHECKS
 from tests.planted.figures import FIGURES, SURFACES, figure_paths, listed
 
-# Figures known to be wrong today, each being fixed in its own branch (issue 59): the lead drops the
-# marker when the fix is merged (strict: the test fails once the figure is right).
-KNOWN_WRONG = {
-    "planted.gold_accuracy": "report per-rater gold accuracy is 0 for raters who match per-output gold "
-                             "(annotation/reports/study.py _gold_accuracy compares with the whole list)",
-    "planted.consent_only_payment": "payment decision `approve` for a consent-only participant "
-                                    "(annotation/payments.py)",
-    "planted.failed_run_state": "judge run state `done` when every call failed",
-    "planted.plan_raters": "the plan (plan_study --pilot, the plan page) starts from a default 3 raters per output, "
-                           "not the pilot's",
-}
-# Wrong figures this module found, not yet fixed (reported to the lead with file and line).
-FOUND_WRONG = {
-    "reference.ratings_analysed": "report counts.ratings_analysed and counts.raters include the training and "
-                                  "attention-check ratings (annotation/reports/study.py: _counts before the filter)",
-    "planted.retried_training_time": "a training retry deletes the first attempt's assignments, and the payment "
-                                     "sheet loses their time on task (annotation/services/training.py training_retry)",
-}
+# Figures known to be wrong, each with the file and line that makes it so (issue 59): its check is marked
+# a strict xfail, so the test fails once the figure is right and the marker must go. None at present.
+KNOWN_WRONG: dict[str, str] = {}
 
 
 def test_every_figure_in_the_inventory_has_a_check():
@@ -44,7 +29,7 @@ def test_every_figure_in_the_inventory_has_a_check():
     assert not missing, "figures without a check:\n" + "\n".join(missing)
     unused = set(CHECKS) - {f.check for f in FIGURES}
     assert not unused, f"checks no figure names: {sorted(unused)}"
-    assert set(KNOWN_WRONG) | set(FOUND_WRONG) <= set(CHECKS)
+    assert set(KNOWN_WRONG) <= set(CHECKS)
 
 
 def _names(seen) -> dict[str, str]:
@@ -102,11 +87,8 @@ def test_a_figure_that_cannot_be_computed_says_why_and_is_never_zero(seen):
     assert all(v is None and details["reasons"][f"icc.{k}"] for k, v in details["icc"].items())
 
 
-WRONG = {**KNOWN_WRONG, **FOUND_WRONG}
-
-
 @pytest.mark.parametrize("check_id", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=WRONG[c])) if c in WRONG else c
+    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[c])) if c in KNOWN_WRONG else c
     for c in sorted(CHECKS)])
 def test_figures_match_the_planted_truth_or_a_reference(seen, check_id):
     CHECKS[check_id](seen)

@@ -17,7 +17,8 @@ Rater kinds (every one enters through the crowd link and rates through rate/next
 
 Participant paths (PATHS): declined consent, consent only, failed the attention checks, failed
 training (twice), left midway (returned the task to the panel), finished, returned after a break
-(a second visit through the same link).
+(a second visit through the same link in a new browser, once the first was idle for
+CROWD_BROWSER_IDLE_MINUTES).
 """
 
 from __future__ import annotations
@@ -68,22 +69,27 @@ class Path:
     kind: str | None  # the rater kind who rates (None: never rates)
     steps: str  # declined | consent_only | failed_training | left_midway | finished | break
     decision: str  # the true payment decision
+    rule: str  # the phase that decides it (annotation.payments.RULES' key)
+    reached: str  # the phase reached, as the sheet words it
     rated: int | None = None  # regular items submitted (None: all)
     checks_failed: int = 0
 
 
 PATHS = (
-    Path("p-declined", None, "declined", "return", rated=0),
-    Path("p-consent-only", None, "consent_only", "return", rated=0),
-    Path("p-failed-training", None, "failed_training", "screened_out", rated=0),
-    Path("p-left-midway", "accurate", "left_midway", "return", rated=3),
-    Path("p-oracle", "oracle", "finished", "approve"),
-    Path("p-accurate", "accurate", "finished", "approve"),
-    Path("p-strict", "strict", "finished", "approve"),
-    Path("p-careless", "careless", "finished", "approve"),
-    Path("p-spammer", "spammer", "finished", "reject", checks_failed=2),
-    Path("p-first-picker", "first_picker", "finished", "approve"),
-    Path("p-after-break", "accurate", "break", "approve"),
+    Path("p-declined", None, "declined", "return", "declined", "declined consent", rated=0),
+    # agreed, then closed the tab: the study is open and their time not up, so they may still go on
+    Path("p-consent-only", None, "consent_only", "pending", "in_progress", "consent given", rated=0),
+    Path("p-failed-training", None, "failed_training", "screened_out", "screened_out",
+         "training failed 0/2, then 0/2", rated=0),
+    Path("p-left-midway", "accurate", "left_midway", "return", "returned", "returned the task after: rated 3 items",
+         rated=3),
+    Path("p-oracle", "oracle", "finished", "approve", "finished", "finished"),
+    Path("p-accurate", "accurate", "finished", "approve", "finished", "finished"),
+    Path("p-strict", "strict", "finished", "approve", "finished", "finished"),
+    Path("p-careless", "careless", "finished", "approve", "finished", "finished"),
+    Path("p-spammer", "spammer", "finished", "reject", "attention", "finished", checks_failed=2),
+    Path("p-first-picker", "first_picker", "finished", "approve", "finished", "finished"),
+    Path("p-after-break", "accurate", "break", "approve", "finished", "finished"),
 )
 FINISHERS = [p for p in PATHS if p.steps in ("finished", "break")]
 # Every finisher rates every item: one slot more for the participant who leaves after a few.

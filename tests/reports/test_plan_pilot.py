@@ -8,7 +8,7 @@ import pingouin
 import pytest
 from scipy.stats import pearsonr
 
-from annotation.planning.pilot import pilot_estimates
+from annotation.planning.pilot import pilot_estimates, raters_per_output
 from annotation.reports.ratings import stats_frame
 from annotation.reports.study import study_report
 from annotation.stats.power import InvalidArgument
@@ -70,6 +70,20 @@ def test_a_pilot_simulated_from_the_model_plans_at_least_the_items_its_parameter
         planned = items_needed(delta=delta, sd=est["sd"]["value"], icc=est["icc"]["value"], corr=est["corr"]["value"],
                                raters=n_raters)
         assert planned >= items_needed(delta=delta, sd=sd, icc=rho, corr=c, raters=n_raters)
+
+
+def test_raters_per_output_follow_the_design_a_pair_of_four_outputs_halves_them(make_study):
+    """A pairwise rubric shows each rater two of an item's outputs: six raters per item of four outputs
+    are three per output (the plan's R), not six; where every output is shown, the raters per item."""
+    import json
+
+    from annotation.simulation.items import items_for
+
+    rows = items_for("compare-pairwise", 3, seed=4)
+    assert {len(r["outputs"]) for r in rows} == {4}
+    pairwise = make_study("compare-pairwise", items_text="\n".join(json.dumps(r) for r in rows), raters_per_item=6)
+    assert raters_per_output(pairwise) == 3 == pilot_estimates(pairwise)["raters_per_output"]
+    assert raters_per_output(make_study("rrgen-001", items_text=items_jsonl(2), raters_per_item=2)) == 2
 
 
 def test_an_unknown_or_non_numeric_criterion_is_named(rated_study):

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from annotation.importers import ItemFileError
-from annotation.models import Assignment, TrainingAttempt
+from annotation.models import Assignment, Rating, TrainingAttempt
 from annotation.reports.study import study_report
 from annotation.services.assignments import assignment_next
 from annotation.services.items import items_import
@@ -61,6 +61,12 @@ def test_training_comes_first_and_a_pass_opens_the_study(study, annotator):
     assert report["counts"]["items"] == 4
     rows = report["consensus"]["rows"]
     assert rows and {r["item"] for r in rows} == {regular.item.external_id}
+    # nor counted as ratings analysed, nor scored for gold accuracy (their gold grades the training alone)
+    analysed = [c["key"] for c in report["criteria"]]
+    assert report["counts"]["raters"] == 1
+    assert report["counts"]["ratings_analysed"] == Rating.objects.filter(assignment=regular,
+                                                                         criterion__in=analysed).count() > 0
+    assert report["raters"][annotator.username]["gold_accuracy"] is None
 
 
 def test_a_failed_training_allows_one_retry_then_no_work(study, annotator):
@@ -79,6 +85,28 @@ def test_a_failed_training_allows_one_retry_then_no_work(study, annotator):
         training_retry(study=study, rater=annotator)
     attempts = list(TrainingAttempt.objects.filter(rater=annotator).values_list("number", "n_correct", "passed"))
     assert attempts == [(1, 0, False), (2, 0, False)]  # both results stay stored
+
+
+def test_a_retry_keeps_the_first_attempts_time_on_task_for_the_payment_sheet(study, annotator):
+    """The retry replaces the first attempt's answers (one per item and rater), not the time they took:
+    the sheet's time on task is every answer's; the pass mark counts only the attempt's own answers."""
+    from annotation.payments import payment_rows
+
+    def answer_in(seconds: int, *, right: bool) -> None:
+        a = assignment_next(study=study, rater=annotator)
+        assignment_submit(assignment=a, answers=rrgen_answers(len(a.permutation), value=7 if right else 3),
+                          time_on_task_ms=seconds * 1000)
+
+    answer_in(30, right=False)
+    answer_in(40, right=False)
+    training_retry(study=study, rater=annotator)
+    assert TrainingAttempt.objects.get(rater=annotator, number=1).time_on_task_ms == 70_000
+    answer_in(5, right=True)
+    answer_in(7, right=False)
+    second = TrainingAttempt.objects.get(rater=annotator, number=2)
+    assert (second.n_answered, second.n_correct, second.passed) == (2, 1, True)  # this attempt's answers only
+    [row] = payment_rows(study)
+    assert row["time_on_task_s"] == 82.0 and row["items_submitted"] == 2  # the answers stored now
 
 
 def test_no_pass_mark_no_training(make_study, annotator):
