@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0021_crowd_browser_and_page_audit'),
+        ('annotation', '0023_sampling_policy'),
     ]
 
     operations = [
