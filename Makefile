@@ -26,6 +26,7 @@ $(STAMP): pyproject.toml | $(PY)
 # scripts/ensure-llamacpp.sh builds it in the background while the suite runs, and those tests wait for it.
 $(DEV_STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	@bash scripts/ensure-compilers.sh
+	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev,local-models]"
 	# the Python client is its own distribution (httpx, pandas, pyarrow: already installed above)
 	$(PY) -m pip install -q --no-deps -e clients/python
