@@ -48,6 +48,10 @@ MEANINGS: dict[str, dict[str, str]] = {
         "time_on_task_ms": "milliseconds from showing the item to submitting it",
         "shown_position": "1-based place at which the rater saw the output (position effects)",
         "is_attention_check": "an attention-check item (`true`/`false`); left out of every statistic",
+        "sampling": "how the study's sampling policy chose this assignment (`random`, `active`; empty under the "
+                    "uniform design)",
+        "sampling_probability": "the probability with which the policy chose it, for inverse-probability "
+                                "weighting outside Concord; empty under the uniform design",
         "submitted_at": "when the assignment was submitted (UTC)",
     },
     "consensus": {

@@ -18,7 +18,8 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from annotation.models import Study
-from annotation.reports.ratings import count_analysed_ratings, count_item_rows, count_rating_rows
+from annotation.datasets.tables import count_analysed_ratings
+from annotation.reports.ratings import count_item_rows, count_rating_rows
 
 log = logging.getLogger(__name__)
 _QUOTE, _NEWLINE = ord('"'), ord("\n")

@@ -13,12 +13,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from annotation.models import Output, Study
+from django.db import connection
+
+from annotation.models import Assignment, Output, Study
 from annotation.reports.stats import (
     add_analysis_value, consensus_frame, criterion_column, criterion_measure, group_column, majority_frame,
     min_raters_for_pairs, output_scores_frame, with_enough_raters,
 )
 from annotation.reports.ratings import item_id_ranges, rater_names, stats_frame
+from annotation.reports.rating_sql import ASSIGNMENTS as _A, RATINGS as _R
 
 ITEMS_PER_CHUNK = 5_000
 Progress = Callable[[int], None]
@@ -193,3 +196,15 @@ def consensus_batches(study: Study, *, modelled: Mapping[str, Any] | None = None
         table["majority"] = table["majority"].map(lambda v: None if v is None or v != v else str(v))
         yield pa.RecordBatch.from_pandas(table.reindex(columns=CONSENSUS_SCHEMA.names), schema=CONSENSUS_SCHEMA,
                                          preserve_index=False)
+
+
+def count_analysed_ratings(study: Study) -> int:
+    """Ratings the consensus and pairs read (datasets.tables.item_chunks): stats_frame's rows of the
+    analysed criteria, attention checks left out."""
+    _, numeric, categorical = analysed(study)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM {_A} a JOIN {_R} r ON r.assignment_id = a.id WHERE a.study_id = %s"
+            " AND a.status = %s AND NOT a.ignored AND NOT a.is_attention_check AND r.criterion = ANY(%s)",
+            [study.pk, Assignment.Status.SUBMITTED, numeric + categorical])
+        return int(cursor.fetchone()[0])

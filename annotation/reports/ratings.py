@@ -157,20 +157,6 @@ def count_item_rows(study: Study) -> int:
         return int(cursor.fetchone()[0])
 
 
-def count_analysed_ratings(study: Study) -> int:
-    """Ratings the consensus and pairs read (datasets.tables.item_chunks): stats_frame's rows of the
-    analysed criteria, attention checks left out."""
-    from annotation.datasets.tables import analysed
-
-    _, numeric, categorical = analysed(study)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT count(*) FROM {_A} a JOIN {_R} r ON r.assignment_id = a.id WHERE a.study_id = %s"
-            " AND a.status = %s AND NOT a.ignored AND NOT a.is_attention_check AND r.criterion = ANY(%s)",
-            [study.pk, Assignment.Status.SUBMITTED, numeric + categorical])
-        return int(cursor.fetchone()[0])
-
-
 def iter_rating_rows(study: Study, *, chunk_size: int = CHUNK_ROWS) -> Iterator[list[tuple]]:
     """The long format as lists of tuples (LONG_NAMES order), fetched from a server-side cursor."""
     sql, params = long_sql(study)

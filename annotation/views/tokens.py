@@ -44,7 +44,7 @@ def _listed(user) -> list[dict]:
             for t in api_tokens_of(user)]
 
 
-@extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}})
+@extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}, 403: {"type": "object"}})
 @api_view(["GET"])
 def api_tokens(request: Request) -> Response:
     """The caller's API tokens: a prefix of each (never the key), when it was made and when it expires."""
@@ -52,7 +52,8 @@ def api_tokens(request: Request) -> Response:
     return Response(_listed(request.user))
 
 
-@extend_schema(responses={200: {"type": "object"}})
+@extend_schema(responses={200: {"type": "object"}, 400: {"type": "object"}, 403: {"type": "object"},
+                          404: {"type": "object"}})
 @api_view(["DELETE"])
 def api_token_revoke_view(request: Request, prefix: str) -> Response:
     """Revoke the caller's token that starts with `prefix` (the list's); 404 when they have none such."""

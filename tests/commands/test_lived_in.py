@@ -76,7 +76,7 @@ def test_judge_request_reads_the_stored_edited_rubric(lived_in):
     assert EDITED_DESCRIPTION in prompt  # the latest stored version, not the preset file
     out = run("judge_request", str(lived_in.judge_file), "--rubric", "codegen-002")  # a stored preset, unedited
     assert out.startswith(f"# 1/1 judge {STORED_JUDGE} (provider vllm)\nPOST http://127.0.0.1:8001/v1/chat/completions")
-    with pytest.raises(CommandError, match="unknown rubric 'rrgen-01'; known: aqua-003, codegen-002"):
+    with pytest.raises(CommandError, match="unknown rubric 'rrgen-01'; known: agent-trajectories, aqua-003, codegen-002"):
         run("judge_request", str(lived_in.judge_file), "--rubric", "rrgen-01")
 
 
@@ -344,7 +344,6 @@ def test_routes_prints_the_route_inventory(lived_in):
     assert all(int(v) >= 0 for v in counts.values()) and sum(int(v) for v in counts.values()) > 0
 
 
-@pytest.mark.django_db(transaction=True)
 def test_simulate_policy_beside_the_demo_touches_no_study(lived_in):
     from annotation.models import Rating
 
@@ -355,6 +354,7 @@ def test_simulate_policy_beside_the_demo_touches_no_study(lived_in):
     assert Rating.objects.count() == before
 
 
+@pytest.mark.django_db(transaction=True)
 def test_simulate_study_beside_the_demo(lived_in):
     """Last in the module: the simulation's judge run must commit (it refuses to run inside a transaction)."""
     from annotation.models import Rating, Study

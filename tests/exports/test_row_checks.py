@@ -16,7 +16,8 @@ import pytest
 from annotation.datasets import export_chunks, formatters, row_check, tables
 from annotation.datasets.row_check import RowsMissing
 from annotation.models import Item, Output, Rating
-from annotation.reports.ratings import count_analysed_ratings, count_item_rows, count_rating_rows
+from annotation.datasets.tables import count_analysed_ratings
+from annotation.reports.ratings import count_item_rows, count_rating_rows
 
 pytestmark = pytest.mark.django_db
 

@@ -113,7 +113,7 @@ def requests_for(world) -> list[tuple[str, str]]:
         fmts = list(FORMATS) if p.key == "page:dataset-export" else [values["fmt"]]
         for name in names:
             for fmt in fmts:
-                path = build_path(p.pattern, {**values, "pk": pk, "name": name, "fmt": fmt})
+                path = build_path(p.pattern, {**values, "pk": pk, "name": name, "fmt": fmt, "prefix": "nottoken"})
                 out += [(p.key, f"{path}?{q}" if q else path) for q in ROUTES[p.key].queries]
     out += [("api:api-study-export", f"/api/studies/{study.slug}/export/?file={f}") for f in ("csv", "jsonl")]
     out += [("page:judges:run-estimate", f"/judges/studies/{study.slug}/estimate/?judge={run.judge_id}")]

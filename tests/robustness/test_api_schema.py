@@ -62,18 +62,19 @@ def world(make_study, admin_user):
     assignment = assignment_next(study=study, rater=rater)
     judge = JudgeConfig.objects.create(name="fuzz-judge", model="fake")
     run = JudgeRun.objects.create(study=study, judge=judge, config={}, criteria=[], status="done")
+    tokens = {"admin": Token.objects.get_or_create(user=admin_user)[0].key, "annotator": Token.objects.create(user=rater).key}
     return {
         "path": {"slug": study.slug, "token": str(assignment.token), "rubric_id": study.rubric_version_id,
                  "run_id": run.pk, "name": "fuzz-judge", "user_id": rater.pk,
-                 "which": "pre"},
-        "tokens": {"admin": Token.objects.get_or_create(user=admin_user)[0].key, "annotator": Token.objects.create(user=rater).key},
+                 "which": "pre", "prefix": "nottoken"},  # a token prefix no caller has: revoking it answers 404
+        "tokens": tokens,
     }
 
 
 def real_path_parameters(operation, world) -> dict:
     """Every path parameter points at a real object: an unknown URL gets Django's HTML 404, not the API's."""
     names = {p.name for p in operation.iter_parameters() if str(getattr(p.location, "value", p.location)) == "path"}
-    chosen = {name: world["path"][name] for name in names & {"slug", "token", "name", "user_id", "which"}}
+    chosen = {name: world["path"][name] for name in names & {"slug", "token", "name", "user_id", "which", "prefix"}}
     if "id" in names:
         chosen["id"] = world["path"]["rubric_id" if "/rubrics/" in operation.path else "run_id"]
     unknown = names - set(chosen)
