@@ -231,8 +231,9 @@ class HAProxy:
 
 
 def start_worker_node(home: Path, env: dict[str, str]) -> subprocess.Popen:
-    """A Celery worker (both queues, one process) as a node of its own: its own temp dir, the shared MEDIA_ROOT."""
-    cmd = [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "default,judges", "-c", "1",
+    """A Celery worker (every queue, one process) as a node of its own: its own temp dir, the shared MEDIA_ROOT."""
+    cmd = [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "default,judges,builds,housekeeping",
+           "-c", "1",
            "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning",
            "-n", f"worker-node-{time.monotonic_ns()}@%h"]
     with (home / "worker.log").open("ab") as out:
