@@ -307,7 +307,9 @@ def test_training_answers_are_graded_once_and_never_changed(crowd_study, client_
         assert graded is a.attention_passed
         again = _post_json(client, url, {"answers": answers(second)})
         same = answers(second) == answers(first)
-        assert again.status_code == (200 if same else 409), again.content
+        # A different answer is refused: 409, or 400 where it is itself unstorable (a NUL, a text past its
+        # limit), which is checked first; either way the grade below stays the first one.
+        assert again.status_code in ((200,) if same else (409, 400)), again.content
         a.refresh_from_db()
         attempt.refresh_from_db()
         assert attempt.answers == {a.item.external_id: graded} and a.attention_passed is graded
