@@ -67,12 +67,15 @@ def _run(args: list[str], console) -> int:
         note_migrated(ROOT, DATA)
     port = os.environ.get("PORT", "8000")
     judge_port = os.environ.get("CONCORD_DEMO_JUDGE_PORT", "8011")
+    # The web server first, alone: on 2 cores, starting the workers, the demo loader and the docs build beside
+    # it made it bind in 21-23 s instead of a few.
+    web = console.start("web server", [PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload",
+                                       "--skip-checks"], cwd=ROOT)
+    with console.step("Web server"):
+        console.wait_for_port(int(port), [web])
     # One worker per kind of background work (config/celery.py KINDS): a stuck build never holds up a judge run
     # or the beat's tasks.
-    children = [
-        console.start("web server", [PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload",
-                                     "--skip-checks"], cwd=ROOT),
-    ] + [
+    children = [web] + [
         console.start(f"Celery worker ({name})", [PY, "-m", "celery", "-A", "config", "worker", "-Q", queues, "-c",
                                                   str(concurrency), "-n", f"{name}@%h", "--loglevel", "INFO"],
                       cwd=ROOT)
@@ -89,8 +92,6 @@ def _run(args: list[str], console) -> int:
     demo = console.start("demo", [PY, "manage.py", "load_demo"], cwd=ROOT)
     docs = docs_build_command(ROOT, PY)
     docs_job = console.start("docs site", docs, cwd=ROOT) if docs else None
-    with console.step("Web server"):
-        console.wait_for_port(int(port), children)
     console.serving(f"http://127.0.0.1:{port}/", docs_building=docs_job is not None)
     stop = {"now": False}
 
