@@ -25,11 +25,14 @@ def heredoc(marker: str) -> bytes:
     return (code.split(f"<<'{marker}'\n", 1)[1].split(f"\n{marker}", 1)[0] + "\n").encode()
 
 
-def rate_like_the_script(page, rng: random.Random) -> None:
+def rate_like_the_script(page, seed: int) -> None:
     """Each answer on screen as the page's scripted raters rate it (long answers helpful and correct, with
-    noise), by clicking the scale's and the choice's labels; then submit."""
+    noise drawn from the rater's seed and the answer, so the shuffled order changes nothing), by clicking the
+    scale's and the choice's labels; then submit."""
     for answer in page.locator("article[data-response]").all():
-        long = len(answer.locator("[data-response-body]").inner_text().strip()) > 40
+        body = answer.locator("[data-response-body]").inner_text().strip()
+        rng = random.Random(f"{seed}:{body}")
+        long = len(body) > 40
         values = {"helpfulness": str(min(5, max(1, (4 if long else 2) + rng.choice([-1, 0, 0, 1])))),
                   "correct": "yes" if long or rng.random() < 0.3 else "no"}
         for key, value in values.items():
@@ -75,14 +78,13 @@ def test_the_first_tutorials_web_steps(page_at, live_server, admin_user):  # noq
 
     # Let two raters rate: open My first study, rate each item.
     for seed, rater in enumerate(raters, 1):
-        rng = random.Random(seed)
         rp = page_at(1400)
         log_in(rp, live_server, rater)
         rp.click("section.study-card:has(h2:text-is('My first study')) a.button.primary")
         for n in range(6):
             rp.wait_for_selector("#ws-form[data-ready='1']")
             assert "model-a" not in rp.content() and "model-b" not in rp.content()  # systems never named
-            rate_like_the_script(rp, rng)
+            rate_like_the_script(rp, seed)
             if n < 5:
                 rp.wait_for_selector(f"[data-progress]:has-text('{n + 1} done')")
         rp.wait_for_function("() => !document.querySelector(\"#ws-form[data-ready='1']\")")
