@@ -18,7 +18,7 @@ import string
 from collections import Counter
 
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from annotation.models import Assignment, PhaseRecord, Rating, TrainingAttempt
@@ -203,7 +203,7 @@ def test_questionnaire_and_rating_answers_of_every_kind(every_kind_study, client
 
     @settings(max_examples=EXAMPLES)
     @given(case=questionnaire_case(), data=st.data())
-    def example(case, data):
+    def one_example(case, data):
         n = next(examples)
         phases, answers, expected = case
         assert phases_parse(json.dumps(phases)) == phases  # a generated questionnaire is a valid one
@@ -256,7 +256,7 @@ def test_questionnaire_and_rating_answers_of_every_kind(every_kind_study, client
         if n % REPORT_EVERY == 0:
             _report_whole(reader, study, paper=False)
 
-    example()
+    one_example()
     _report_whole(reader, study, paper=True)
     print("examples per answer kind:", dict(sorted(KINDS_SEEN.items())))
     for kind in KINDS:
@@ -277,11 +277,17 @@ def test_training_answers_are_graded_once_and_never_changed(crowd_study, client_
     pairwise = st.fixed_dictionaries({"winner": st.sampled_from(["1", "2", "tie"]),
                                       "strength": st.sampled_from(["slightly", "clearly"])})
 
-    # Twice the examples: about one in six is a whole, valid training answer (pairwise and an integer score),
-    # and at 30 examples fewer than the five stored ones asked for below came up in one run of four.
-    @settings(max_examples=2 * EXAMPLES)
+    # About one drawn example in six is a whole, valid training answer (pairwise and an integer score): at 30
+    # examples fewer than the five stored ones asked for below came up in one run of four, so five valid
+    # answers are given explicitly (a changed second answer, the same one, and a junk second answer).
+    @settings(max_examples=EXAMPLES)
     @given(first=pairwise | json_values, second=pairwise | json_values, score=st.integers(1, 7) | json_values)
-    def example(first, second, score):
+    @example(first={"winner": "1", "strength": "clearly"}, second={"winner": "2", "strength": "clearly"}, score=6)
+    @example(first={"winner": "2", "strength": "slightly"}, second={"winner": "2", "strength": "slightly"}, score=2)
+    @example(first={"winner": "tie", "strength": "slightly"}, second="\x00", score=4)
+    @example(first={"winner": "1", "strength": "slightly"}, second={"winner": "tie", "strength": "clearly"}, score=1)
+    @example(first={"winner": "2", "strength": "clearly"}, second=None, score=7)
+    def one_example(first, second, score):
         rater = make_user(f"t{next(examples)}")
         study.members.create(user=rater, role="annotator")
         client = client_for(rater)
@@ -319,5 +325,5 @@ def test_training_answers_are_graded_once_and_never_changed(crowd_study, client_
         shown = [a.item.outputs.get(position=p).pk for p in a.permutation]
         assert graded is (winner == shown[int(right) - 1])
 
-    example()
+    one_example()
     assert KINDS_SEEN["training (stored)"] >= 5 and KINDS_SEEN["training (refused)"] >= 5
