@@ -15,11 +15,14 @@ DEV_STAMP := $(VENV)/.installed-dev
 UV := $(VENV)/bin/uv
 
 $(PY):
-	$(PYTHON) -m venv $(VENV)
+	@echo "  Creating the virtual environment .venv ($(PYTHON))"
+	@$(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q uv || echo "uv not available: installing with pip"
 
 $(STAMP): pyproject.toml | $(PY)
-	@if [ -x $(UV) ]; then $(UV) pip install -q --python $(PY) -e .; else $(PY) -m pip install -q -e .; fi
+	@if [ -x $(UV) ]; then echo "  Installing what serving needs into .venv (uv)"; \
+		$(UV) pip install -q --python $(PY) -e .; \
+	else echo "  Installing what serving needs into .venv (pip, a few minutes)"; $(PY) -m pip install -q -e .; fi
 	@touch $(STAMP)
 
 # llama.cpp (the third-party model server of tests/judges_thirdparty) compiles for minutes on a new machine:
