@@ -32,6 +32,8 @@ AGENT_RUBRIC = {
          "steps": ["tool_call"], "choices": [{"value": "yes"}, {"value": "no"}]},
         {"key": "turn_helpful", "name": "Did this turn move the task forward?", "kind": "binary",
          "scope": "assistant_turns", "choices": [{"value": "yes"}, {"value": "no"}]},
+        {"key": "unsupported", "name": "Highlight any claim the tool results do not support", "kind": "spans",
+         "scope": "assistant_turns", "labels": ["unsupported claim"], "required": False},
     ],
     "item_options": {"comment": True},
 }
@@ -119,6 +121,8 @@ def _trajectory(seed: int, item_id: str, i: int, position: int, system: str, eff
         supported = "yes"
     messages.append({"role": "assistant", "content": final, "meta": {**meta, "span_id": span + "0004"}})
     truth[f"turn_helpful@m{last}"] = "no" if supported == "no" else "yes"
+    if supported == "no":  # a highlight planted on the unsupported answer (its first sentence)
+        truth[f"unsupported@m{last}"] = "yes"
     truth["answer_supported"] = supported
     # A long tool log now and then, so raters meet a folded result.
     if unit(seed, "long", item_id, position) < 0.25 and not failed:
