@@ -78,6 +78,11 @@ MEANINGS: dict[str, dict[str, str]] = {
         "output": "the output's position in the item (empty: an item without outputs)", "system": _SYSTEM,
         "kind": "the output's kind (text, markdown, code, image, …)", "content": "the output's text",
         "is_attention_check": "an attention-check item",
+        "trace_sampling": "for a trace sent to the OTLP endpoint: `flagged` (an evaluation label the study's rule "
+                          "names: always kept) or `random` (kept at the rule's rate); empty for other items",
+        "inclusion_probability": "the probability with which the study's sampling rule kept the trace (1 for a "
+                                 "flagged one); weight a rated trace by its inverse for estimates over all traffic "
+                                 "(Horvitz-Thompson); empty for other items",
     },
     "raters": {
         "rater": "the rater's username", "criterion": "the criterion's key",
