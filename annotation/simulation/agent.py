@@ -70,7 +70,7 @@ def _tier(z: float) -> int:
     return 0 if z > 0.4 else (1 if z > -0.4 else 2)
 
 
-def _hex(*names: object) -> str:
+def hex_id(*names: object) -> str:
     """Stable hex ids (span and trace ids as OpenTelemetry writes them); hash() differs per process."""
     return hashlib.sha256(repr(names).encode()).hexdigest()
 
@@ -86,15 +86,15 @@ def _trajectory(seed: int, item_id: str, i: int, position: int, system: str, eff
     request, tool, args, result, answer, (extra_tool, extra_args) = _TASKS[i % len(_TASKS)]
     t = _tier(output_quality(seed, effect, item_id, position))
     failed = t == 2 or unit(seed, "tool-failure", item_id, position) < 0.15
-    span = _hex(seed, item_id, position)[:12]
+    span = hex_id(seed, item_id, position)[:12]
     meta = {"model": system.removeprefix("agent-"), "input_tokens": 600 + 40 * i, "output_tokens": 35,
             "latency_ms": 700 + int(300 * unit(seed, "lat", item_id, position)), "span_id": span + "0001"}
     messages: list[dict] = [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": request}]
     truth: dict[str, str] = {}
     # Ids as providers make them: opaque (an id naming the output's position would tell raters the system).
-    calls = [_call("call_" + _hex(seed, item_id, position, 1)[:24], tool, args, 180, span + "0002")]
+    calls = [_call("call_" + hex_id(seed, item_id, position, 1)[:24], tool, args, 180, span + "0002")]
     if t == 1:
-        calls.append(_call("call_" + _hex(seed, item_id, position, 2)[:24], extra_tool, extra_args, 90, span + "0003"))
+        calls.append(_call("call_" + hex_id(seed, item_id, position, 2)[:24], extra_tool, extra_args, 90, span + "0003"))
     messages.append({"role": "assistant", "content": None, "reasoning": f"I need {tool} to answer this.",
                      "tool_calls": calls, "meta": meta})
     truth["turn_helpful@m2"] = "yes"
@@ -127,7 +127,7 @@ def _trajectory(seed: int, item_id: str, i: int, position: int, system: str, eff
     # A long tool log now and then, so raters meet a folded result.
     if unit(seed, "long", item_id, position) < 0.25 and not failed:
         messages[3]["content"] = json.dumps({**result, "log": [f"fetched page {k}" for k in range(60)]})
-    return {"messages": messages, "trace_id": _hex(seed, item_id)[:32],
+    return {"messages": messages, "trace_id": hex_id(seed, item_id)[:32],
             "meta": {"agent": system}}, truth
 
 
