@@ -17,9 +17,11 @@ from rubrics.services import rubric_version_create
 TRAFFIC_SLUG = "agent-traffic"
 N_RUNS = 40
 RULE = {"rate": 0.25, "flags": ["unacceptable"]}
+# The seed whose draw shows the rule plainly: 11 runs marked unacceptable, 7 of the other 29 drawn (24%).
+SEED = 54
 
 
-def demo_traffic_install(*, admin, annotators: list[str], researchers: list[str], seed: int = 56) -> Study | None:
+def demo_traffic_install(*, admin, annotators: list[str], researchers: list[str], seed: int = SEED) -> Study | None:
     """Create the study when missing (idempotent, like the rest of the demo); returns it when created."""
     if Study.objects.filter(slug=TRAFFIC_SLUG).exists():
         return None

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 
 from annotation import trajectory
 from annotation.datasets import export_chunks
-from annotation.demo_traffic import N_RUNS, RULE, TRAFFIC_SLUG, demo_traffic_install
+from annotation.demo_traffic import N_RUNS, RULE, SEED, TRAFFIC_SLUG, demo_traffic_install
 from annotation.simulation.agent_traffic import traffic_spans
 from annotation.traces import otel
 
@@ -23,13 +23,13 @@ def test_the_demo_traffic_is_sampled_by_the_studys_rule(admin_user):
     study = demo_traffic_install(admin=admin_user, annotators=[], researchers=[])
     assert study.slug == TRAFFIC_SLUG and study.trace_sampling == RULE and study.status == "open"
     assert demo_traffic_install(admin=admin_user, annotators=[], researchers=[]) is None  # once
-    spans = traffic_spans(56, N_RUNS)
+    spans = traffic_spans(SEED, N_RUNS)
     traces = otel.group_by_trace(spans)
     flagged = {t for t, s in traces.items() if "unacceptable" in otel.flag_labels(s)}
     sampler = TraceIdRatioBased(RULE["rate"])
     chosen = {t for t in set(traces) - flagged
               if sampler.should_sample(None, int(t, 16), "invoke_agent").decision == Decision.RECORD_AND_SAMPLE}
-    assert flagged and chosen and len(chosen) < len(traces) - len(flagged)
+    assert (len(flagged), len(chosen), len(traces)) == (11, 7, N_RUNS)
     rows = [json.loads(x) for x in b"".join(export_chunks(study, "items-jsonl")).decode().splitlines()]
     got = {r["item"]: (r["trace_sampling"], r["inclusion_probability"]) for r in rows}
     assert got == {**{t: ("flagged", 1.0) for t in flagged}, **{t: ("random", 0.25) for t in chosen}}
