@@ -22,6 +22,7 @@ from annotation.demo_accounts import ACCOUNTS, ANNOTATORS, demo_account_rows, de
 from annotation.demo_languages import SLUG as LANGUAGES_SLUG
 from annotation.demo_languages import demo_languages_install
 from annotation.demo_policies import demo_policies_install
+from annotation.demo_traffic import demo_traffic_install
 from annotation.demo_progress import demo_progress_done, demo_progress_end, demo_progress_start
 from annotation.models import Study, StudyMember
 from annotation.services.studies import study_members_add
@@ -197,6 +198,7 @@ def _demo_studies(users, presets, judges_hook) -> None:
     demo_languages_install(rubric_version=Study.objects.get(slug="demo-rrgen-001").rubric_version,
                            admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
     demo_policies_install(admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
+    demo_traffic_install(admin=users["admin"], annotators=ANNOTATORS, researchers=["researcher"])
     from annotation.demo_participants import demo_participant_erasure
 
     demo_participant_erasure(users["admin"], knobs=KNOBS)

@@ -35,13 +35,17 @@ MEANINGS: dict[str, dict[str, str]] = {
     "long": {
         "item": _ITEM, "output": _OUTPUT, "system": _SYSTEM,
         "rater": "the rater's username",
-        "criterion": "the rubric criterion's key; empty for an assignment the rater ignored without ratings",
+        "criterion": "the rubric criterion's key, `<key>@<step>` for a per-step question on a trajectory "
+                     "(the steps' download says what each step is); empty for an assignment the rater ignored "
+                     "without ratings",
         "criterion_kind": "likert, numeric, choice, binary, confidence, text, spans, pairwise, ranking or best_worst",
         "value": "the answer: a number, a choice's label, text; a comparative answer as JSON by output id with "
                  "`systems`, the system of each shown id in the same order",
         "score": "the number the statistics use (a scale's value); empty for labels and text",
         "reasoning": "the rater's reason, where the rubric asks for one",
-        "spans": "a highlight criterion's spans as JSON (`[{start, end, label}]`)",
+        "spans": "a highlight criterion's spans as JSON (`[{start, end, text, label}]`): code-point offsets "
+                 "into the response's text or, for a per-step criterion, into that step's text (its message, or "
+                 "a tool call's arguments; JSON indented by 2, as raters see it)",
         "ignored": "the rater skipped the item (`true`/`false`); left out of every statistic",
         "ignore_reason": "why, as the rater said",
         "comment": "the rater's comment on the item",
@@ -74,6 +78,11 @@ MEANINGS: dict[str, dict[str, str]] = {
         "output": "the output's position in the item (empty: an item without outputs)", "system": _SYSTEM,
         "kind": "the output's kind (text, markdown, code, image, …)", "content": "the output's text",
         "is_attention_check": "an attention-check item",
+        "trace_sampling": "for a trace sent to the OTLP endpoint: `flagged` (an evaluation label the study's rule "
+                          "names: always kept) or `random` (kept at the rule's rate); empty for other items",
+        "inclusion_probability": "the probability with which the study's sampling rule kept the trace (1 for a "
+                                 "flagged one); weight a rated trace by its inverse for estimates over all traffic "
+                                 "(Horvitz-Thompson); empty for other items",
     },
     "raters": {
         "rater": "the rater's username", "criterion": "the criterion's key",

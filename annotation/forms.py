@@ -80,8 +80,8 @@ class StudySettingsForm(forms.ModelForm):
         model = Study
         fields = ["name", "instructions", "raters_per_item", "assignment_expiry_minutes", "randomize_items",
                   "randomize_outputs", "counterbalance", "attention_check_rate", "attention_fail_pause",
-                  "training_pass_mark", "deadline", "retention_days", "language", "sampling_policy"]
-        labels = {"name": "Title", "sampling_policy": "Sampling policy", "language": "Raters' language", "randomize_items": "Shuffle items per rater",
+                  "training_pass_mark", "deadline", "retention_days", "language", "sampling_policy", "trace_sampling"]
+        labels = {"name": "Title", "sampling_policy": "Sampling policy", "trace_sampling": "Trace sampling (OTLP)", "language": "Raters' language", "randomize_items": "Shuffle items per rater",
                   "randomize_outputs": "Shuffle responses within an item",
                   "counterbalance": "Counterbalance response order across raters",
                   "attention_check_rate": "Attention checks (share of items, 0–1)",
@@ -100,8 +100,13 @@ class StudySettingsForm(forms.ModelForm):
                       "sampling_policy": 'Empty: every item gets the raters above. {"name": "adaptive_redundancy", '
                                          '"min_raters": 2, "max_raters": 9, "target": 0.83}: another rater while '
                                          'an item\'s answer is unsure. {"name": "active_pairs", "random_share": 0.2}: '
-                                         'pairs that separate the systems (pairwise rubrics).'}
+                                         'pairs that separate the systems (pairwise rubrics).',
+                      "trace_sampling": 'Which traces sent to the OTLP endpoint reach the raters. Empty: all. '
+                                        '{"rate": 0.2, "flags": ["unacceptable"]}: every trace an evaluator '
+                                        'labelled unacceptable and a random fifth of the rest; each item records '
+                                        'its inclusion probability for weighting.'}
         widgets = {"instructions": forms.Textarea(attrs={"rows": 4}), "sampling_policy": forms.Textarea(attrs={"rows": 2}),
+                   "trace_sampling": forms.Textarea(attrs={"rows": 2}),
                    "deadline": forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")}
 
     def __init__(self, *args, **kwargs):
@@ -134,6 +139,9 @@ class StudySettingsForm(forms.ModelForm):
 
     def clean_sampling_policy(self):
         return self.cleaned_data["sampling_policy"] or {}  # empty: the uniform design
+
+    def clean_trace_sampling(self):
+        return self.cleaned_data["trace_sampling"] or {}  # empty: every trace kept
 
     def changes(self) -> dict:
         return {f: self.cleaned_data[f] for f in self.Meta.fields}

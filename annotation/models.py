@@ -68,6 +68,9 @@ class Study(models.Model):
     # (raters_per_item for every item, the balanced pairs); {"name": "adaptive_redundancy", ...} or
     # {"name": "active_pairs", ...} (issue 58 §2, §3).
     sampling_policy = models.JSONField(default=dict, blank=True, db_default={})
+    # Which OTLP traces reach the raters (annotation.traces.sampling.rule_clean): {} keeps every trace;
+    # {"rate": 0.2, "flags": ["unacceptable"]} every flagged one and a fifth of the rest (issue 56 §2).
+    trace_sampling = models.JSONField(default=dict, blank=True, db_default={})
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -244,7 +244,7 @@ def render_content(content: str, kind: str, *, span_root: bool = False, label: s
     elif kind == "conversation":
         html = _with_plain_view(_conversation_html(content), content, span_root)
     elif kind == "trajectory":
-        html = trajectory_html(content, label=label)
+        html = trajectory_html(content, label=label, span_root=span_root)
     else:
         html = _plain(content, span_root=span_root)
     return mark_safe(html)

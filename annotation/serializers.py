@@ -23,7 +23,7 @@ class StudySerializer(serializers.ModelSerializer):
         model = Study
         fields = ["id", "slug", "name", "rubric_version", "instructions", "raters_per_item", "presentation",
                   "randomize_items", "randomize_outputs", "counterbalance", "attention_check_rate", "retention_days", "sampling_policy",
-                  "status", "created_at"]
+                  "trace_sampling", "status", "created_at"]
         read_only_fields = ["id", "status", "created_at"]
         extra_kwargs = {"slug": {"required": False}, "retention_days": {"max_value": RETENTION_DAYS_MAX}}
 

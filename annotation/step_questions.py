@@ -6,6 +6,10 @@ workspace form, drafts, submits and stored ratings treat it as one more criterio
 
     asked(criterion, content, kind) -> [criterion or its per-step copies]
     split_key("call_needed@m2.t0") -> ("call_needed", "m2.t0")
+    text_of(content, "m5") -> the step's text that a per-step highlight's offsets index
+
+A `spans` criterion (highlights) on a trajectory is asked per step only, and only of steps that have
+text (a turn that only calls tools has none): offsets into the trajectory's JSON would mean nothing.
 """
 
 from __future__ import annotations
@@ -24,14 +28,19 @@ _KIND_LABELS = {"system": "System", "user": "User", "assistant": "Assistant", "t
 
 
 @lru_cache(maxsize=256)
-def _steps(content: str) -> tuple[tuple[str, str, int, str], ...]:
-    """(key, kind, number shown, tool name) of each step of stored trajectory content."""
+def _steps(content: str) -> tuple[tuple[str, str, int, str, str], ...]:
+    """(key, kind, number shown, tool name, text) of each step of stored trajectory content."""
     try:
         data = trajectory.parse(content)
     except trajectory.TrajectoryError:
         return ()
-    return tuple((s.key, s.kind, n, s.call["function"]["name"] if s.call else "")
+    return tuple((s.key, s.kind, n, s.call["function"]["name"] if s.call else "", trajectory.step_text(s))
                  for n, s in enumerate(trajectory.steps(data), start=1))
+
+
+def text_of(content: str, step: str) -> str:
+    """The text of one step (trajectory.step_text); "" for a step the content does not have."""
+    return next((text for key, _kind, _n, _tool, text in _steps(content) if key == step), "")
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -49,13 +58,14 @@ def asked(criterion: dict, content: str, kind: str) -> list[dict]:
     """The questions a criterion asks of one response: itself, or one copy per matching step
     (none when the response is not a trajectory)."""
     kinds = step_kinds(criterion)
+    spans = criterion["kind"] == "spans"
     if kinds is None:
-        return [criterion]
+        return [] if spans and kind == "trajectory" else [criterion]
     if kind != "trajectory":
         return []
     return [{**criterion, "key": f"{criterion['key']}{STEP_SEPARATOR}{key}", "step": key, "step_kind": step_kind,
              "name": f"{step_label(step_kind, number, tool)}: {criterion['name']}"}
-            for key, step_kind, number, tool in _steps(content) if step_kind in kinds]
+            for key, step_kind, number, tool, text in _steps(content) if step_kind in kinds and (text or not spans)]
 
 
 def step_info(content: str, kind: str) -> dict[str, dict]:

@@ -236,6 +236,24 @@ def steps(trajectory: dict) -> list[Step]:
     return out
 
 
+def shown_text(text: str) -> tuple[str, bool]:
+    """(text as raters see it, is_json): a JSON object or list indented by 2, anything else as it is."""
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        return text, False
+    if not isinstance(value, (dict, list)):
+        return text, False
+    return json.dumps(value, indent=2, ensure_ascii=False), True
+
+
+def step_text(step: Step) -> str:
+    """The text of a step that highlights index: a tool call's arguments or a message's content, as
+    shown (shown_text); "" for a step without text (an assistant turn that only calls tools)."""
+    raw = step.call["function"]["arguments"] if step.call else (step.message.get("content") or "")
+    return shown_text(raw)[0] if raw else ""
+
+
 def step_keys(content: str, kinds: tuple[str, ...] | list[str] | None = None) -> list[str]:
     """Keys of the steps of stored content, optionally only those of the given kinds."""
     return [s.key for s in steps(parse(content)) if kinds is None or s.kind in kinds]

@@ -8,8 +8,6 @@ annotation.trajectory.steps, so per-step questions can point at their step.
 
 from __future__ import annotations
 
-import json
-
 from django.utils.html import escape
 from django.utils.translation import gettext as _, ngettext
 
@@ -18,17 +16,6 @@ from annotation import trajectory
 FOLD_CHARS = 600  # a tool result or message longer than this is folded behind its first line
 FOLD_LINES = 12
 _PREVIEW_CHARS = 120
-
-
-def _pretty(text: str) -> tuple[str, bool]:
-    """(shown text, is_json): JSON text indented, anything else as it is."""
-    try:
-        value = json.loads(text)
-    except (ValueError, TypeError, RecursionError):
-        return text, False
-    if not isinstance(value, (dict, list)):
-        return text, False
-    return json.dumps(value, indent=2, ensure_ascii=False), True
 
 
 def _long(text: str) -> bool:
@@ -59,20 +46,21 @@ def _error(meta: dict) -> str:
             f'<span dir="auto">{escape(meta["error"])}</span></p>')
 
 
-def _text_block(text: str, *, summary: str, css: str = "turn-text") -> str:
-    shown, is_json = _pretty(text)
-    body = (f'<pre class="traj-json" tabindex="0">{escape(shown)}</pre>' if is_json
-            else f'<div class="{css}" dir="auto">{escape(text)}</div>')
+def _text_block(text: str, *, summary: str, css: str = "turn-text", span_root: bool = False) -> str:
+    shown, is_json = trajectory.shown_text(text)
+    root = " data-span-root" if span_root else ""
+    body = (f'<pre class="traj-json" tabindex="0"{root}>{escape(shown)}</pre>' if is_json
+            else f'<div class="{css}" dir="auto"{root}>{escape(text)}</div>')
     if not _long(text):
         return body
     return (f'<details class="traj-fold"><summary>{escape(summary)} '
             f'<span class="muted">({escape(_preview(text))})</span></summary>{body}</details>')
 
 
-def _call_html(step: trajectory.Step, result: dict | None, number: int) -> str:
+def _call_html(step: trajectory.Step, result: dict | None, number: int, span_root: bool) -> str:
     call = step.call
     name = call["function"]["name"]
-    args, _is_json = _pretty(call["function"]["arguments"])
+    args, _is_json = trajectory.shown_text(call["function"]["arguments"])
     meta = call.get("meta") or {}
     failed = bool(meta.get("error") or (result and (result.get("meta") or {}).get("error")))
     status = (f' <span class="step-badge step-badge-error">⚠ {escape(_("failed"))}</span>' if failed else "")
@@ -84,7 +72,7 @@ def _call_html(step: trajectory.Step, result: dict | None, number: int) -> str:
             f'<details class="tool-call"><summary><span class="turn-role">{escape(_("Tool call"))}</span> '
             f'<code>{escape(name)}</code>{status}</summary>'
             f'<div class="traj-label">{escape(_("Arguments"))}</div>'
-            f'<pre class="traj-json" tabindex="0">{escape(args)}</pre>'
+            f'<pre class="traj-json" tabindex="0"{" data-span-root" if span_root else ""}>{escape(args)}</pre>'
             f'{_error(meta)}{_meta_line(meta)}</details></li>')
 
 
@@ -92,8 +80,10 @@ _ROLE_LABELS = {"system": "System", "developer": "System", "user": "User", "assi
                 "tool": "Tool result"}
 
 
-def trajectory_html(content: str, *, label: str = "Trajectory") -> str:
-    """The HTML of stored trajectory content; content that does not parse is shown as text."""
+def trajectory_html(content: str, *, label: str = "Trajectory", span_root: bool = False) -> str:
+    """The HTML of stored trajectory content; content that does not parse is shown as text. With
+    span_root, each step's text (trajectory.step_text) is marked `data-span-root`, the element whose
+    text per-step highlights index."""
     try:
         data = trajectory.parse(content)
     except trajectory.TrajectoryError:
@@ -105,7 +95,7 @@ def trajectory_html(content: str, *, label: str = "Trajectory") -> str:
     for step in trajectory.steps(data):
         number += 1
         if step.kind == "tool_call":
-            rows.append(_call_html(step, results.get(step.call["id"]), number))
+            rows.append(_call_html(step, results.get(step.call["id"]), number, span_root))
             continue
         message, meta = step.message, step.message.get("meta") or {}
         role = _(_ROLE_LABELS[message["role"]])
@@ -121,7 +111,7 @@ def trajectory_html(content: str, *, label: str = "Trajectory") -> str:
                          f'<div class="turn-text" dir="auto">{escape(message["reasoning"])}</div></details>')
         if message.get("content"):
             fold = _("Tool result") if message["role"] == "tool" else _("Long message")
-            parts.append(_text_block(message["content"], summary=fold))
+            parts.append(_text_block(message["content"], summary=fold, span_root=span_root))
         if message.get("refusal"):
             parts.append(f'<p class="step-refusal"><strong>{escape(_("Refused:"))}</strong> '
                          f'<span dir="auto">{escape(message["refusal"])}</span></p>')

@@ -219,12 +219,13 @@ class JudgePlan:
             out += [key] if kinds is None else [f"{key}{STEP_SEPARATOR}{s.key}" for s in steps if s.kind in kinds]
         return out
 
-    def pending(self, item_key: str, n_outputs: int) -> dict[tuple[str, int | None], list[str]]:
-        """Every slot of one item still to score: its outputs' criteria and its item-level slots."""
+    def pending(self, item_key: str, outputs: Sequence[tuple[str, str]]) -> dict[tuple[str, int | None], list[str]]:
+        """Every slot of one item still to score, from its outputs' (content, kind): each output's
+        slots (per step on a trajectory, as output_slots says) and the item-level slots."""
         out: dict[tuple[str, int | None], list[str]] = {}
         if self.criteria:
-            out.update({(item_key, i): list(self.criteria) for i in range(n_outputs)})
-        slots = self.item_slots(n_outputs, item_key)
+            out.update({(item_key, i): self.output_slots(content, kind) for i, (content, kind) in enumerate(outputs)})
+        slots = self.item_slots(len(outputs), item_key)
         if slots:
             out[(item_key, None)] = slots
         return out

@@ -247,7 +247,8 @@ def _scope_errors(p: str, c: dict) -> list[tuple[str, str]]:
     scope = c.get("scope", "trajectory")
     errors: list[tuple[str, str]] = []
     if scope != "trajectory":
-        if c["kind"] in ("text", "spans") or c["kind"] in COMPARATIVE_KINDS:
+        # Highlights may be per step (offsets into the step's text); free text and comparisons may not.
+        if c["kind"] == "text" or c["kind"] in COMPARATIVE_KINDS:
             errors.append((f"{p}.scope", f"a {c['kind']} criterion rates the whole output (scope trajectory)"))
         if c.get("target", "output") != "output":
             errors.append((f"{p}.scope", "a per-step criterion must have target output"))

@@ -19,6 +19,8 @@ ITEMS_SCHEMA = pa.schema([
     ("item", pa.string()), ("context", pa.string()), ("context_kind", pa.string()),
     ("output", pa.int16()), ("system", pa.string()), ("kind", pa.string()), ("content", pa.string()),
     ("is_attention_check", pa.bool_()),
+    # An OTLP trace's admission (annotation.traces.sampling): how and with what probability it was kept.
+    ("trace_sampling", pa.string()), ("inclusion_probability", pa.float64()),
 ])
 ITEM_ROWS_PER_BATCH = 2_000
 Progress = Callable[[int], None]
@@ -32,15 +34,15 @@ def item_batches(study: Study, *, rows_per_batch: int = ITEM_ROWS_PER_BATCH,
     rows = (Item.objects.filter(study=study)
             .order_by("id", "outputs__position")
             .values_list("id", "external_id", "context", "context_kind", "outputs__position", "outputs__system",
-                         "outputs__kind", "outputs__content", "is_attention_check")
+                         "outputs__kind", "outputs__content", "is_attention_check",
+                         "metadata__sampling__rule", "metadata__sampling__probability")
             .iterator(chunk_size=rows_per_batch))
     columns: dict[str, list[Any]] = {n: [] for n in names}
     last_item, items_begun = None, 0
     for item_id, *values in rows:
         if item_id != last_item:
             last_item, items_begun = item_id, items_begun + 1
-        ext, context, context_kind, position, system, kind, content, attention = values
-        for name, value in zip(names, (ext, context, context_kind, position, system, kind, content, attention)):
+        for name, value in zip(names, values):
             columns[name].append(value)
         if len(columns["item"]) >= rows_per_batch:
             yield pa.RecordBatch.from_pydict(columns, schema=ITEMS_SCHEMA)

@@ -55,6 +55,14 @@ def _ids_sql(study: Study, id_range: tuple[int, int] | None = None, columns=_ID_
             f" WHERE a.study_id = %s AND a.status = %s{where} ORDER BY a.id, r.output_id, r.criterion"), params
 
 
+def criterion_keys(criterion):
+    """The rubric key of each rating's criterion: a per-step one's `<key>@<step>` read as `<key>`
+    (most studies have none: then the column as it is, without a regex over every row)."""
+    if not pc.any(pc.match_substring(criterion, "@")).as_py():
+        return criterion
+    return pc.replace_substring_regex(criterion, pattern="@.*$", replacement="")
+
+
 class _Names:
     """The study's ids -> names, read once per export: items, outputs, raters, criterion kinds;
     `read` reads a query into a table (default: on Django's connection)."""
@@ -77,7 +85,7 @@ class _Names:
         item = self.items.index(ids["item_id"])
         output = self.outputs.index(ids["output_id"])
         position = pc.take(self.outputs.extra, output)
-        kind = pc.take(self.kinds, pc.index_in(ids["criterion"], value_set=self.kind_keys))
+        kind = pc.take(self.kinds, pc.index_in(criterion_keys(ids["criterion"]), value_set=self.kind_keys))
         spans = pc.fill_null(pc.equal(kind, "spans"), False)  # a criterion the rubric no longer has: a value
         no_value = pa.nulls(len(ids), pa.string())
         columns = {

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from annotation.models import Study
 from annotation.reports.rating_sql import EXPORT_VALUE
-from annotation.reports.long_arrow import id_tables, shown_positions
+from annotation.reports.long_arrow import criterion_keys, id_tables, shown_positions
 
 # (name, SQL, type): the columns json_build_object would turn into JSON, as text PostgreSQL wrote.
 JSON_ID_COLUMNS = (
@@ -106,7 +106,7 @@ class _JsonNames:
         output = names.outputs.index(ids["output_id"])
         position = pc.take(names.outputs.extra, output)
         criterion = ids["criterion"].combine_chunks()
-        kind_at = pc.index_in(criterion, value_set=names.kind_keys)
+        kind_at = pc.index_in(criterion_keys(criterion), value_set=names.kind_keys)
         spans = pc.fill_null(pc.equal(pc.take(self.kinds, kind_at), "spans"), False)
         value = ids["value"].combine_chunks()
         no_value = pa.nulls(len(ids), pa.string())
@@ -153,7 +153,7 @@ def _criterion_pieces(criterion: pa.Array, kinds: pa.Array, kind_keys: pa.Array)
     """', "criterion" : …, "criterion_kind" : …' per row, made once per distinct criterion."""
     encoded = criterion.dictionary_encode()
     keys = encoded.dictionary
-    kind = pc.take(kinds, pc.index_in(keys, value_set=kind_keys))
+    kind = pc.take(kinds, pc.index_in(criterion_keys(keys), value_set=kind_keys))
     pieces = pc.binary_join_element_wise(', "criterion" : ', json_strings(keys), ', "criterion_kind" : ',
                                          json_strings(kind), "")
     return pc.fill_null(pc.take(pieces, encoded.indices), ', "criterion" : null, "criterion_kind" : null')

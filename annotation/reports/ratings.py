@@ -106,7 +106,8 @@ def _kinds_join(study: Study) -> tuple[str, list]:
     criteria = study.rubric_version.criteria
     rows = ", ".join(["(%s, %s)"] * len(criteria)) or "(NULL, NULL)"
     params: list = [v for c in criteria for v in (c["key"], c["kind"])]
-    return f"LEFT JOIN (VALUES {rows}) AS k(key, kind) ON k.key = r.criterion", params
+    # A per-step rating's criterion is <key>@<step> (annotation.step_questions): its kind is the key's.
+    return f"LEFT JOIN (VALUES {rows}) AS k(key, kind) ON k.key = split_part(r.criterion, '@', 1)", params
 
 
 def _long_from(study: Study, *, item_range: tuple[int, int] | None = None,

@@ -42,7 +42,8 @@ def _stat(s) -> dict[str, Any]:
 def steps_section(study: Study) -> dict[str, Any]:
     """{criterion key: {step kind: {n_units, n_ratings, alpha, alpha_level, percent_agreement, answers,
     by_system}}}; empty when the rubric asks nothing per step."""
-    criteria = per_step_criteria(study.rubric)
+    # Highlights (spans) have no answer to agree on here; exports carry them per step.
+    criteria = {k: c for k, c in per_step_criteria(study.rubric).items() if c["kind"] != "spans"}
     if not criteria:
         return {}
     ratings = (Rating.objects.filter(assignment__study=study, assignment__status=Assignment.Status.SUBMITTED,

@@ -107,6 +107,7 @@ def answers_from_form(data: Mapping[str, Any], *, rubric: dict, n_responses: int
     responses: dict[str, dict] = {}
     item: dict[str, dict] = {}
     known: set[str] = set()
+    step_spans = {c["key"] for c in rubric["criteria"] if c["kind"] == "spans" and step_kinds(c) is not None}
     for criterion in rubric["criteria"]:
         if comparative.is_comparative(criterion):
             name = field_name(None, criterion["key"])
@@ -131,9 +132,18 @@ def answers_from_form(data: Mapping[str, Any], *, rubric: dict, n_responses: int
         if not match or base in known or not raw.strip():
             continue
         response, key = match.group(1), match.group(2)
+        value: Any = raw
+        base_key, step = step_questions.split_key(key)
+        if step and base_key in step_spans and not match.group(3):  # a per-step highlight's field holds JSON
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError:
+                value = "invalid"
+            if value == []:
+                continue
         block = item if response is None else responses.setdefault(response, {})
         e = block.setdefault(key, {"value": None, "reasoning": ""})
-        e["reasoning" if match.group(3) else "value"] = raw
+        e["reasoning" if match.group(3) else "value"] = value
     return {
         "responses": responses, "item": item,
         "ignored": str(data.get("ignored", "")).lower() in {"1", "on", "true", "yes"},
@@ -327,6 +337,8 @@ def span_text(content: str) -> str:
 
 
 def _spans_value(criterion: dict, value: Any, content: str) -> list[dict]:
+    # A per-step question's highlights index its step's text (annotation.step_questions.text_of).
+    where = "the step's text" if "step" in criterion else "the response"
     content = span_text(content)
     if not isinstance(value, list):
         raise ValueError("give a list of highlights")
@@ -341,10 +353,10 @@ def _spans_value(criterion: dict, value: Any, content: str) -> list[dict]:
         if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
             raise ValueError("each highlight needs integer start and end offsets")
         if not 0 <= start < end <= len(content):
-            raise ValueError(f"highlight {start}-{end} lies outside the response (length {len(content)})")
+            raise ValueError(f"highlight {start}-{end} lies outside {where} (length {len(content)})")
         text = content[start:end]
         if "text" in span and span["text"] != text:
-            raise ValueError(f"highlight {start}-{end} does not match the response text")
+            raise ValueError(f"highlight {start}-{end} does not match {where}: it reads {text!r}")
         label = span.get("label") or ""
         if not isinstance(label, str):
             raise ValueError("a highlight's label is text")
@@ -442,7 +454,8 @@ def _questions(criterion: dict, places: list, kinds: list[str]):
     for response, block, content in places:
         asked = [criterion] if response is None else step_questions.asked(criterion, content, kinds[response - 1])
         for question in asked:
-            yield response, block, content, question
+            text = step_questions.text_of(content, question["step"]) if "step" in question else content
+            yield response, block, text, question
 
 
 def _not_asked(rubric: dict, answers: dict, n_responses: int) -> dict[str, str]:

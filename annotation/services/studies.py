@@ -16,6 +16,7 @@ from annotation.audit import Action, audit_record
 from annotation.models import Assignment, Item, Rating, Study, StudyChange, StudyMember
 from annotation.services.members import MemberRow, MembersError, members_add
 from annotation.services.sampling_policy import PolicyError, policy_clean
+from annotation.traces.sampling import SamplingRuleError, rule_clean
 from rubrics.models import RubricVersion
 from config.limits import clip, limit, text_problem
 
@@ -36,6 +37,13 @@ def policy_changes(raw, rubric: dict) -> dict:
     return {"sampling_policy": policy}
 
 
+def trace_sampling_clean(raw) -> dict:
+    try:
+        return rule_clean(raw)
+    except SamplingRuleError as exc:
+        raise StudyError(str(exc).replace("trace_sampling.", "trace_sampling: ", 1)) from None
+
+
 def study_create(*, name: str, rubric_version: RubricVersion, user=None, slug: str = "", **options) -> Study:
     slug = slugify(slug or name)[:80]
     if not slug:
@@ -44,6 +52,8 @@ def study_create(*, name: str, rubric_version: RubricVersion, user=None, slug: s
         raise StudyError(f"slug: a study {slug!r} already exists")
     if "sampling_policy" in options:
         options = {**options, **policy_changes(options["sampling_policy"], rubric_version.definition)}
+    if "trace_sampling" in options:
+        options = {**options, "trace_sampling": trace_sampling_clean(options["trace_sampling"])}
     if options.get("raters_per_item", 3) < 1:
         raise StudyError("raters_per_item: must be at least 1")
     if problem := text_problem("study.instructions", options.get("instructions") or ""):
@@ -145,6 +155,8 @@ EDITABLE = {
     "language": None,
     # annotation.services.sampling_policy; adaptive redundancy sets raters_per_item to its max_raters
     "sampling_policy": "items already rated keep their ratings; new assignments follow the new design",
+    # annotation.traces.sampling: each admitted trace keeps the inclusion probability it came in with
+    "trace_sampling": None,
 }
 # Ten years: past it a retention period is a typo, and a billion days overflowed the purge's date arithmetic.
 RETENTION_DAYS_MAX = 3650
@@ -177,6 +189,8 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
     _lock(study, list(EDITABLE))
     if "sampling_policy" in changes:
         changes = {**changes, **policy_changes(changes["sampling_policy"], study.rubric)}
+    if "trace_sampling" in changes:
+        changes = {**changes, "trace_sampling": trace_sampling_clean(changes["trace_sampling"])}
     changed = {f: v for f, v in changes.items() if getattr(study, f) != v}
     if not changed:
         return []

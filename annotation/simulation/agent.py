@@ -32,6 +32,8 @@ AGENT_RUBRIC = {
          "steps": ["tool_call"], "choices": [{"value": "yes"}, {"value": "no"}]},
         {"key": "turn_helpful", "name": "Did this turn move the task forward?", "kind": "binary",
          "scope": "assistant_turns", "choices": [{"value": "yes"}, {"value": "no"}]},
+        {"key": "unsupported", "name": "Highlight any claim the tool results do not support", "kind": "spans",
+         "scope": "assistant_turns", "labels": ["unsupported claim"], "required": False},
     ],
     "item_options": {"comment": True},
 }
@@ -68,7 +70,7 @@ def _tier(z: float) -> int:
     return 0 if z > 0.4 else (1 if z > -0.4 else 2)
 
 
-def _hex(*names: object) -> str:
+def hex_id(*names: object) -> str:
     """Stable hex ids (span and trace ids as OpenTelemetry writes them); hash() differs per process."""
     return hashlib.sha256(repr(names).encode()).hexdigest()
 
@@ -84,15 +86,15 @@ def _trajectory(seed: int, item_id: str, i: int, position: int, system: str, eff
     request, tool, args, result, answer, (extra_tool, extra_args) = _TASKS[i % len(_TASKS)]
     t = _tier(output_quality(seed, effect, item_id, position))
     failed = t == 2 or unit(seed, "tool-failure", item_id, position) < 0.15
-    span = _hex(seed, item_id, position)[:12]
+    span = hex_id(seed, item_id, position)[:12]
     meta = {"model": system.removeprefix("agent-"), "input_tokens": 600 + 40 * i, "output_tokens": 35,
             "latency_ms": 700 + int(300 * unit(seed, "lat", item_id, position)), "span_id": span + "0001"}
     messages: list[dict] = [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": request}]
     truth: dict[str, str] = {}
     # Ids as providers make them: opaque (an id naming the output's position would tell raters the system).
-    calls = [_call("call_" + _hex(seed, item_id, position, 1)[:24], tool, args, 180, span + "0002")]
+    calls = [_call("call_" + hex_id(seed, item_id, position, 1)[:24], tool, args, 180, span + "0002")]
     if t == 1:
-        calls.append(_call("call_" + _hex(seed, item_id, position, 2)[:24], extra_tool, extra_args, 90, span + "0003"))
+        calls.append(_call("call_" + hex_id(seed, item_id, position, 2)[:24], extra_tool, extra_args, 90, span + "0003"))
     messages.append({"role": "assistant", "content": None, "reasoning": f"I need {tool} to answer this.",
                      "tool_calls": calls, "meta": meta})
     truth["turn_helpful@m2"] = "yes"
@@ -119,11 +121,13 @@ def _trajectory(seed: int, item_id: str, i: int, position: int, system: str, eff
         supported = "yes"
     messages.append({"role": "assistant", "content": final, "meta": {**meta, "span_id": span + "0004"}})
     truth[f"turn_helpful@m{last}"] = "no" if supported == "no" else "yes"
+    if supported == "no":  # a highlight planted on the unsupported answer (its first sentence)
+        truth[f"unsupported@m{last}"] = "yes"
     truth["answer_supported"] = supported
     # A long tool log now and then, so raters meet a folded result.
     if unit(seed, "long", item_id, position) < 0.25 and not failed:
         messages[3]["content"] = json.dumps({**result, "log": [f"fetched page {k}" for k in range(60)]})
-    return {"messages": messages, "trace_id": _hex(seed, item_id)[:32],
+    return {"messages": messages, "trace_id": hex_id(seed, item_id)[:32],
             "meta": {"agent": system}}, truth
 
 

@@ -112,6 +112,15 @@ def rater_answers(*, rubric: dict, preset: str, item: Item, shown: Sequence[Outp
                 block[c["key"]] = {"value": _confidence(c, seed=seed, who=who, item_id=ext, knobs=knobs),
                                    "reasoning": ""}
                 continue
+            if kind == "spans" and "step" in c:
+                # A per-step highlight where the simulation planted one (agent: the unsupported answer),
+                # seen by a rater as any planted truth is: through their bias and noise.
+                z = step_truth_z(truth, c["key"], seed=seed, item_id=ext, position=out.position)
+                if z is not None and perceived(z, seed=seed, who=who, knobs=knobs, item_id=ext, position=out.position,
+                                               criterion=c["key"]) > 0:
+                    block[c["key"]] = {"value": _highlight(step_questions.text_of(out.content, c["step"]),
+                                                           (c.get("labels") or [""])[0]), "reasoning": ""}
+                continue
             if kind == "spans":
                 z = perceived(output_quality(seed, system_effect(preset, out.system), ext, out.position), seed=seed,
                               who=who, knobs=knobs, item_id=ext, position=out.position, criterion=c["key"])

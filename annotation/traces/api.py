@@ -4,7 +4,8 @@ Authorised by an API token of a user who may manage the study (`Authorization: T
 `Bearer <key>`, as OpenTelemetry exporters' headers set it; a signed-in session with its CSRF token
 works too, as on the rest of the API). Bounds: the body's size (413), the
 spans per request (400, which exporters do not retry) and requests per token per minute (429 with
-Retry-After, which they do). The sampling rule comes in the query: `?sample=0.2&flag=unacceptable`.
+Retry-After, which they do). The sampling rule is the study's (`trace_sampling`,
+annotation.traces.sampling); a study without one takes it from the query: `?sample=0.2&flag=unacceptable`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from rest_framework.request import Request
 
 from annotation.access import get_study_for_manager
 from annotation.traces import otel
-from annotation.traces.ingest import DEFAULT_FLAGS, SamplingRule, ingest_spans
+from annotation.traces.ingest import ingest_spans
+from annotation.traces.sampling import SamplingRule, SamplingRuleError, rule_for_request
 from annotation.traces.mapping import TraceFormatError
 
 PROTOBUF = "application/x-protobuf"
@@ -81,24 +83,21 @@ def _over_rate(token_key: str, per_minute: int) -> int:
     return 0
 
 
-def _sampling_rule(request: Request) -> SamplingRule:
-    raw = request.query_params.get("sample", "1")
+def _sampling_rule(request: Request, study) -> SamplingRule:
     try:
-        rate = float(raw)
-    except ValueError:
-        rate = -1.0
-    if not 0 <= rate <= 1:
-        raise TraceFormatError("sample", f"must be a share between 0 and 1, not {raw!r}")
-    flags = request.query_params.get("flag")
-    labels = tuple(f.strip().lower() for f in flags.split(",") if f.strip()) if flags is not None else DEFAULT_FLAGS
-    return SamplingRule(rate=rate, flags=labels)
+        return rule_for_request(study.trace_sampling, request.query_params.get("sample"),
+                                request.query_params.get("flag"))
+    except SamplingRuleError as exc:
+        raise TraceFormatError("", str(exc).replace("trace_sampling.rate", "sample", 1)) from None
 
 
 # The schema shows the JSON form; the same path takes application/x-protobuf (the SDK exporters' default).
 @extend_schema(request={"application/json": OpenApiTypes.OBJECT},
                responses={200: OpenApiTypes.OBJECT, 413: OpenApiTypes.OBJECT, 429: OpenApiTypes.OBJECT},
-               parameters=[OpenApiParameter("sample", float, description="share of unflagged traces kept (0-1)"),
-                           OpenApiParameter("flag", str, description="evaluation labels always kept, comma-separated")])
+               parameters=[OpenApiParameter("sample", float, description="share of unflagged traces kept (0-1), for a "
+                                                                      "study without a stored rule"),
+                           OpenApiParameter("flag", str, description="evaluation labels always kept, comma-separated "
+                                                                     "(a study without a stored rule)")])
 @api_view(["POST"])
 @authentication_classes([TokenAuthentication, BearerTokenAuthentication, SessionAuthentication])
 @permission_classes([permissions.IsAuthenticated])
@@ -128,7 +127,7 @@ def otlp_traces(request: Request, slug: str) -> HttpResponse:
             body = _gunzip(body, max_body * 10)
         elif encoding not in ("", "identity"):
             return _reply(415, f"Content-Encoding {encoding!r} is not supported (gzip is)", protobuf=protobuf)
-        rule = _sampling_rule(request)
+        rule = _sampling_rule(request, study)
         spans = (otel.spans_from_protobuf if protobuf else otel.spans_from_json)(body, max_spans=max_spans)
     except TraceFormatError as exc:
         return _reply(400, str(exc), protobuf=protobuf)

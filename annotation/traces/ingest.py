@@ -6,11 +6,8 @@ ended, and the root span ends last), so the spans of a trace whose root has not 
 the cache for an hour (then they are dropped). The root is the span without a parent, or an
 `invoke_agent` span whose parent is remote (not among the trace's spans). A trace already imported is skipped, so a retried request adds nothing twice.
 
-Sampling (`SamplingRule`): every trace with an evaluation label the rule names (a judge or
-evaluator marked it, e.g. "unacceptable") reaches the raters, and of the rest a share `rate`,
-chosen from the trace id (the same trace is always chosen the same way). Each item records its
-inclusion probability and weight (1 / probability) in metadata.sampling, so that estimates over
-the traffic weight each rated trace back (a Horvitz-Thompson estimate).
+Sampling: the study's rule (annotation.traces.sampling) decides per trace once its root has come;
+each kept trace records its inclusion probability in metadata.sampling.
 """
 
 from __future__ import annotations
@@ -25,27 +22,10 @@ from annotation.models import Study
 from annotation.services.items import items_import
 from annotation.traces import otel
 from annotation.traces.mapping import Span, TraceFormatError
+from annotation.traces.sampling import SamplingRule
 
 PENDING_SECONDS = 3600
 MAX_PENDING_SPANS = 5000  # spans of one trace held while its root span has not come
-DEFAULT_FLAGS = ("unacceptable",)
-
-
-@dataclass(frozen=True)
-class SamplingRule:
-    rate: float = 1.0  # share of the unflagged traces kept
-    flags: tuple[str, ...] = DEFAULT_FLAGS  # evaluation labels that always keep a trace (lower case)
-
-    def decide(self, trace_id: str, labels: set[str]) -> dict | None:
-        """metadata.sampling for a kept trace, None for one left out."""
-        hit = sorted(labels & set(self.flags))
-        if hit:
-            return {"rule": "flagged", "labels": hit, "probability": 1.0, "weight": 1.0}
-        # The low 8 bytes of a random trace id are uniform: the same test as OpenTelemetry's
-        # TraceIdRatioBased sampler, so a share chosen here is reproducible from the id alone.
-        if self.rate <= 0 or int(trace_id[16:], 16) >= self.rate * 2**64:
-            return None
-        return {"rule": "random", "rate": self.rate, "probability": self.rate, "weight": round(1 / self.rate, 6)}
 
 
 @dataclass

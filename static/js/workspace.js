@@ -787,7 +787,9 @@
     const name = fs.dataset.name;
     const target = name.startsWith("item__") ? "item" : name.slice(1, name.indexOf("__"));
     const body = $('[data-response-body="' + target + '"]', ws.form);
-    const root = body && $("[data-span-root]", body);
+    // A per-step question of a trajectory highlights in its own step's text (data-step on both).
+    const within = fs.dataset.step ? body && $('li.step[data-step="' + fs.dataset.step + '"]', body) : body;
+    const root = within && $("[data-span-root]", within);
     if (!root) return;
     let spans = [];
     try { spans = JSON.parse(input.value || "[]"); } catch (e) { spans = []; }

@@ -186,6 +186,9 @@ def test_trajectories_written_and_read_with_their_steps(concord, admin_user, tmp
     rated = agent_study_create(slug="client-agents", admin=admin_user, n_items=2, n_raters=2).study
     ratings = with_steps(client.ratings(rated.slug))
     per_step = ratings[ratings["step"] != ""]
-    assert set(per_step["criterion_key"]) == {"call_needed", "turn_helpful"}
+    assert {"call_needed", "turn_helpful"} <= set(per_step["criterion_key"]) <= {"call_needed", "turn_helpful",
+                                                                               "unsupported"}
+    highlights = per_step[per_step["criterion_key"] == "unsupported"]  # highlights inside a turn, where drawn
+    assert (highlights["criterion_kind"] == "spans").all() and highlights["spans"].notna().all()
     assert per_step["step"].str.match(r"^m\d+(\.t\d+)?$").all()
     assert (ratings.loc[ratings["step"] == "", "criterion"] == ratings.loc[ratings["step"] == "", "criterion_key"]).all()

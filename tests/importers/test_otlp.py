@@ -27,7 +27,7 @@ def study(db, preset_version, admin_user):
     return study_create(name="Agent traces", rubric_version=preset_version["rrgen-001"], user=admin_user)
 
 
-def _url(study, query: str = "") -> str:
+def otlp_url(study, query: str = "") -> str:
     return f"/api/studies/{study.slug}/otlp/v1/traces" + (f"?{query}" if query else "")
 
 
@@ -52,7 +52,7 @@ def _stored(study, trace_id: int) -> tuple[dict, dict]:
 @pytest.mark.django_db(transaction=True)
 def test_the_sdk_exporter_sends_spans_one_by_one_and_each_trace_becomes_one_trajectory(live_server, study, admin_user):
     token = Token.objects.create(user=admin_user).key
-    exporter = RecordingExporter(endpoint=live_server.url + _url(study), headers={"Authorization": f"Bearer {token}"})
+    exporter = RecordingExporter(endpoint=live_server.url + otlp_url(study), headers={"Authorization": f"Bearer {token}"})
     # SimpleSpanProcessor exports every span as it ends: the root span comes in the last request.
     tracer_provider = provider(SimpleSpanProcessor(exporter))
     tracer = tracer_provider.get_tracer("agent")
@@ -83,9 +83,18 @@ def test_the_sdk_exporter_sends_spans_one_by_one_and_each_trace_becomes_one_traj
 
 
 @pytest.mark.django_db(transaction=True)
-def test_sampling_keeps_every_flagged_trace_and_the_share_the_sdk_sampler_would(live_server, study, admin_user):
+@pytest.mark.parametrize("where", ["study", "query"])
+def test_sampling_keeps_every_flagged_trace_and_the_share_the_sdk_sampler_would(live_server, study, admin_user, where):
+    """The rule stored on the study (issue 56 §2), or for a study without one, the endpoint's query."""
     token = Token.objects.create(user=admin_user).key
-    exporter = RecordingExporter(endpoint=live_server.url + _url(study, "sample=0.25&flag=unacceptable,fail"),
+    if where == "study":
+        from annotation.services.studies import study_settings_update
+
+        study_settings_update(study=study, user=admin_user,
+                              changes={"trace_sampling": {"rate": "0.25", "flags": ["Unacceptable", "fail"]}})
+        assert study.trace_sampling == {"rate": 0.25, "flags": ["unacceptable", "fail"]}
+    query = "" if where == "study" else "sample=0.25&flag=unacceptable,fail"
+    exporter = RecordingExporter(endpoint=live_server.url + otlp_url(study, query),
                                  headers={"Authorization": f"Token {token}"})
     tracer_provider = provider(BatchSpanProcessor(exporter))
     tracer = tracer_provider.get_tracer("agent")
@@ -107,7 +116,7 @@ def test_sampling_keeps_every_flagged_trace_and_the_share_the_sdk_sampler_would(
         assert stored[format(trace_id, "032x")] == {"rule": "random", "rate": 0.25, "probability": 0.25, "weight": 4.0}
 
 
-def _otlp_json(tracer_count: int = 1) -> tuple[bytes, list[int]]:
+def otlp_json(tracer_count: int = 1) -> tuple[bytes, list[int]]:
     """OTLP/JSON of agent runs: the SDK's own protobuf encoding in the JSON mapping, with the ids
     in hex as the OTLP/JSON specification has them (protobuf's JSON mapping writes base64)."""
     memory = InMemorySpanExporter()
@@ -126,8 +135,8 @@ def _otlp_json(tracer_count: int = 1) -> tuple[bytes, list[int]]:
 
 def test_otlp_json_gives_the_same_trajectory(client, study, admin_user):
     token = Token.objects.create(user=admin_user).key
-    body, traces = _otlp_json(2)
-    response = client.post(_url(study), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}")
+    body, traces = otlp_json(2)
+    response = client.post(otlp_url(study), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200, response.content
     assert response.json() == {}
     _, run = _stored(study, traces[0])
@@ -135,16 +144,16 @@ def test_otlp_json_gives_the_same_trajectory(client, study, admin_user):
     _, broken = _stored(study, traces[1])
     assert broken["messages"][3]["meta"]["error"] == "HTTP 503 from the timetable service"
     # A retried request (the exporter retries on 5xx and timeouts) adds nothing twice.
-    again = client.post(_url(study), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}")
+    again = client.post(otlp_url(study), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}")
     assert again.status_code == 200 and study.items.count() == 2
 
 
 def test_a_span_that_cannot_be_read_is_refused_naming_it(client, study, admin_user):
     token = Token.objects.create(user=admin_user).key
-    body, _ = _otlp_json()
+    body, _ = otlp_json()
     data = json.loads(body)
     data["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["traceId"] = "not-hex"
-    response = client.post(_url(study), json.dumps(data), content_type="application/json",
+    response = client.post(otlp_url(study), json.dumps(data), content_type="application/json",
                            HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 400
     assert response.json()["message"] == "resourceSpans[0].scopeSpans[0].spans[1].traceId: must be 32 hex digits"
@@ -153,14 +162,14 @@ def test_a_span_that_cannot_be_read_is_refused_naming_it(client, study, admin_us
 
 def test_a_trace_whose_messages_cannot_be_read_is_rejected_as_partial_success(client, study, admin_user):
     token = Token.objects.create(user=admin_user).key
-    body, _ = _otlp_json()
+    body, _ = otlp_json()
     data = json.loads(body)
     spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
     chat = next(s for s in spans if s["name"] == "chat gpt-4o")
     for attribute in chat["attributes"]:
         if attribute["key"] == "gen_ai.input.messages":
             attribute["value"] = {"stringValue": "[{\"role\": \"user\", \"parts\": \"oops\"}]"}
-    response = client.post(_url(study), json.dumps(data), content_type="application/json",
+    response = client.post(otlp_url(study), json.dumps(data), content_type="application/json",
                            HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200
     partial = response.json()["partialSuccess"]
@@ -172,29 +181,29 @@ def test_a_trace_whose_messages_cannot_be_read_is_rejected_as_partial_success(cl
 def test_bounds_body_spans_and_rate(client, study, admin_user, settings, monkeypatch):
     monkeypatch.setattr("annotation.traces.api._clock", lambda: 1_800_000_030.0)  # one rate window
     token = Token.objects.create(user=admin_user).key
-    body, _ = _otlp_json()
+    body, _ = otlp_json()
     headers = {"content_type": "application/json", "HTTP_AUTHORIZATION": f"Token {token}"}
     settings.OTLP_MAX_BODY_BYTES = len(body) - 1
-    assert client.post(_url(study), body, **headers).status_code == 413
+    assert client.post(otlp_url(study), body, **headers).status_code == 413
     settings.OTLP_MAX_BODY_BYTES = len(body)
     settings.OTLP_MAX_SPANS = 3  # a run has 4 spans
-    too_many = client.post(_url(study), body, **headers)
+    too_many = client.post(otlp_url(study), body, **headers)
     assert too_many.status_code == 400 and "more than 3 spans" in too_many.json()["message"]
     settings.OTLP_MAX_SPANS = 4
     settings.OTLP_REQUESTS_PER_MINUTE = 2  # the two requests above counted
-    limited = client.post(_url(study), body, **headers)
+    limited = client.post(otlp_url(study), body, **headers)
     assert limited.status_code == 429 and limited["Retry-After"] == "30"
     assert study.items.count() == 0
 
 
 def test_only_a_token_of_someone_who_manages_the_study(client, study, annotator):
-    body, _ = _otlp_json()
-    assert client.post(_url(study), body, content_type="application/json").status_code == 401
+    body, _ = otlp_json()
+    assert client.post(otlp_url(study), body, content_type="application/json").status_code == 401
     stranger = Token.objects.create(user=annotator).key
-    refused = client.post(_url(study), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {stranger}")
+    refused = client.post(otlp_url(study), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {stranger}")
     assert refused.status_code in (403, 404)
     assert study.items.count() == 0
-    wrong_type = client.post(_url(study), body, content_type="text/plain",
+    wrong_type = client.post(otlp_url(study), body, content_type="text/plain",
                              HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=study.created_by).key}")
     assert wrong_type.status_code == 415
 
@@ -203,21 +212,21 @@ def test_gzip_bodies_and_a_body_that_inflates_beyond_the_bound(client, study, ad
     import gzip
 
     token = Token.objects.create(user=admin_user).key
-    body, traces = _otlp_json()
+    body, traces = otlp_json()
     headers = {"content_type": "application/json", "HTTP_AUTHORIZATION": f"Token {token}",
                "HTTP_CONTENT_ENCODING": "gzip"}
     settings.OTLP_MAX_BODY_BYTES = 2000  # the inflated body may be ten times that
-    bomb = client.post(_url(study), gzip.compress(b" " * 20_001), **headers)
+    bomb = client.post(otlp_url(study), gzip.compress(b" " * 20_001), **headers)
     assert bomb.status_code == 400 and "inflates to over 20000 bytes" in bomb.json()["message"]
     settings.OTLP_MAX_BODY_BYTES = 5 * 1024 * 1024
-    assert client.post(_url(study), gzip.compress(body), **headers).status_code == 200
+    assert client.post(otlp_url(study), gzip.compress(body), **headers).status_code == 200
     assert study.items.filter(external_id=format(traces[0], "032x")).exists()
 
 
 def test_an_otlp_json_file_through_the_import(study, tmp_path):
     from annotation.traces.imports import file_import
 
-    body, traces = _otlp_json(2)
+    body, traces = otlp_json(2)
     path = tmp_path / "traces.jsonl"
     path.write_bytes(body + b"\n")
     with path.open("rb") as f:
@@ -235,7 +244,7 @@ def test_the_step_map_carries_the_sources_trace_and_span_ids_back(client, study,
     trace = record_agent_run(tracer_provider.get_tracer("agent"), question="Lyon?")
     spans = {s.name: s for s in memory.get_finished_spans()}  # the second chat span overwrites the first
     body = encode_spans(memory.get_finished_spans()).SerializeToString()
-    response = client.post(_url(study), body, content_type="application/x-protobuf",
+    response = client.post(otlp_url(study), body, content_type="application/x-protobuf",
                            HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200 and response["Content-Type"] == "application/x-protobuf"
     rows = {row["step"]: row for row in step_map(study)}
@@ -257,7 +266,7 @@ def test_an_agent_called_by_another_service_is_stored_when_its_own_span_ends(cli
     with trace_api.use_span(NonRecordingSpan(upstream)):  # a W3C traceparent from the calling service
         record_agent_run(tracer, question="Lyon?")
     body = encode_spans(memory.get_finished_spans()).SerializeToString()
-    response = client.post(_url(study), body, content_type="application/x-protobuf",
+    response = client.post(otlp_url(study), body, content_type="application/x-protobuf",
                            HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200
     assert list(study.items.values_list("external_id", flat=True)) == ["4bf92f3577b34da6a3ce929d0e0e4736"]

@@ -1,5 +1,7 @@
-"""Trace and log files into a study: Inspect AI logs written by inspect-ai itself, Langfuse and Phoenix
-exports and OpenAI JSONL in their documented shapes (tests/importers/files/), OTLP/JSON; through
+"""Trace and log files into a study: Inspect AI logs written by inspect-ai itself, Phoenix spans written
+by a Phoenix server and a Langfuse trace download serialised by the Langfuse SDK's own models of it
+(tests/importers/writer_fixtures.py), hand-written Langfuse and Phoenix exports in their documented shapes
+and OpenAI JSONL (tests/importers/files/), OTLP/JSON; through
 the command and the import page; errors name the line or record and the field; all or nothing."""
 
 from __future__ import annotations
@@ -88,6 +90,39 @@ def test_phoenix_spans_flat_and_nested_attributes(study):
     assert run["messages"][1]["meta"]["span_id"] == "00f067aa0ba902b7"
     assert run["messages"][2]["meta"]["span_id"] == "1111111111111111"  # the TOOL span, matched by name
     assert run["messages"][3]["content"] == "It is 18 C with light rain in Paris."
+
+
+def test_a_span_list_written_by_phoenix_itself(study):
+    """phoenix-writer-spans.json: Phoenix's own REST answer (GET /v1/projects/default/spans) for an agent run
+    the OpenTelemetry SDK sent it with OpenInference's attribute names (tests/importers/writer_fixtures.py)."""
+    with (FILES / "phoenix-writer-spans.json").open("rb") as f:
+        assert file_import(study=study, file=f, filename="spans.json") == 1
+    metadata, run, system = _runs(study)["9b84a7121450ba47a72830b2dfe0122c"]
+    assert system == "gpt-4o-mini" and metadata["source"] == "phoenix"
+    assert [m["role"] for m in run["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    call = run["messages"][2]["tool_calls"][0]
+    assert call["id"] == "call_w1" and json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+    assert run["messages"][2]["meta"]["input_tokens"] == 120 and run["messages"][2]["meta"]["span_id"] == \
+        "a25da82c35f8ec4d"
+    tool = run["messages"][3]
+    assert tool["tool_call_id"] == "call_w1" and tool["meta"]["error"] == "Timed out after 30 s"
+    assert tool["meta"]["span_id"] == "b4db22d42cddae65"
+    assert run["messages"][4]["content"].startswith("I could not reach the weather service")
+
+
+def test_a_trace_download_serialised_by_langfuses_own_models(study):
+    """langfuse-writer-trace.json: the trace download (GET /api/public/traces/{id}) built, validated and
+    serialised by the Langfuse SDK's models of that response (tests/importers/writer_fixtures.py)."""
+    with (FILES / "langfuse-writer-trace.json").open("rb") as f:
+        assert file_import(study=study, file=f, filename="trace.json") == 1
+    metadata, run, system = _runs(study)["5b8efff798038103d269b633813fc60c"]
+    assert system == "travel-bot" and metadata["scores"] == {"helpfulness": "unacceptable"}
+    assert [m["role"] for m in run["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert run["messages"][2]["meta"]["input_tokens"] == 812 and run["messages"][2]["meta"]["latency_ms"] == 930.0
+    tool = run["messages"][3]
+    assert tool["tool_call_id"] == "call_t1" and tool["meta"]["error"] == "HTTP 503 from the timetable service"
+    assert tool["meta"]["span_id"] == "obs-tool-1"
+    assert run["messages"][4]["content"] == "The timetable service is down; shall I try again?"
 
 
 def test_openai_chat_and_responses_jsonl(study):

@@ -64,6 +64,10 @@ def test_load_demo_builds_full_studies_once(fresh_demo):  # noqa: F811
         study = Study.objects.get(slug=slug)  # a study with each sampling policy, open for the demo annotators
         assert study.sampling_policy["name"] == policy and study.status == "open"
         assert assignment_next(study=study, rater=annotator) is not None
+    traffic = Study.objects.get(slug="agent-traffic")  # OTLP traffic admitted by the study's sampling rule
+    assert traffic.trace_sampling == {"rate": 0.25, "flags": ["unacceptable"]} and traffic.status == "open"
+    admitted = {i.metadata["sampling"]["rule"] for i in traffic.items.all()}
+    assert admitted == {"flagged", "random"} and assignment_next(study=traffic, rater=annotator) is not None
     crowd = studies["demo-compare-pairwise"]
     assert crowd.training_pass_mark == 0.5 and crowd.items.filter(is_training=True).count() == 2
     assert crowd.crowd_links.filter(provider="prolific", revoked_at__isnull=True).exists()

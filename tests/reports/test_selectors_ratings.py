@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 def expected_rows(study) -> list[dict]:
     """The long format rebuilt independently from ORM objects."""
-    kinds = {c["key"]: c["kind"] for c in study.rubric_version.criteria}
+    kinds = {c["key"]: c["kind"] for c in study.rubric_version.criteria}  # a per-step <key>@<step>: its key's
     rows = []
     assignments = (Assignment.objects.filter(study=study, status="submitted")
                    .select_related("item", "rater").order_by("id"))
@@ -37,7 +37,7 @@ def expected_rows(study) -> list[dict]:
             rows.append({**base, "output": None, "system": None, "criterion": None, "criterion_kind": None,
                          "value": None, "score": None, "reasoning": None, "spans": None, "shown_position": None})
         for r in ratings:
-            kind = kinds[r.criterion]
+            kind = kinds[r.criterion.partition("@")[0]]
             pos = r.output.position if r.output else None
             rows.append({
                 **base, "output": pos, "system": r.output.system if r.output else None,

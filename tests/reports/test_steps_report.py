@@ -76,3 +76,24 @@ def test_the_report_page_shows_the_section_and_the_step_map_downloads(agent, adm
     lines = response.content.decode().splitlines()
     assert lines[0] == "item,output,system,step,kind,number,tool,tool_call_id,span_id,trace_id"
     assert len(lines) - 1 == len(step_map(agent)) and any(",tool_call," in line for line in lines)
+
+
+def test_the_simulated_raters_highlight_the_unsupported_answers(agent):
+    """The demo's agent study shows highlights inside a turn: raters mark the unsupported answer's first
+    sentence in that step (offsets into its text) when they see it through their noise; nothing else."""
+    from annotation.models import Output
+    from annotation.step_questions import text_of
+
+    marked = list(Rating.objects.filter(assignment__study=agent, criterion__startswith="unsupported@")
+                  .select_related("output"))
+    assert marked
+    planted = 0
+    for rating in marked:
+        (span,) = rating.value
+        text = text_of(rating.output.content, rating.criterion.split("@")[1])
+        assert text[span["start"]:span["end"]] == span["text"] and span["label"] == "unsupported claim"
+        planted += rating.criterion in (rating.output.metadata.get("truth") or {})
+    assert planted == len(marked)
+    unsupported = sum("unsupported@" in " ".join(o.metadata.get("truth", {}))
+                      for o in Output.objects.filter(item__study=agent))
+    assert unsupported > 0

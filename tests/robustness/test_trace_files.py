@@ -52,9 +52,9 @@ def _replaced(records: list, path: tuple, new) -> list:
 
 @functools.cache
 def _otlp_body() -> dict:
-    from tests.importers.test_otlp import _otlp_json  # the SDK's own encoding of an agent run
+    from tests.importers.test_otlp import otlp_json  # the SDK's own encoding of an agent run
 
-    return json.loads(_otlp_json()[0])
+    return json.loads(otlp_json()[0])
 
 
 def _check(data: bytes, fmt: str) -> None:

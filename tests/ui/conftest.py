@@ -47,3 +47,18 @@ def horizontal_overflow(page) -> int:
 def shot(page, name: str, *, full_page: bool = False) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
+
+
+def answer_the_rest_and_submit(page) -> None:
+    """Answer every yes/no and scale question still open by pointer (the first choice, the fourth
+    point), leave highlights as they are, submit, and wait for the workspace to move on."""
+    for fs in page.locator("fieldset.criterion").all():
+        if fs.locator("input:checked").count():
+            continue
+        if fs.get_attribute("data-kind") == "binary":
+            fs.locator("label").first.click()
+        elif fs.get_attribute("data-kind") == "likert":
+            fs.locator("label.seg").nth(3).click()
+    page.locator(".submit-btn").first.click()
+    page.wait_for_function("() => !document.querySelector('#ws-form') || "
+                           "document.querySelector('#workspace').dataset.state !== 'rate'")

@@ -13,7 +13,7 @@ from annotation.models import Rating
 from annotation.simulation.agent import AGENT_RUBRIC, agent_item
 from tests.a11y.axe import axe_run, describe
 from tests.conftest import log_in
-from tests.ui.conftest import WIDTHS, horizontal_overflow, shot
+from tests.ui.conftest import WIDTHS, answer_the_rest_and_submit, horizontal_overflow, shot
 from tests.workspace.conftest import open_study_with_rubric
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -70,17 +70,7 @@ def test_a_trajectory_is_read_navigated_and_rated(page_at, live_server, admin_us
     checked = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('input[type=radio]:checked')]
         .map(r => [r.name, r.value]))""")
     assert checked["r1__answer_supported"] == "yes" and checked["r1__call_needed@m2.t0"] == "no"
-    # The rest by pointer, and submit.
-    for fs in page.locator("fieldset.criterion").all():
-        if fs.locator("input:checked").count():
-            continue
-        if fs.get_attribute("data-kind") == "binary":
-            fs.locator("label").first.click()
-        elif fs.get_attribute("data-kind") == "likert":
-            fs.locator("label.seg").nth(3).click()
-    page.locator(".submit-btn").first.click()
-    page.wait_for_function("() => !document.querySelector('#ws-form') || "
-                           "document.querySelector('#workspace').dataset.state !== 'rate'")
+    answer_the_rest_and_submit(page)  # the rest by pointer
     stored = set(Rating.objects.filter(assignment__study=study).values_list("criterion", flat=True))
     assert "call_needed@m2.t0" in stored and "turn_helpful@m2" in stored and "task_success" in stored
     shown_first = Rating.objects.filter(assignment__study=study, criterion="call_needed@m2.t0")

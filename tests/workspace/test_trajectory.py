@@ -126,7 +126,7 @@ def _answers(a: Assignment, *, skip: str = "") -> dict:
     for n, position in enumerate(a.permutation, start=1):
         out = a.item.outputs.get(position=position)
         block = {"task_success": 4, "answer_supported": "yes"}
-        for c in AGENT_RUBRIC["criteria"][2:]:
+        for c in AGENT_RUBRIC["criteria"][2:4]:
             block.update({q["key"]: "yes" for q in asked(c, out.content, out.kind) if q["key"] != skip})
         responses[str(n)] = block
     return {"responses": responses}

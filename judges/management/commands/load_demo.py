@@ -2,6 +2,7 @@
 from django.db.models import Q
 
 from annotation.demo import demo_install
+from annotation.demo_traffic import TRAFFIC_SLUG
 from annotation.models import Study
 from config.commands import ConcordCommand
 from judges.simulation import demo_judges_and_release, demo_provider_judges
@@ -15,7 +16,8 @@ class Command(ConcordCommand):
     def handle(self, *args, **options):
         accounts = demo_install(judges_hook=demo_judges_and_release)
         hosted = demo_provider_judges()
-        studies = Study.objects.filter(Q(slug__startswith="demo-") | Q(slug__startswith="policy-")).order_by("slug")
+        studies = Study.objects.filter(Q(slug__startswith="demo-") | Q(slug__startswith="policy-")
+                                       | Q(slug=TRAFFIC_SLUG)).order_by("slug")
         self.stdout.write("\nDemo studies:")
         for study in studies:
             self.stdout.write(f"  {study.slug:<22} {study.items.count():>3} items  {study.get_status_display()}")
