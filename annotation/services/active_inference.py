@@ -1,0 +1,159 @@
+"""Active inference in a study (issue 58 §1, §5): which items go to human raters, drawn round by round.
+
+    active_draw(study=, jury=) -> dict       # the next round: each item's probability, drawn and stored
+    active_prediction(study=, jury=) -> dict # what the policy should save, before (or after) humans rate
+
+`jury` is plain data from the judges app (judges.selectors.study_jury): one row per scored output,
+(item id, output id, [each judge's score of the policy's criterion]). The human side never reads judge
+tables itself. Each item's uncertainty is the jury's spread, sqrt(mean over its outputs of the
+judges' variance); its judge score per output is the jury's mean.
+
+Round 0 is a uniform pilot (a share `pilot` of the items at probability B/n); each later round takes
+the next slice of a fixed random order of the remaining items and gives them calibrated_probabilities
+from every rating so far (π ∝ the predicted residual size, floor `floor`), B/n per item in expectation.
+An item drawn gets raters_per_item raters (slots_wanted), one not drawn none; its probability is
+stored on the item and copied into each of its assignments, so every export can reweight.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from django.db import transaction
+
+from annotation.models import Assignment, Item, Rating, Study
+from annotation.services.sampling_policy import ACTIVE_INFERENCE, policy_name
+from annotation.stats.active_design import calibrated_probabilities, predicted_saving, residual_map
+
+JuryRows = Iterable[tuple[int, int, Sequence[float | None]]]
+
+
+class ActiveDrawError(ValueError):
+    pass
+
+
+def _spec(study: Study) -> dict:
+    if policy_name(study) != ACTIVE_INFERENCE:
+        raise ActiveDrawError(f"study {study.slug} does not use the active_inference sampling policy")
+    return study.sampling_policy
+
+
+def _jury_by_item(item_ids: list[int], jury: JuryRows) -> tuple[np.ndarray, dict[int, float]]:
+    """(u per item in item_ids' order, the jury's mean score per output). An item no two judges scored
+    gets the largest u of the others: unknown is treated as unsure."""
+    spread: dict[int, list[float]] = defaultdict(list)
+    f: dict[int, float] = {}
+    for item, output, scores in jury:
+        values = np.array([s for s in scores if s is not None], dtype=float)
+        if values.size:
+            f[output] = float(values.mean())
+        if values.size >= 2:
+            spread[item].append(float(values.var(ddof=1)))
+    u = np.array([math.sqrt(np.mean(spread[i])) if spread.get(i) else np.nan for i in item_ids])
+    known = u[np.isfinite(u)]
+    return np.where(np.isfinite(u), u, known.max() if known.size else 0.0), f
+
+
+def _human_residuals(study: Study, spec: dict, f: dict[int, float]) -> dict[int, float]:
+    """Per rated item, its human − jury residual (mean over its outputs of the human mean minus the
+    jury's mean), before centring."""
+    per_output: dict[tuple[int, int], list[float]] = defaultdict(list)
+    rows = (Rating.objects.filter(assignment__study=study, assignment__status=Assignment.Status.SUBMITTED,
+                                  assignment__is_attention_check=False, criterion=spec["criterion"],
+                                  score__isnull=False)
+            .values_list("assignment__item_id", "output_id", "score"))
+    for item, output, score in rows:
+        per_output[(item, output)].append(score)
+    by_item: dict[int, list[float]] = defaultdict(list)
+    for (item, output), scores in per_output.items():
+        if output in f:
+            by_item[item].append(float(np.mean(scores)) - f[output])
+    return {item: float(np.mean(r)) for item, r in by_item.items()}
+
+
+def _items(study: Study) -> list[Item]:
+    return list(Item.objects.filter(study=study, is_attention_check=False, is_training=False).order_by("pk"))
+
+
+def _map_inputs(study, spec, items, u, f) -> tuple[np.ndarray, np.ndarray]:
+    """(u, centred residual) of the rated items, centred with weights 1/π."""
+    resid = _human_residuals(study, spec, f)
+    rated = [k for k, it in enumerate(items) if it.pk in resid]
+    r = np.array([resid[items[k].pk] for k in rated])
+    w = np.array([1 / (items[k].sampling_probability or 1.0) for k in rated])  # a study without the policy: 1
+    centre = float(np.sum(w * r) / w.sum()) if rated else 0.0
+    return u[rated], r - centre
+
+
+def active_draw(*, study: Study, jury: JuryRows, seed: int | None = None) -> dict[str, Any]:
+    """Draw the next round of the study's items for humans; returns what it did (round, items, drawn,
+    expected, left). ActiveDrawError when the study has no such policy, the budget exceeds the
+    items, or every item is drawn already."""
+    spec = _spec(study)
+    with transaction.atomic():
+        items = list(Item.objects.select_for_update().filter(study=study, is_attention_check=False,
+                                                             is_training=False).order_by("pk"))
+        n = len(items)
+        if not 0 < spec["budget"] <= n:
+            raise ActiveDrawError(f"sampling_policy.budget: {spec['budget']} is more than the study's {n} items")
+        share = spec["budget"] / n
+        u, f = _jury_by_item([it.pk for it in items], jury)
+        order = np.random.default_rng([study.pk, 58]).permutation(n)  # fixed per study: pilot, then rounds
+        n_pilot = max(1, int(round(spec["pilot"] * n)))
+        per_round = math.ceil((n - n_pilot) / spec["rounds"]) if n > n_pilot else 0
+        undrawn = [k for k in order if items[k].sampling_probability is None]
+        if not undrawn:
+            raise ActiveDrawError(f"every item of {study.slug} is drawn already")
+        done = n - len(undrawn)
+        round_no = 0 if done < n_pilot else 1 + (done - n_pilot) // max(per_round, 1)
+        chunk = np.array(undrawn[:n_pilot - done] if round_no == 0 else undrawn[:per_round])
+        rated_u, resid = _map_inputs(study, spec, items, u, f)
+        if round_no == 0 or resid.size < 2:
+            pi = np.full(chunk.size, share)
+        else:
+            pi = calibrated_probabilities(u[chunk], share * chunk.size, rated_u, resid, floor=spec["floor"])
+        rng = np.random.default_rng(seed)
+        chosen = rng.random(chunk.size) < pi
+        for k, p, c in zip(chunk, pi, chosen):
+            items[k].sampling_probability = float(p)
+            items[k].slots_wanted = study.raters_per_item if c else 0
+        Item.objects.bulk_update([items[k] for k in chunk], ["sampling_probability", "slots_wanted"])
+    return {"round": int(round_no), "items": int(chunk.size), "drawn": int(chosen.sum()),
+            "expected": float(pi.sum()), "left": len(undrawn) - int(chunk.size)}
+
+
+def active_prediction(*, study: Study, jury: JuryRows, budget: int | None = None,
+                      floor: float | None = None) -> dict[str, Any]:
+    """What the active design should save against uniform sampling, for the same interval width.
+
+    From the human ratings so far when at least 10 rated items have judge scores (the map u → E[r²|u]
+    learned from them, "pilot"); else from the judges' scores alone, taking each item's jury variance
+    as its expected squared error ("judges": an upper bound, right only if the disagreement is the error).
+    """
+    spec = study.sampling_policy if policy_name(study) == ACTIVE_INFERENCE else {}
+    items = _items(study)
+    n = len(items)
+    budget = budget or spec.get("budget") or max(1, n // 10)
+    floor = floor if floor is not None else spec.get("floor", 0.2)
+    if n == 0:
+        return {"items": 0, "reason": "the study has no items yet"}
+    u, f = _jury_by_item([it.pk for it in items], jury)
+    if not f:
+        return {"items": n, "reason": "no judge has scored the study yet"}
+    budget = min(budget, n)
+    rated_u, resid = _map_inputs(study, spec or {"criterion": _first_score_key(study)}, items, u, f)
+    if resid.size >= 10:
+        m, source = residual_map(u, rated_u, resid ** 2), "pilot"
+    else:
+        m, source = u ** 2, "judges"
+    out = predicted_saving(m, budget, floor=floor)
+    return {"items": n, "budget": budget, "floor": floor, "source": source, "rated_items": int(resid.size),
+            "saving": out["saving"], "oracle_saving": out["oracle_saving"],
+            "uniform_ratings_same_width": budget / max(1 - out["saving"], 1e-9)}
+
+
+def _first_score_key(study: Study) -> str | None:
+    return next((c["key"] for c in study.rubric["criteria"] if c["kind"] in ("likert", "numeric")), None)
