@@ -157,3 +157,13 @@ def active_prediction(*, study: Study, jury: JuryRows, budget: int | None = None
 
 def _first_score_key(study: Study) -> str | None:
     return next((c["key"] for c in study.rubric["criteria"] if c["kind"] in ("likert", "numeric")), None)
+
+
+def drawn_items(study: Study) -> dict[int, tuple[float, bool]] | None:
+    """{item id: (its draw probability, whether it was drawn for humans)} of the items drawn so far under
+    the active_inference policy; None under any other design. What the report's IPW estimate reads."""
+    if policy_name(study) != ACTIVE_INFERENCE:
+        return None
+    rows = Item.objects.filter(study=study, sampling_probability__isnull=False).values_list(
+        "pk", "sampling_probability", "slots_wanted")
+    return {pk: (p, bool(wanted)) for pk, p, wanted in rows}

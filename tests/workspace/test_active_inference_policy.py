@@ -134,3 +134,51 @@ def test_prediction_from_the_judges_alone_and_the_command(admin_user):
     assert "no prediction: no judge has scored the study yet" in buf.getvalue()
     with pytest.raises(CommandError, match="no study"):
         call_command("draw_humans", "--study", "nope", stdout=StringIO())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_report_weights_each_rating_by_its_probability(admin_user, client_for):
+    from annotation.stats.active import ipw_ppi_mean
+    from judges.models import JudgeConfig, JudgeRun, JudgeScore
+    from judges.report_trust import judge_trust
+    from judges.selectors import study_jury
+
+    version, _ = rubric_version_create(data=RUBRIC)
+    study = study_create(name="Active report", rubric_version=version, user=admin_user, raters_per_item=1,
+                         sampling_policy={"name": "active_inference", "budget": 8, "pilot": 0.5, "rounds": 1})
+    names = [f"r{k:02d}" for k in range(20)]
+    items_import(study=study, filename="items.jsonl", text="\n".join(json.dumps(
+        {"id": n, "context": n, "outputs": [{"system": "s", "content": n}]}) for n in names))
+    rater = make_user("active-report-rater")
+    study_members_add(study=study, usernames=[rater.username], role="annotator")
+    study_set_status(study=study, status="open")
+    runs = [JudgeRun.objects.create(study=study, judge=JudgeConfig.objects.create(name=f"rj{j}", model="m"), config={},
+                                    criteria=["quality"], status="done") for j in range(3)]
+    items = list(Item.objects.filter(study=study).prefetch_related("outputs").order_by("pk"))
+    for k, item in enumerate(items):
+        for j, run in enumerate(runs):
+            JudgeScore.objects.create(run=run, item=item, output=item.outputs.get(), criterion="quality", value=4,
+                                      score=[4.0, 2.0, 5.0][j] if k % 3 == 0 else 4.0, status="scored")
+    active_draw(study=study, jury=study_jury(study), seed=1)
+    section = judge_trust(study)
+    block = section["data"]["criteria"]["quality"]["runs"][0]["systems"]["s"]["ipw_ppi_plus"]
+    assert block["mean"] is None and "not rated yet" in block["reason"]
+    c = client_for(rater)
+    while True:
+        c.get(f"/studies/{study.slug}/rate/")
+        a = Assignment.objects.filter(study=study, rater=rater, status="active").select_related("item").first()
+        if a is None:
+            break
+        assert c.post(f"/studies/{study.slug}/rate/{a.token}/submit/", {"r1__quality": "3"}).status_code == 302
+    section = judge_trust(study)
+    block = section["data"]["criteria"]["quality"]["runs"][0]["systems"]["s"]["ipw_ppi_plus"]
+    drawn = [it for it in Item.objects.filter(study=study, sampling_probability__isnull=False).order_by("pk")]
+    chosen = np.array([bool(it.slots_wanted) for it in drawn])
+    run_name = section["data"]["criteria"]["quality"]["runs"][0]["name"]
+    j = [f"(run {run.pk})" in run_name for run in runs].index(True)  # the run whose estimates the report shows
+    first_judge = {it.pk: (4.0 if k % 3 else [4.0, 2.0, 5.0][j]) for k, it in enumerate(items)}
+    expected = ipw_ppi_mean(np.where(chosen, 3.0, np.nan), [first_judge[it.pk] for it in drawn],
+                            [it.sampling_probability for it in drawn], chosen)
+    assert block["n_items"] == len(drawn) == 10 and block["n_rated"] == chosen.sum()
+    assert block["mean"] == pytest.approx(expected["mean"])
+    assert section["context"]["active"] is True
