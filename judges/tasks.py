@@ -73,6 +73,23 @@ def routing_refresh(study_id: int) -> None:
         refresh(study=study)
 
 
+@shared_task(name="judges.tasks.active_draw_next", ignore_result=True)
+def active_draw_next(study_id: int) -> dict | None:
+    """The next round of an active_inference study, once every item of the last one has its raters
+    (annotation.services.active_inference); a no-op otherwise, so a second delivery draws nothing."""
+    from annotation.models import Study
+    from annotation.services.active_inference import ActiveDrawError, active_draw
+    from judges.selectors import study_jury
+
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None:
+        return None
+    try:
+        return active_draw(study=study, jury=study_jury(study), only_when_done=True)
+    except ActiveDrawError:
+        return None
+
+
 @shared_task(name="judges.tasks.batch_poll", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def batch_poll(run_id: int) -> dict:
     """Advance a batch run (judges.services.batches): submit, poll, read results, enqueue again."""

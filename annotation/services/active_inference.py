@@ -1,6 +1,7 @@
 """Active inference in a study (issue 58 §1, §5): which items go to human raters, drawn round by round.
 
     active_draw(study=, jury=) -> dict       # the next round: each item's probability, drawn and stored
+    active_after_submit(study=)              # the round's last rating in: ask the judges app for the next
     active_prediction(study=, jury=) -> dict # what the policy should save, before (or after) humans rate
 
 `jury` is plain data from the judges app (judges.selectors.study_jury): one row per scored output,
@@ -12,7 +13,9 @@ Round 0 is a uniform pilot (a share `pilot` of the items at probability B/n); ea
 the next slice of a fixed random order of the remaining items and gives them calibrated_probabilities
 from every rating so far (π ∝ the predicted residual size, floor `floor`), B/n per item in expectation.
 An item drawn gets raters_per_item raters (slots_wanted), one not drawn none; its probability is
-stored on the item and copied into each of its assignments, so every export can reweight.
+stored on the item and copied into each of its assignments, so every export can reweight. Round 0 is
+drawn by hand (`manage.py draw_humans`, once the judges have scored); each later round is asked for
+when the last item of the round before has its raters (judges.tasks.active_draw_next, by name).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from collections import defaultdict
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Count, F, Q
 
 from annotation.models import Assignment, Item, Rating, Study
 from annotation.services.sampling_policy import ACTIVE_INFERENCE, policy_name
@@ -88,14 +93,41 @@ def _map_inputs(study, spec, items, u, f) -> tuple[np.ndarray, np.ndarray]:
     return u[rated], r - centre
 
 
-def active_draw(*, study: Study, jury: JuryRows, seed: int | None = None) -> dict[str, Any]:
+def round_open(study: Study) -> bool:
+    """Whether an item drawn for humans still waits for one of its raters."""
+    done = Count("assignments", filter=Q(assignments__status=Assignment.Status.SUBMITTED,
+                                         assignments__is_attention_check=False))
+    return (Item.objects.filter(study=study, slots_wanted__gt=0, sampling_probability__isnull=False)
+            .annotate(done=done).filter(done__lt=F("slots_wanted")).exists())
+
+
+def active_after_submit(*, study: Study) -> None:
+    """After a rating of an active_inference study: once every item drawn for humans has its raters and
+    items are left to draw, ask the judges app (which reads the jury) to draw the next round, on commit."""
+    if policy_name(study) != ACTIVE_INFERENCE or round_open(study):
+        return
+    left = Item.objects.filter(study=study, sampling_probability__isnull=True, is_attention_check=False,
+                               is_training=False)
+    # before the pilot nothing is asked: round 0 waits for the judges and for draw_humans
+    if left.exists() and Item.objects.filter(study=study, sampling_probability__isnull=False).exists() \
+            and cache.add(f"active-draw-due:{study.pk}", 1, timeout=5):
+        from celery import current_app
+
+        transaction.on_commit(lambda: current_app.send_task("judges.tasks.active_draw_next", args=[study.pk]))
+
+
+def active_draw(*, study: Study, jury: JuryRows, seed: int | None = None,
+                only_when_done: bool = False) -> dict[str, Any]:
     """Draw the next round of the study's items for humans; returns what it did (round, items, drawn,
     expected, left). ActiveDrawError when the study has no such policy, the budget exceeds the
-    items, or every item is drawn already."""
+    items, every item is drawn already, or (only_when_done) an item of the round before still waits
+    for a rater."""
     spec = _spec(study)
     with transaction.atomic():
         items = list(Item.objects.select_for_update().filter(study=study, is_attention_check=False,
                                                              is_training=False).order_by("pk"))
+        if only_when_done and round_open(study):
+            raise ActiveDrawError(f"the last round of {study.slug} still waits for ratings")
         n = len(items)
         if not 0 < spec["budget"] <= n:
             raise ActiveDrawError(f"sampling_policy.budget: {spec['budget']} is more than the study's {n} items")

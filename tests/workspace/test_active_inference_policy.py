@@ -141,6 +141,7 @@ def test_the_report_weights_each_rating_by_its_probability(admin_user, client_fo
     from annotation.stats.active import ipw_ppi_mean
     from judges.models import JudgeConfig, JudgeRun, JudgeScore
     from judges.report_trust import judge_trust
+    from judges.tasks import active_draw_next
     from judges.selectors import study_jury
 
     version, _ = rubric_version_create(data=RUBRIC)
@@ -160,6 +161,7 @@ def test_the_report_weights_each_rating_by_its_probability(admin_user, client_fo
             JudgeScore.objects.create(run=run, item=item, output=item.outputs.get(), criterion="quality", value=4,
                                       score=[4.0, 2.0, 5.0][j] if k % 3 == 0 else 4.0, status="scored")
     active_draw(study=study, jury=study_jury(study), seed=1)
+    assert active_draw_next(study.pk) is None  # the pilot's items wait for their ratings: no next round yet
     section = judge_trust(study)
     block = section["data"]["criteria"]["quality"]["runs"][0]["systems"]["s"]["ipw_ppi_plus"]
     assert block["mean"] is None and "not rated yet" in block["reason"]
@@ -182,3 +184,7 @@ def test_the_report_weights_each_rating_by_its_probability(admin_user, client_fo
     assert block["n_items"] == len(drawn) == 10 and block["n_rated"] == chosen.sum()
     assert block["mean"] == pytest.approx(expected["mean"])
     assert section["context"]["active"] is True
+    # every drawn item rated: the task the last submit asked for draws the next (here the last) round, once
+    nxt = active_draw_next(study.pk)
+    assert nxt["round"] == 1 and nxt["items"] == 10 and nxt["left"] == 0
+    assert active_draw_next(study.pk) is None
