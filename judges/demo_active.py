@@ -1,6 +1,7 @@
 """The demo's active_inference study (issue 58 §1, §5; docs/how-to/sampling-policies.md): feedback texts
 scored by three simulated judges, whose disagreement draws the items the demo annotators rate. Round 0
-(the uniform pilot) is drawn at load; later rounds draw themselves as the pilot is rated. Its slug does
+(the uniform pilot) draws itself when the first judge run ends (judges.tasks.active_draw_next), or here
+at load when no task did yet; later rounds draw themselves as the pilot is rated. Its slug does
 not start with "demo-", like the other policy studies."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from annotation.demo import KNOBS
 from annotation.demo_accounts import ANNOTATORS
 from annotation.models import Study, StudyMember
-from annotation.services.active_inference import active_draw
+from annotation.services.active_inference import ActiveDrawError, active_draw
 from annotation.services.items import items_import
 from annotation.services.studies import study_create, study_members_add, study_set_status
 from annotation.simulation.items import items_for
@@ -33,6 +34,9 @@ def demo_active_install(*, admin) -> Study | None:
     study_members_add(study=study, usernames=ANNOTATORS, role=StudyMember.Role.ANNOTATOR)
     study_members_add(study=study, usernames=["researcher"], role=StudyMember.Role.RESEARCHER)
     simulated_judges_run(study=study, preset=PRESET, n_judges=3, knobs=KNOBS, seed=58)
-    active_draw(study=study, jury=study_jury(study), seed=58)
+    try:  # a worker may not have drawn the pilot yet when the runs end; the draw happens once either way
+        active_draw(study=study, jury=study_jury(study), seed=58, round_no=0)
+    except ActiveDrawError:
+        pass
     study_set_status(study=study, status=Study.Status.OPEN)
     return study

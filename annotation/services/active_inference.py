@@ -1,6 +1,7 @@
 """Active inference in a study (issue 58 §1, §5): which items go to human raters, drawn round by round.
 
     active_draw(study=, jury=) -> dict       # the next round: each item's probability, drawn and stored
+    active_pilot_request(study_id=)          # a judge run ended with scores: ask for the pilot (round 0)
     active_after_submit(study=)              # the round's last rating in: ask the judges app for the next
     active_prediction(study=, jury=) -> dict # what the policy should save, before (or after) humans rate
 
@@ -13,9 +14,14 @@ Round 0 is a uniform pilot (a share `pilot` of the items at probability B/n); ea
 the next slice of a fixed random order of the remaining items and gives them calibrated_probabilities
 from every rating so far (π ∝ the predicted residual size, floor `floor`), B/n per item in expectation.
 An item drawn gets raters_per_item raters (slots_wanted), one not drawn none; its probability is
-stored on the item and copied into each of its assignments, so every export can reweight. Round 0 is
-drawn by hand (`manage.py draw_humans`, once the judges have scored); each later round is asked for
-when the last item of the round before has its raters (judges.tasks.active_draw_next, by name).
+stored on the item and copied into each of its assignments, so every export can reweight.
+
+Rounds draw themselves: the pilot when a judge run on the study ends with scores, each later round
+when the last item of the round before has its raters; both ask judges.tasks.active_draw_next (by
+name: the judges app reads the jury and imports this module, not the other way) for round k. The
+draw locks the study's items and draws only when round k is the next one, so two requests for the
+same round (two last ratings submitted at once, two runs ending together) draw it once.
+`manage.py draw_humans` draws the next round by hand.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from django.db.models import Count, F, Q
 from annotation.models import Assignment, Item, Rating, Study
 from annotation.services.sampling_policy import ACTIVE_INFERENCE, policy_name
 from annotation.stats.active_design import calibrated_probabilities, predicted_saving, residual_map
+from config.celery import registered_task
+
+DRAW_TASK = "judges.tasks.active_draw_next"
 
 JuryRows = Iterable[tuple[int, int, Sequence[float | None]]]
 
@@ -101,46 +110,90 @@ def round_open(study: Study) -> bool:
             .annotate(done=done).filter(done__lt=F("slots_wanted")).exists())
 
 
+def _rounds(spec: dict, n: int) -> tuple[int, int]:
+    """(items in the pilot, items in each later round) of a study of n items."""
+    n_pilot = max(1, int(round(spec["pilot"] * n)))
+    return n_pilot, (math.ceil((n - n_pilot) / spec["rounds"]) if n > n_pilot else 0)
+
+
+def _round_after(spec: dict, n: int, done: int) -> int:
+    """The round that draws next once `done` of the n items are drawn."""
+    n_pilot, per_round = _rounds(spec, n)
+    return 0 if done < n_pilot else 1 + (done - n_pilot) // max(per_round, 1)
+
+
+def next_round(study: Study) -> int | None:
+    """The round an active_inference study draws next; None when every item is drawn (or no policy)."""
+    if policy_name(study) != ACTIVE_INFERENCE:
+        return None
+    counts = Item.objects.filter(study=study, is_attention_check=False, is_training=False).aggregate(
+        n=Count("pk"), done=Count("pk", filter=Q(sampling_probability__isnull=False)))
+    if counts["done"] >= counts["n"]:
+        return None
+    return _round_after(study.sampling_policy, counts["n"], counts["done"])
+
+
+def _ask(study_id: int, round_no: int) -> None:
+    """Queue the draw of round `round_no`, after the caller's transaction commits. The cache key only
+    spares the broker repeats (a burst of submits); the draw's own check is what keeps it to once."""
+    if cache.add(f"active-draw-due:{study_id}:{round_no}", 1, timeout=10):
+        registered_task(DRAW_TASK).delay(study_id, round_no)
+
+
+def active_pilot_request(*, study_id: int) -> None:
+    """A judge run on the study ended with scores: when the study is active_inference and its pilot is
+    not drawn yet, ask for it (on commit)."""
+    def check() -> None:
+        study = Study.objects.filter(pk=study_id).first()
+        if study is not None and next_round(study) == 0:
+            _ask(study_id, 0)
+
+    transaction.on_commit(check)
+
+
 def active_after_submit(*, study: Study) -> None:
     """After a rating of an active_inference study: once every item drawn for humans has its raters and
-    items are left to draw, ask the judges app (which reads the jury) to draw the next round, on commit."""
-    if policy_name(study) != ACTIVE_INFERENCE or round_open(study):
+    items are left to draw, ask for the next round. Looked at after the commit: two last ratings
+    submitted at once each see the other's only then (inside, neither would, and no round be asked)."""
+    if policy_name(study) != ACTIVE_INFERENCE:
         return
-    left = Item.objects.filter(study=study, sampling_probability__isnull=True, is_attention_check=False,
-                               is_training=False)
-    # before the pilot nothing is asked: round 0 waits for the judges and for draw_humans
-    if left.exists() and Item.objects.filter(study=study, sampling_probability__isnull=False).exists() \
-            and cache.add(f"active-draw-due:{study.pk}", 1, timeout=5):
-        from celery import current_app
 
-        transaction.on_commit(lambda: current_app.send_task("judges.tasks.active_draw_next", args=[study.pk]))
+    def check() -> None:
+        # before the pilot nothing is asked here: round 0 waits for the judges (active_pilot_request)
+        round_no = next_round(study)
+        if round_no and not round_open(study):
+            _ask(study.pk, round_no)
+
+    transaction.on_commit(check)
 
 
 def active_draw(*, study: Study, jury: JuryRows, seed: int | None = None,
-                only_when_done: bool = False) -> dict[str, Any]:
+                only_when_done: bool = False, round_no: int | None = None) -> dict[str, Any]:
     """Draw the next round of the study's items for humans; returns what it did (round, items, drawn,
     expected, left). ActiveDrawError when the study has no such policy, the budget exceeds the
-    items, every item is drawn already, or (only_when_done) an item of the round before still waits
-    for a rater."""
+    items, every item is drawn already, (only_when_done) an item of the round before still waits
+    for a rater, or (round_no) the next round is not that one: it was drawn already."""
     spec = _spec(study)
     with transaction.atomic():
         items = list(Item.objects.select_for_update().filter(study=study, is_attention_check=False,
                                                              is_training=False).order_by("pk"))
-        if only_when_done and round_open(study):
-            raise ActiveDrawError(f"the last round of {study.slug} still waits for ratings")
         n = len(items)
         if not 0 < spec["budget"] <= n:
             raise ActiveDrawError(f"sampling_policy.budget: {spec['budget']} is more than the study's {n} items")
         share = spec["budget"] / n
         u, f = _jury_by_item([it.pk for it in items], jury)
         order = np.random.default_rng([study.pk, 58]).permutation(n)  # fixed per study: pilot, then rounds
-        n_pilot = max(1, int(round(spec["pilot"] * n)))
-        per_round = math.ceil((n - n_pilot) / spec["rounds"]) if n > n_pilot else 0
+        n_pilot, per_round = _rounds(spec, n)
         undrawn = [k for k in order if items[k].sampling_probability is None]
         if not undrawn:
             raise ActiveDrawError(f"every item of {study.slug} is drawn already")
         done = n - len(undrawn)
-        round_no = 0 if done < n_pilot else 1 + (done - n_pilot) // max(per_round, 1)
+        # under the items' lock: a second request for the same round sees it drawn and draws nothing
+        if round_no is not None and _round_after(spec, n, done) != round_no:
+            raise ActiveDrawError(f"round {round_no} of {study.slug} is drawn already")
+        if only_when_done and round_open(study):
+            raise ActiveDrawError(f"the last round of {study.slug} still waits for ratings")
+        round_no = _round_after(spec, n, done)
         chunk = np.array(undrawn[:n_pilot - done] if round_no == 0 else undrawn[:per_round])
         rated_u, resid = _map_inputs(study, spec, items, u, f)
         if round_no == 0 or resid.size < 2:

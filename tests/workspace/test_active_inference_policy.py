@@ -49,6 +49,13 @@ def test_a_good_policy_is_stored_with_its_defaults_and_pairwise_rubrics_are_refu
         policy_clean({"name": "active_inference", "budget": 5}, rubric=PAIRS)
 
 
+@pytest.fixture
+def by_hand(monkeypatch):
+    """Rounds drawn here by hand: the last rating of a round asks no worker (a session's worker would
+    draw it; tests/workspace/test_active_inference_rounds.py tests that)."""
+    monkeypatch.setattr("annotation.services.active_inference._ask", lambda study_id, round_no: None)
+
+
 def _jury(study, wrong: set[str]):
     """Three judges' scores per output: they agree (4, 4, 4) except on the items in `wrong` (4, 2, 5)."""
     rows = []
@@ -59,7 +66,7 @@ def _jury(study, wrong: set[str]):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_items_are_drawn_round_by_round_and_ratings_carry_their_probability(admin_user, client_for):
+def test_items_are_drawn_round_by_round_and_ratings_carry_their_probability(admin_user, client_for, by_hand):
     version, _ = rubric_version_create(data=RUBRIC)
     policy = {"name": "active_inference", "budget": 10, "pilot": 0.25, "rounds": 2, "floor": 0.2}
     study = study_create(name="Active", rubric_version=version, user=admin_user, raters_per_item=1,
@@ -137,7 +144,7 @@ def test_prediction_from_the_judges_alone_and_the_command(admin_user):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_report_weights_each_rating_by_its_probability(admin_user, client_for):
+def test_the_report_weights_each_rating_by_its_probability(admin_user, client_for, by_hand):
     from annotation.stats.active import ipw_ppi_mean
     from judges.models import JudgeConfig, JudgeRun, JudgeScore
     from judges.report_trust import judge_trust
