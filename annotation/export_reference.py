@@ -54,7 +54,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "is_attention_check": "an attention-check item (`true`/`false`); left out of every statistic",
         "sampling": "how the study's sampling policy chose this assignment (`random`, `active`; empty under the "
                     "uniform design)",
-        "sampling_probability": "the probability with which the policy chose it, for inverse-probability "
+        "sampling_probability": "the probability with which the policy chose it (active comparisons: the pair; "
+                                "active inference: the item, drawn for humans), for inverse-probability "
                                 "weighting outside Concord; empty under the uniform design",
         "submitted_at": "when the assignment was submitted (UTC)",
     },

@@ -100,7 +100,10 @@ class StudySettingsForm(forms.ModelForm):
                       "sampling_policy": 'Empty: every item gets the raters above. {"name": "adaptive_redundancy", '
                                          '"min_raters": 2, "max_raters": 9, "target": 0.83}: another rater while '
                                          'an item\'s answer is unsure. {"name": "active_pairs", "random_share": 0.2}: '
-                                         'pairs that separate the systems (pairwise rubrics).',
+                                         'pairs that separate the systems (pairwise rubrics). '
+                                         '{"name": "active_inference", "budget": 100}: about 100 items go to humans, '
+                                         'most where the judges disagree (manage.py draw_humans draws each round; '
+                                         'the Plan page predicts the saving).',
                       "trace_sampling": 'Which traces sent to the OTLP endpoint reach the raters. Empty: all. '
                                         '{"rate": 0.2, "flags": ["unacceptable"]}: every trace an evaluator '
                                         'labelled unacceptable and a random fifth of the rest; each item records '

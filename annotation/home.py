@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
+from django.db.models import Count, IntegerField, OuterRef, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext as _
 
 from annotation.access import studies_for
 from annotation.models import Assignment, Item, Study, StudyMember
+from annotation.services.sampling_policy import wanted_expression
 
 
 def _count(qs) -> Coalesce:
@@ -50,6 +51,14 @@ def _rater_card(study: Study, user) -> StudyCard:
     return card
 
 
+def _needed(study: Study) -> int:
+    """Ratings the study needs in all: under a sampling policy, what each item wants now."""
+    if not study.sampling_policy:
+        return study.n_items * study.raters_per_item
+    items = Item.objects.filter(study=study, is_attention_check=False)
+    return items.aggregate(n=Sum(wanted_expression(study)))["n"] or 0
+
+
 def home_cards(user) -> list[StudyCard]:
     cards = []
     studies = studies_for(user).annotate(
@@ -63,7 +72,7 @@ def home_cards(user) -> list[StudyCard]:
                 continue
             cards.append(_rater_card(study, user))
         else:
-            needed = study.n_items * study.raters_per_item
+            needed = _needed(study)
             cards.append(StudyCard(study=study, role=study.role, done=study.n_submitted, needed=needed,
                                    items=study.n_items,
                                    percent=round(100 * study.n_submitted / needed) if needed else 0))

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from annotation.models import Assignment, Item, Output, Study
+from annotation.services.sampling_policy import items_wanted_default, wanted_expression
 from config.parsers import whole_number
 
 PAGE_SIZE = 50
@@ -103,14 +104,16 @@ def items_page(study: Study, f: ItemFilters, *, size: int = PAGE_SIZE) -> ItemPa
         qs = qs.filter(Q(external_id__istartswith=f.q) | Q(context__icontains=f.q) | Exists(outputs))
     if f.system:
         qs = qs.filter(Exists(Output.objects.filter(item=OuterRef("pk"), system=f.system)))
+    # An item is complete at the raters its sampling policy wants now (raters_per_item under the uniform design).
+    wanted = wanted_expression(study)
     if f.status in ("in_progress", "complete") or f.ratings is not None:
-        qs = qs.annotate(n_ratings=_ratings_subquery())
+        qs = qs.annotate(n_ratings=_ratings_subquery(), wanted=wanted)
     if f.status == "unrated":
         qs = qs.exclude(Exists(Assignment.objects.filter(item=OuterRef("pk"), status=submitted)))
     elif f.status == "in_progress":
-        qs = qs.filter(n_ratings__gt=0, n_ratings__lt=study.raters_per_item)
+        qs = qs.filter(n_ratings__gt=0, n_ratings__lt=F("wanted"))
     elif f.status == "complete":
-        qs = qs.filter(n_ratings__gte=study.raters_per_item)
+        qs = qs.filter(n_ratings__gte=F("wanted"))
     elif f.status == "open_now":
         qs = qs.filter(Exists(Assignment.objects.filter(item=OuterRef("pk"), status=active)))
     if f.ratings is not None:
@@ -118,7 +121,7 @@ def items_page(study: Study, f: ItemFilters, *, size: int = PAGE_SIZE) -> ItemPa
     if f.flagged:
         flagged = Exists(Assignment.objects.filter(item=OuterRef("pk"), status=submitted, ignored=True))
         qs = qs.filter(flagged) if f.flagged == "yes" else qs.exclude(flagged)
-    fields = ("pk", "external_id", "context", "is_attention_check")
+    fields = ("pk", "external_id", "context", "is_attention_check", "slots_wanted")
     if f.before is not None:  # the page before: walk backwards from `before`, then show in id order
         if window_end is not None:
             qs = qs.filter(pk__gte=window_end)
@@ -144,6 +147,7 @@ def items_page(study: Study, f: ItemFilters, *, size: int = PAGE_SIZE) -> ItemPa
     if window_end is None:  # without a window, a page with no rows has nowhere to lead
         page.has_next, page.has_prev = page.has_next and bool(rows), page.has_prev and bool(rows)
     ids = [r["pk"] for r in rows]
+    default = items_wanted_default(study)
     counts = dict(Output.objects.filter(item_id__in=ids).values("item_id")
                   .annotate(n=Count("id")).values_list("item_id", "n"))
     states = {item_id: (n, is_open, is_flagged) for item_id, n, is_open, is_flagged in (
@@ -155,6 +159,7 @@ def items_page(study: Study, f: ItemFilters, *, size: int = PAGE_SIZE) -> ItemPa
     for r in rows:
         n, is_open, is_flagged = states.get(r["pk"], (0, 0, 0))
         r["n_ratings"], r["open_now"], r["flagged"] = n, is_open > 0, is_flagged > 0
+        r["wanted"] = min(study.raters_per_item, default if r["slots_wanted"] is None else r["slots_wanted"])
         r["n_outputs"] = counts.get(r["pk"], 0)
         r["context_short"] = r["context"][:140] + ("…" if len(r["context"]) > 140 else "")
         r["locked"] = r["n_ratings"] > 0 or r["open_now"]

@@ -214,6 +214,9 @@ class Item(models.Model):
     # Adaptive redundancy: how many raters the item wants now (null: the policy's minimum); set after each
     # rating from the item's posterior (annotation.services.sampling_policy).
     slots_wanted = models.PositiveSmallIntegerField(null=True, blank=True)
+    # Active inference: the probability with which the item was drawn for humans (null: not drawn yet),
+    # copied into each of its assignments so that exports can reweight (annotation.services.active_inference).
+    sampling_probability = models.FloatField(null=True, blank=True)
     # Routing (judges.services.routing): items judges or raters are unsure about are served first.
     priority = models.SmallIntegerField(default=0, db_default=0)
     # The item's place in the study's random order: raters walk it through an index, each from their
@@ -354,7 +357,8 @@ class Assignment(models.Model):
     # expired rows); unique per item among live assignments, so the database refuses over-assignment.
     slot = models.PositiveSmallIntegerField(null=True, blank=True)
     # Active comparisons: the probability with which this pair was chosen, and whether it was drawn uniformly
-    # ("random") or chosen by the fit ("active"); null and "" under the uniform design.
+    # ("random") or chosen by the fit ("active"); active inference: the item's draw probability ("active").
+    # Null and "" under the uniform design.
     sampling_probability = models.FloatField(null=True, blank=True)
     sampling = models.CharField(max_length=8, blank=True, default="", db_default="")
     is_attention_check = models.BooleanField(default=False)

@@ -16,6 +16,7 @@ lists them all.
 from annotation.stats.active import (
     active_probabilities, choose_design, ipw_ppi_lambda, ipw_ppi_mean, ipw_ppi_systems, judge_uncertainty,
 )
+from annotation.stats.active_design import calibrated_probabilities, predicted_saving, residual_map
 from annotation.stats.agreement import matrix_agreement
 from annotation.stats.alt_test import alt_test, benjamini_yekutieli
 from annotation.stats.bias import length_controlled, self_preference, verbosity
@@ -69,7 +70,8 @@ __all__ = [
     "estimate_system", "estimate_systems", "human_only", "ppi_mean", "ppi_lambda", "calibration",
     "verbosity", "length_controlled", "self_preference", "classification_report", "gold_eval",
     # humans where the judges are unsure (active inference) and intervals valid at any look
-    "judge_uncertainty", "active_probabilities", "choose_design", "ipw_ppi_mean", "ipw_ppi_lambda",
+    "judge_uncertainty", "active_probabilities", "choose_design", "residual_map", "calibrated_probabilities",
+    "predicted_saving", "ipw_ppi_mean", "ipw_ppi_lambda",
     "ipw_ppi_systems", "confidence_sequence", "asymptotic_cs", "asymptotic_rho", "ipw_ppi_confidence_sequence",
     "fixed_sample_interval",
     # planning: power

@@ -26,6 +26,7 @@ TASK_KINDS = {
     "judges.tasks.judge_chunk": "judges",
     "judges.tasks.batch_poll": "judges",
     "judges.tasks.routing_refresh": "judges",
+    "judges.tasks.active_draw_next": "judges",
     "annotation.tasks.release_build": "builds",
     "annotation.tasks.report_compute": "builds",
     "annotation.tasks.report_sections_compute": "builds",

@@ -333,6 +333,8 @@ REPORT_SECTIONS = ["annotation.reports.facets.answer_facets", "judges.report_sec
                    "judges.report_trust.judge_trust"]  # sections other apps add to the study report (each
 # names what it reads with an `inputs` attribute, so that it is kept until that changes: annotation/reports/sections.py)
 REPORT_SUMMARIES = ["judges.report_summary.judges_summary"]  # parts other apps add to the report's summary
+# Where the human side reads the judges' scores per output, as plain rows (the plan page's active-sampling prediction).
+STUDY_JURY = "judges.selectors.study_jury"
 
 # Security by default; relaxed only where a local server serves plain http on loopback.
 SESSION_COOKIE_HTTPONLY = True

@@ -36,6 +36,8 @@ from annotation.reports.stats import add_analysis_value, criterion_measure
 from annotation.stats import comparisons as cmp
 from annotation.stats.bias import length_controlled, self_preference, verbosity
 from annotation.stats.calibration import calibration_long, nearest_points
+from annotation.services.active_inference import drawn_items
+from annotation.stats.active import ipw_ppi_mean
 from annotation.stats.ppi import estimate_system
 from judges import score_arrays
 from judges.models import JudgeRun, JudgeScore
@@ -148,11 +150,13 @@ def _human_truth(humans: pd.Series, numeric: bool, points: Sequence[float]) -> p
 
 def _run_criterion(run_name: str, criterion: Mapping[str, Any], judged: pd.DataFrame, stated: pd.DataFrame,
                    humans: pd.Series, outputs: pd.DataFrame, model: str = "",
-                   ppi_humans: pd.Series | None = None) -> dict[str, Any]:
+                   ppi_humans: pd.Series | None = None,
+                   drawn: Mapping[int, tuple[float, bool]] | None = None) -> dict[str, Any]:
     """One run's figures on one criterion. `judged`: its answers (row, unit, score), sorted by unit;
     `stated`: the distributions its answers state (row, answer, weight); `humans`: the human answer
     per unit; `ppi_humans`: the one the PPI estimates use (default `humans`); `outputs`: the study's
-    outputs by unit (system, words, family)."""
+    outputs by unit (system, words, family); `drawn`: under active inference, each drawn item's
+    (probability, drawn for humans), which adds the IPW PPI++ estimate per system."""
     numeric = criterion_measure(criterion) == "numeric"
     step = float(criterion.get("step") or 1)
     points = (list(np.arange(criterion["min"], criterion["max"] + step / 2, step))
@@ -184,6 +188,8 @@ def _run_criterion(run_name: str, criterion: Mapping[str, Any], judged: pd.DataF
         rows = order[bounds[k]:bounds[k + 1]]
         y, yhat = ppi_human[rows], score[rows]
         out["systems"][name] = estimate_system(y[labelled[rows]], yhat[labelled[rows]], yhat[~labelled[rows]])
+        if drawn is not None:
+            out["systems"][name]["ipw_ppi_plus"] = _ipw_estimate(units[rows] // score_arrays.UNIT_BASE, y, yhat, drawn)
     out["win_rates"] = _win_rates(units // score_arrays.UNIT_BASE, system, score, ppi_human)
     out["verbosity"] = verbosity(score, words)
     out["length_controlled"] = length_controlled(score, words, system)
@@ -266,6 +272,24 @@ def _win_rates(items: np.ndarray, systems: np.ndarray, scores: np.ndarray, human
     return out
 
 
+def _ipw_estimate(items: np.ndarray, y: np.ndarray, yhat: np.ndarray,
+                  drawn: Mapping[int, tuple[float, bool]]) -> dict[str, Any]:
+    """ipw_ppi_mean over the outputs of the items drawn so far (each with its item's probability); null,
+    with the reason, while an item drawn for humans has no human answer yet."""
+    known = np.array([int(i) in drawn for i in items], dtype=bool)
+    if known.sum() < 2:
+        return {"mean": None, "reason": "fewer than two items drawn yet"}
+    pi = np.array([drawn[int(i)][0] for i in items[known]])
+    chosen = np.array([drawn[int(i)][1] for i in items[known]])
+    waiting = int(np.sum(chosen & np.isnan(y[known])))
+    if waiting:
+        return {"mean": None, "reason": f"{waiting} outputs drawn for humans are not rated yet"}
+    if not chosen.any():
+        return {"mean": None, "reason": "no output drawn for humans yet"}
+    out = ipw_ppi_mean(np.where(chosen, y[known], np.nan), yhat[known], pi, chosen)
+    return {k: out[k] for k in ("mean", "ci", "lambda", "n_items", "n_rated", "expected_rated")}
+
+
 def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     runs = list(JudgeRun.objects.filter(study=study, status__in=JudgeRun.FINISHED).order_by("-finished_at")[:MAX_RUNS])
     if not runs:
@@ -283,7 +307,9 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
     stated = score_arrays.stated(runs, keys)
     judged = {key: part.drop(columns=["run_id", "criterion"]).reset_index(drop=True)
               for key, part in scored.groupby(["run_id", "criterion"], sort=False)}
-    context: dict[str, Any] = {"criteria": [], "pairwise": pairwise, "comparative": compared}
+    drawn = drawn_items(study)
+    context: dict[str, Any] = {"criteria": [], "pairwise": pairwise, "comparative": compared,
+                               "active": drawn is not None}
     data: dict[str, Any] = {"criteria": {}, "pairwise": [{k: v for k, v in p.items() if k != "heatmap"}
                                                           for p in pairwise],
                             "comparative": [{k: v for k, v in p.items() if k != "heatmap"} for p in compared]}
@@ -306,7 +332,7 @@ def judge_trust(study: Study, report: Mapping[str, Any] | None = None) -> dict[s
             if (run.pk, c["key"]) in judged:
                 entry["runs"].append(_run_criterion(f"{run.name} (run {run.pk})", c, judged[(run.pk, c["key"])],
                                                     stated, humans, outputs, str(run.config.get("model") or ""),
-                                                    ppi_humans))
+                                                    ppi_humans, drawn))
         if not entry["runs"]:
             continue
         entry["reliability_plot"] = _reliability_plot(

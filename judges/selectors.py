@@ -8,7 +8,7 @@ from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from annotation.models import Study
-from judges.models import JudgeConfig, JudgeRun
+from judges.models import JudgeConfig, JudgeRun, JudgeScore
 
 
 @dataclass(frozen=True)
@@ -167,3 +167,27 @@ def judges_for_study(study: Study) -> list[JudgeChoice]:
         else:
             out.append(JudgeChoice(judge, True, f"made for {', '.join(sorted(rubrics.values()))}", 2))
     return sorted(out, key=lambda c: (c.rank, c.judge.name))
+
+
+def study_jury(study: Study, criterion: str | None = None) -> list[tuple[int, int, list[float | None]]]:
+    """(item id, output id, each judge's score) of every output scored on `criterion` (default: the
+    study's active_inference criterion, else its first likert or numeric one), one column per judge: the
+    latest finished run of each judge configuration (juries left out: their members are the jury here).
+    What annotation.services.active_inference reads as the judges' disagreement."""
+    criterion = criterion or (study.sampling_policy or {}).get("criterion") or next(
+        (c["key"] for c in study.rubric["criteria"] if c["kind"] in ("likert", "numeric")), None)
+    if criterion is None:
+        return []
+    latest: dict[int, JudgeRun] = {}
+    for run in (JudgeRun.objects.filter(study=study, status__in=JudgeRun.FINISHED, judge__isnull=False)
+                .exclude(config__has_key="members").order_by("judge_id", "-pk")):
+        latest.setdefault(run.judge_id, run)
+    runs = list(latest.values())
+    column = {run.pk: k for k, run in enumerate(runs)}
+    rows: dict[tuple[int, int], list[float | None]] = {}
+    scores = (JudgeScore.objects.filter(run__in=runs, criterion=criterion, output__isnull=False,
+                                        score__isnull=False, status=JudgeScore.Status.SCORED)
+              .values_list("item_id", "output_id", "run_id", "score"))
+    for item, output, run, score in scores:
+        rows.setdefault((item, output), [None] * len(runs))[column[run]] = score
+    return [(item, output, values) for (item, output), values in sorted(rows.items())]

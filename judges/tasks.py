@@ -73,6 +73,29 @@ def routing_refresh(study_id: int) -> None:
         refresh(study=study)
 
 
+@shared_task(name="judges.tasks.active_draw_next", ignore_result=True)
+def active_draw_next(study_id: int, round_no: int | None = None) -> dict | None:
+    """Round `round_no` (default: the next) of an active_inference study, once every item of the round
+    before has its raters (annotation.services.active_inference); a no-op when that round is drawn
+    already or the last still waits, so a second delivery or a second request draws nothing. A round
+    that sent no item to humans is rated already: the next is drawn at once, as no rating will ask."""
+    from annotation.models import Study
+    from annotation.services.active_inference import ActiveDrawError, active_draw
+    from judges.selectors import study_jury
+
+    study = Study.objects.filter(pk=study_id).first()
+    out = None
+    while study is not None:
+        try:
+            out = active_draw(study=study, jury=study_jury(study), only_when_done=True, round_no=round_no)
+        except ActiveDrawError:
+            break
+        if out["drawn"] or not out["left"]:
+            break
+        round_no = out["round"] + 1
+    return out
+
+
 @shared_task(name="judges.tasks.batch_poll", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def batch_poll(run_id: int) -> dict:
     """Advance a batch run (judges.services.batches): submit, poll, read results, enqueue again."""

@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
+from annotation.planning.active import active_plan
 from annotation.planning.forms import FIELDS, PlanForm
 from annotation.planning.pilot import has_ratings, pilot_estimates, score_criteria
 from annotation.planning.plan import pilot_inputs, study_plan
@@ -58,6 +59,7 @@ def study_plan_page(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "study": study, "form": form, "plan": plan, "pilot": pilot if has_ratings(pilot) else None,
         "figure": power_curves(plan) if plan else None,
+        "active": active_plan(study),
         "groups": [(title, [{"field": form[n], "pilot": _pilot_hint(n, pilot_values, pilot_missing)} for n in names])
                    for title, names in FIELD_GROUPS],
     }

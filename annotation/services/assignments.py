@@ -360,7 +360,11 @@ def _insert_regular(study: Study, rater, item_id: int, positions: list[int], key
         # the pair comes from the study's comparisons so far, whichever slot is free
         order, probability, how = sampling_policy.active_pair(study=study, item_id=item_id, positions=positions)
         perms, sampled = [[positions[i] for i in order]] * rpi, (probability, how)
-    for slot in range(rpi if sampled is None else 0):
+    elif sampling_policy.policy_name(study) == sampling_policy.ACTIVE_INFERENCE:
+        # the item's own draw probability, recorded with each of its ratings
+        probability = Item.objects.filter(pk=item_id).values_list("sampling_probability", flat=True).first()
+        sampled = (probability, "active") if probability is not None else None
+    for slot in range(rpi if sampled is None or sampled[1] == "active" else 0):
         order = study_response_order(study, item_id=item_id, slot=slot, n_outputs=len(positions))
         perms.append([positions[i] for i in order])
     now = timezone.now()

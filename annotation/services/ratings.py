@@ -36,6 +36,7 @@ from annotation.models import Assignment, Output, Rating, Study, StudyMember
 from annotation.services import comparative
 from annotation.services.assignments import assignment_reclaim, lease_duration
 from annotation.services.routing_flag import routing_refresh_request
+from annotation.services.active_inference import active_after_submit
 from annotation.services.sampling_policy import adaptive_after_submit
 from annotation.services.training import training_record
 from config.parsers import BadNumber, parse_number
@@ -641,6 +642,7 @@ def assignment_submit(*, assignment: Assignment, answers: dict, time_on_task_ms:
     routing_refresh_request(study.pk)
     if not a.is_attention_check:
         adaptive_after_submit(study=study, item_id=item.pk)  # adaptive redundancy: another rater or not
+        active_after_submit(study=study)  # active inference: the round's last rating asks for the next round
     return a
 
 
@@ -719,6 +721,7 @@ def _submit_first(assignment: Assignment, rubric: dict, answers: dict, outputs: 
     a.ratings_stored = len(rows)
     routing_refresh_request(study.pk)
     adaptive_after_submit(study=study, item_id=item.pk)
+    active_after_submit(study=study)
     return a
 
 

@@ -6,7 +6,10 @@
     active_pair(study=, item_id=, positions=)     # active comparisons: the pair to show, its probability
     policy_methods(study) -> str                  # the design, in words, for the report's methods
 
-{} is the uniform design. "adaptive_redundancy" serves an item while its posterior under Dawid–Skene
+{} is the uniform design. "active_inference" (§1) sends each item to humans with a probability drawn
+from the judges' uncertainty (annotation.services.active_inference draws it, round by round, and
+records it on the item): an item wants raters_per_item raters once drawn, none before or when not
+drawn. "adaptive_redundancy" serves an item while its posterior under Dawid–Skene
 (annotation.stats.adaptive_redundancy) says it needs another rater, between min_raters and max_raters
 (= raters_per_item, so the engine's hard cap and its slots stay as they are). "active_pairs" shows
 the pair of an item's outputs chosen by annotation.stats.active_pairs, a share of them uniformly at
@@ -28,8 +31,10 @@ from annotation.stats.active_pairs import ActivePairsPolicy, choose_pairs
 from annotation.stats.adaptive_redundancy import AdaptivePolicy, item_posterior, needs_another
 from annotation.stats.raters import dawid_skene, label_data
 
-ADAPTIVE, ACTIVE_PAIRS = "adaptive_redundancy", "active_pairs"
-NAMES = ("uniform", ADAPTIVE, ACTIVE_PAIRS)
+ADAPTIVE, ACTIVE_PAIRS, ACTIVE_INFERENCE = "adaptive_redundancy", "active_pairs", "active_inference"
+NAMES = ("uniform", ADAPTIVE, ACTIVE_PAIRS, ACTIVE_INFERENCE)
+SCORE_KINDS = ("likert", "numeric")  # what judges score and an IPW PPI mean is about
+ACTIVE_DEFAULTS = {"floor": 0.2, "pilot": 0.1, "rounds": 6}
 LABEL_KINDS = ("binary", "choice", "likert")
 REFIT_ALWAYS_BELOW = 5000  # labels: refit Dawid–Skene after every rating up to here, then at each 10% more
 
@@ -73,6 +78,8 @@ def policy_clean(raw: Any, *, rubric: dict) -> dict:
         except (TypeError, ValueError) as e:
             raise PolicyError(f"sampling_policy.{e}") from None
         return {**policy.as_dict(), "target": float(policy.target), "criterion": criterion["key"]}
+    if name == ACTIVE_INFERENCE:
+        return _active_inference_clean(params, rubric)
     if extra := sorted(set(params) - {"random_share"}):
         raise PolicyError(f"sampling_policy.{extra[0]}: not a parameter of active_pairs")
     if not _has_pairwise(rubric):
@@ -83,6 +90,41 @@ def policy_clean(raw: Any, *, rubric: dict) -> dict:
         raise PolicyError(f"sampling_policy.{e}") from None
 
 
+def _number(params: dict, key: str, *, low: float, high: float, closed_low: bool, what: str) -> float:
+    value = params.get(key, ACTIVE_DEFAULTS.get(key))
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (
+        (low <= value if closed_low else low < value) and value <= high)
+    if not ok:
+        raise PolicyError(f"sampling_policy.{key}: {what}, got {value!r}")
+    return float(value)
+
+
+def _active_inference_clean(params: dict, rubric: dict) -> dict:
+    """{"name": "active_inference", "budget": B, "floor", "pilot", "rounds", "criterion"}: B items rated by
+    humans in expectation (of every item, whatever the judges say, a share `floor` of the budget is
+    spread evenly), a uniform pilot of `pilot` of the items, then `rounds` rounds."""
+    allowed = {"budget", "floor", "pilot", "rounds", "criterion"}
+    if extra := sorted(set(params) - allowed):
+        raise PolicyError(f"sampling_policy.{extra[0]}: not a parameter of active_inference")
+    if _has_pairwise(rubric):
+        raise PolicyError("sampling_policy.name: active_inference is for scores, not pairwise studies")
+    budget = params.get("budget")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        raise PolicyError(f"sampling_policy.budget: the number of items humans rate (in expectation), a whole "
+                          f"number of at least 1, got {budget!r}")
+    key = params.get("criterion")
+    criterion = next((c for c in rubric["criteria"] if c["kind"] in SCORE_KINDS and key in (None, c["key"])), None)
+    if criterion is None:
+        raise PolicyError("sampling_policy.criterion: active_inference needs a likert or numeric criterion of the "
+                          "rubric" + (f" (no such criterion: {key!r})" if key is not None else ""))
+    rounds = params.get("rounds", ACTIVE_DEFAULTS["rounds"])
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= 50:
+        raise PolicyError(f"sampling_policy.rounds: a whole number from 1 to 50, got {rounds!r}")
+    return {"name": ACTIVE_INFERENCE, "budget": budget, "criterion": criterion["key"], "rounds": rounds,
+            "floor": _number(params, "floor", low=0, high=1, closed_low=False, what="a share in (0, 1]"),
+            "pilot": _number(params, "pilot", low=0, high=0.9, closed_low=False, what="a share in (0, 0.9]")}
+
+
 def policy_name(study: Study) -> str:
     return (study.sampling_policy or {}).get("name", "uniform")
 
@@ -91,6 +133,8 @@ def items_wanted_default(study: Study) -> int:
     """Raters an item wants while its slots_wanted is empty: the policy's minimum, else raters_per_item."""
     if policy_name(study) == ADAPTIVE:
         return min(int(study.sampling_policy["min_raters"]), study.raters_per_item)
+    if policy_name(study) == ACTIVE_INFERENCE:
+        return 0  # not drawn yet: the draw sets slots_wanted (raters_per_item or 0) with the item's probability
     return study.raters_per_item
 
 
@@ -253,4 +297,12 @@ def policy_methods(study: Study) -> str:
         return (f"Pairs were chosen actively: {spec['random_share']:.0%} of comparisons drew a pair uniformly at "
                 "random, the rest showed the pair whose order was least settled under the current Bradley–Terry "
                 "fit; each comparison's sampling probability is recorded, and the position of each system balanced.")
+    if name == ACTIVE_INFERENCE:
+        return (f"Items went to human raters by active statistical inference (Zrnic & Candès 2024): a uniform pilot "
+                f"of {spec['pilot']:.0%} of the items, then {spec['rounds']} rounds in which each item's probability "
+                f"grew with the residual size predicted from the judges' disagreement on “{spec['criterion']}” "
+                f"(learned from the ratings so far), {spec['floor']:.0%} of the budget spread evenly, "
+                f"{spec['budget']} items rated in expectation. Each item's probability is recorded; means are "
+                "inverse-probability-weighted prediction-powered estimates with power tuning (PPI++), with "
+                "normal 95% intervals.")
     return ""

@@ -214,8 +214,9 @@ def study_settings_update(*, study: Study, user, changes: dict, confirmed: bool 
     study.full_clean(exclude=["rubric_version", "created_by", "slug"])
     study.save(update_fields=list(changed))
     if "sampling_policy" in changed:
-        # what adaptive redundancy decided per item belongs to that policy: a new one starts from its own default
-        Item.objects.filter(study=study).update(slots_wanted=None)
+        # what a policy decided per item (adaptive redundancy's wants, active inference's draws) belongs to it: a
+        # new one starts from its own default; ratings keep the probability they were drawn with
+        Item.objects.filter(study=study).update(slots_wanted=None, sampling_probability=None)
     audit_record(actor=user, action=Action.SETTING_CHANGE, study=study, target=", ".join(c.field for c in log),
                  detail={c.field: [c.old, c.new] for c in log})
     return StudyChange.objects.bulk_create(log)

@@ -1,16 +1,25 @@
 """Sampling policies against planted truth, before any money is spent (`manage.py simulate_policy`).
 
-Active sampling (§1): each study has `items` outputs with a human value Y ~ N(5, 2²) and a judge
-score f = Y + 0.3 + s·e, e ~ N(0, 1): a biased judge, close (s = 0.15) on most items and far off
-(s = 1.2) on 15% of them. The judges' uncertainty u = exp(ρ'·log|error| + sqrt(1 − ρ'²)·log|an
-independent error of the same law|), with ρ' set so that Pearson's corr(u, |error|) is the level
-asked for. The active design rates the first share `pilot` of the items uniformly (budget/items
-each), picks its design on them (choose_design) and samples the rest with active_probabilities; the
-estimate is ipw_ppi_mean. The uniform design rates m items chosen at random, with PPI++
-(annotation/stats/ppi.py) on the rest; its width at several m gives, by log-log interpolation, the
-m that matches the active design's mean width: the saving is 1 − (active ratings)/m. The same is
-done for uniform sampling with the active design's own estimator (ipw_ppi_mean, π = m/n), which
-isolates what the sampling design alone saves.
+Active sampling (§1): each study has `items` outputs scored 1–5 by a jury of unequal judges
+(annotation/stats/jury_model.py: a strong judge whose score f the estimate uses, two weaker ones,
+errors mostly zero and sometimes 1 or 2 levels); the judges' uncertainty u is the jury's spread.
+The correlation of u with the strong judge's |error| is lowered from the base model's 0.78 to each
+level asked for by one of three mechanisms (noisier weak judges, shared mistakes, human noise), and
+measured again in every study (realised_correlation). Correlation 0 is the jury that shares every
+mistake of the strong judge ("uninformative").
+
+The active design rates a share `pilot` of the items uniformly (B/n each), then the rest in
+`batches` batches, each with calibrated_probabilities (π ∝ the predicted residual size learned from
+every rating so far, floor `floor`): the batch's expected ratings are its items·B/n, so the budget is
+B in expectation and its realised count is what the saving is charged. The estimate is ipw_ppi_mean
+(IPW PPI with power tuning). The oracle design knows the map u → E[r²|u] (from one large sample of
+the same model) and needs no pilot: what a perfect calibration would save.
+
+The uniform designs rate m items chosen at random, m from UNIFORM_MULTIPLES of the budget: with PPI++
+(annotation/stats/ppi.py, λ tuned: the product's estimator) and with ipw_ppi_mean at π = m/n; their
+mean widths give, by log-log interpolation, the m that matches the active design's mean width, and
+the saving is 1 − (active ratings)/(the smaller of the two m): against the best uniform design.
+Coverage is of E[Y], known exactly from the model.
 
 Peeking (§4): null studies of ratings in {0, ½, 1} with mean ½ (system A wins, tie, B wins), each
 checked after every rating from the 10th on; "significant" = the interval excludes ½.
@@ -22,100 +31,72 @@ from typing import Any
 
 import numpy as np
 
-from annotation.stats.active import active_probabilities, choose_design, ipw_ppi_mean
+from annotation.stats.active import active_probabilities, ipw_ppi_mean
+from annotation.stats.active_design import calibrated_probabilities
+from annotation.stats.jury_model import MECHANISMS, UNINFORMATIVE, JuryModel, knob_for
 from annotation.stats.ppi import ppi_lambda, ppi_mean
 from annotation.stats.sequential import asymptotic_cs, confidence_sequence, fixed_sample_interval
 
-TRUE_MEAN, HUMAN_SD = 5.0, 2.0  # human values of items on a 1–10-like scale
-UNIFORM_MULTIPLES = (0.8, 1.0, 1.25, 1.6, 2.0)
+UNIFORM_MULTIPLES = (0.6, 0.8, 1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0)
 
 
-# The judge is close to the humans on most items and far off on a few (its error SD per item).
-EASY_SD, HARD_SD, HARD_SHARE = 0.15, 1.2, 0.15
+def _weighted_residual(y, f, pi) -> np.ndarray:
+    """r = (Y − ȳ) − (f − f̄) on the rated items, means weighted by 1/π: the residual the map learns
+    (λ = 1; the estimate tunes its own λ, close to 1 when the judge is right on most items)."""
+    w = 1 / pi
+    yb, fb = np.sum(w * y) / w.sum(), np.sum(w * f) / w.sum()
+    return (y - yb) - (f - fb)
 
 
-def _log_error_size(rng: np.random.Generator, shape) -> tuple[np.ndarray, np.ndarray]:
-    """log |error| and its sign: error = s·z, s = HARD_SD on a share HARD_SHARE of items else EASY_SD."""
-    z = rng.normal(size=shape)
-    s = np.where(rng.random(shape) < HARD_SHARE, HARD_SD, EASY_SD)
-    return np.log(s) + np.log(np.abs(z)), np.sign(z)
+def _active_study(rng, y, f, u, budget: float, pilot: float, batches: int, floor: float, oracle_map=None):
+    """One study under the active design: (ipw_ppi_mean's answer, ratings)."""
+    n = y.size
+    share = budget / n
+    order = rng.permutation(n)
+    pi, rated = np.empty(n), np.zeros(n, dtype=bool)
+    n_pilot = 0 if oracle_map is not None else int(round(pilot * n))
+    head = order[:n_pilot]
+    pi[head], rated[head] = share, rng.random(n_pilot) < share
+    done = n_pilot
+    for batch in np.array_split(order[n_pilot:], 1 if oracle_map is not None else batches):
+        seen = order[:done]
+        k = seen[rated[seen]]
+        if oracle_map is not None:
+            pi[batch] = active_probabilities(np.sqrt(oracle_map(u[batch])), share * batch.size, floor)
+        elif k.size >= 2:
+            resid = _weighted_residual(y[k], f[k], pi[k])
+            pi[batch] = calibrated_probabilities(u[batch], share * batch.size, u[k], resid, floor=floor)
+        else:
+            pi[batch] = share
+        rated[batch] = rng.random(batch.size) < pi[batch]
+        done += batch.size
+    return ipw_ppi_mean(np.where(rated, y, np.nan), f, pi, rated), int(rated.sum())
 
 
-def _copula_weight(correlation: float) -> float:
-    """ρ' such that u = exp(ρ'·log|e| + sqrt(1 − ρ'²)·(an independent copy)) has Pearson corr(u, |e|) =
-    correlation, found by bisection on one large fixed sample (the law is heavy-tailed, so Pearson's
-    correlation is not ρ')."""
-    if correlation <= 0:
-        return 0.0
-    rng = np.random.default_rng(0)
-    log_e, _ = _log_error_size(rng, 400_000)
-    other, _ = _log_error_size(rng, 400_000)
-    centre = 0.0
-    lo, hi = 0.0, 1.0
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        u = np.exp(centre + mid * (log_e - centre) + np.sqrt(1 - mid ** 2) * (other - centre))
-        lo, hi = (mid, hi) if np.corrcoef(u, np.exp(log_e))[0, 1] < correlation else (lo, mid)
-    return (lo + hi) / 2
+def _oracle_map(model: JuryModel):
+    """u → E[r²|u] of the model (λ = 1, r centred), one value per distinct jury spread, from one large sample."""
+    y, f, u = model.draw(np.random.default_rng(12345), 400_000)
+    r2 = ((y - y.mean()) - (f - f.mean())) ** 2
+    values, which = np.unique(np.round(u, 9), return_inverse=True)
+    means = np.bincount(which, weights=r2) / np.bincount(which)
+    return lambda uu: means[np.clip(np.searchsorted(values, np.round(uu, 9)), 0, values.size - 1)]
 
 
-def _studies(rng: np.random.Generator, reps: int, items: int, correlation: float):
-    y = rng.normal(TRUE_MEAN, HUMAN_SD, (reps, items))
-    log_e, sign = _log_error_size(rng, (reps, items))
-    other, _ = _log_error_size(rng, (reps, items))
-    w = _copula_weight(correlation)
-    centre = 0.0  # a constant factor of u changes neither π nor the correlation
-    u = np.exp(centre + w * (log_e - centre) + np.sqrt(1 - w ** 2) * (other - centre))
-    error = sign * np.exp(log_e)
-    return y, y + 0.3 + error, u, error
-
-
-def _active(rng, y, f, u, budget: float, pilot: float, level: float):
+def _uniform(rng, y, f, m: int, truth: float, level: float) -> tuple[float, float, float]:
+    """(mean width with PPI++, its coverage, mean width with ipw_ppi_mean at π = m/n) over the studies."""
     reps, items = y.shape
-    n_pilot = int(round(pilot * items))
-    share = budget / items
-    pilot_rated = rng.random((reps, n_pilot)) < share
-    # The pilot's residuals with the PPI++ weight of its own ratings (NaN where not rated).
-    resid = np.full((reps, n_pilot), np.nan)
-    for r in range(reps):
-        k = pilot_rated[r]
-        lam = ppi_lambda(y[r, :n_pilot][k], f[r, :n_pilot][k], f[r, n_pilot:]) if k.sum() >= 2 else 1.0
-        resid[r, k] = y[r, :n_pilot][k] - lam * f[r, :n_pilot][k]
-    rest_budget = share * (items - n_pilot)
-    powers, floors = choose_design(u[:, n_pilot:], rest_budget, u[:, :n_pilot], resid)
-    pi = np.concatenate([np.full((reps, n_pilot), share),
-                         active_probabilities(u[:, n_pilot:] ** powers[:, None], rest_budget, floors)], axis=1)
-    rated = np.concatenate([pilot_rated, rng.random((reps, items - n_pilot)) < pi[:, n_pilot:]], axis=1)
-    out = [ipw_ppi_mean(np.where(rated[r], y[r], np.nan), f[r], pi[r], rated[r], level=level) for r in range(reps)]
-    widths = np.array([o["ci"][1] - o["ci"][0] for o in out])
-    covered = np.array([o["ci"][0] <= TRUE_MEAN <= o["ci"][1] for o in out])
-    return {"width": float(widths.mean()), "coverage": float(covered.mean()),
-            "ratings": float(rated.sum(axis=1).mean()), "floor_mean": float(np.mean(floors)),
-            "floor_uniform_share": float(np.mean(floors == 1.0)), "power_mean": float(np.mean(powers))}
-
-
-def _uniform(rng, y, f, m: int, level: float):
-    reps, items = y.shape
-    widths, covered = np.empty(reps), np.empty(reps, dtype=bool)
+    ppi_w, ipw_w, covered = np.empty(reps), np.empty(reps), np.empty(reps, dtype=bool)
+    pi = np.full(items, m / items)
     for r in range(reps):
         order = rng.permutation(items)
         lab, unl = order[:m], order[m:]
-        lam = ppi_lambda(y[r, lab], f[r, lab], f[r, unl])
-        est = ppi_mean(y[r, lab], f[r, lab], f[r, unl], lam=lam, level=level)
-        widths[r] = est["ci"][1] - est["ci"][0]
-        covered[r] = est["ci"][0] <= TRUE_MEAN <= est["ci"][1]
-    return float(widths.mean()), float(covered.mean())
-
-
-def _uniform_ipw(rng, y, f, m: int, level: float):
-    reps, items = y.shape
-    pi = np.full(items, m / items)
-    widths = np.empty(reps)
-    for r in range(reps):
+        est = ppi_mean(y[r, lab], f[r, lab], f[r, unl], lam=ppi_lambda(y[r, lab], f[r, lab], f[r, unl]), level=level)
+        ppi_w[r] = est["ci"][1] - est["ci"][0]
+        covered[r] = est["ci"][0] <= truth <= est["ci"][1]
         rated = rng.random(items) < pi
         ci = ipw_ppi_mean(np.where(rated, y[r], np.nan), f[r], pi, rated, level=level)["ci"]
-        widths[r] = ci[1] - ci[0]
-    return float(widths.mean())
+        ipw_w[r] = ci[1] - ci[0]
+    return float(ppi_w.mean()), float(covered.mean()), float(ipw_w.mean())
 
 
 def _ratings_for_width(ms: np.ndarray, widths: np.ndarray, target: float) -> tuple[float, bool]:
@@ -127,9 +108,44 @@ def _ratings_for_width(ms: np.ndarray, widths: np.ndarray, target: float) -> tup
     return float(np.exp(np.interp(-np.log(target), -lw, lm))), bool(inside)
 
 
-def simulate_active(*, correlations=(0.0, 0.25, 0.5, 0.75), replications: int = 500, items: int = 2000,
-                    budget: int = 200, pilot: float = 0.25, level: float = 0.95, seed: int = 58) -> dict[str, Any]:
-    """Active vs uniform PPI++ at each level of how well the uncertainty predicts the error.
+def _row(rng, model: JuryModel, *, replications: int, items: int, budget: int, pilot: float, batches: int,
+         floor: float, level: float, oracle: bool) -> dict[str, Any]:
+    y, f, u = model.draw(rng, (replications, items))
+    truth = model.human_mean()
+    realised = float(np.mean([np.corrcoef(u[r], np.abs(f[r] - y[r]))[0, 1] for r in range(replications)]))
+    runs = [_active_study(rng, y[r], f[r], u[r], budget, pilot, batches, floor) for r in range(replications)]
+    width = float(np.mean([o["ci"][1] - o["ci"][0] for o, _ in runs]))
+    coverage = float(np.mean([o["ci"][0] <= truth <= o["ci"][1] for o, _ in runs]))
+    ratings = float(np.mean([k for _, k in runs]))
+    ms = np.array([int(round(budget * k)) for k in UNIFORM_MULTIPLES if budget * k < items], dtype=float)
+    uniform = [_uniform(rng, y, f, int(m), truth, level) for m in ms]
+    need_ppi, inside_ppi = _ratings_for_width(ms, np.array([w for w, _, _ in uniform]), width)
+    need_ipw, inside_ipw = _ratings_for_width(ms, np.array([w for _, _, w in uniform]), width)
+    at_budget = uniform[list(ms).index(budget)]
+    row = {"realised_correlation": realised, "active_ratings": ratings, "active_width": width,
+           "active_coverage": coverage, "uniform_ppi_ratings_same_width": need_ppi,
+           "uniform_ipw_ratings_same_width": need_ipw, "best_uniform_ratings_same_width": min(need_ppi, need_ipw),
+           "within_simulated_range": inside_ppi and inside_ipw, "saving": 1 - ratings / min(need_ppi, need_ipw),
+           "saving_vs_ppi": 1 - ratings / need_ppi, "uniform_width_at_budget": at_budget[0],
+           "uniform_coverage_at_budget": at_budget[1], "model": model.__dict__.copy()}
+    if oracle:
+        known = _oracle_map(model)
+        o_runs = [_active_study(rng, y[r], f[r], u[r], budget, pilot, batches, floor, oracle_map=known)
+                  for r in range(replications)]
+        o_width = float(np.mean([o["ci"][1] - o["ci"][0] for o, _ in o_runs]))
+        o_need = min(_ratings_for_width(ms, np.array([w for w, _, _ in uniform]), o_width)[0],
+                     _ratings_for_width(ms, np.array([w for _, _, w in uniform]), o_width)[0])
+        row["oracle_saving"] = 1 - float(np.mean([k for _, k in o_runs])) / o_need
+        row["oracle_coverage"] = float(np.mean([o["ci"][0] <= truth <= o["ci"][1] for o, _ in o_runs]))
+    return row
+
+
+def simulate_active(*, correlations=(0.0, 0.25, 0.5, 0.75), mechanisms=tuple(MECHANISMS), replications: int = 500,
+                    items: int = 2000, budget: int = 200, pilot: float = 0.1, batches: int = 6, floor: float = 0.2,
+                    level: float = 0.95, oracle: bool = True, seed: int = 58) -> dict[str, Any]:
+    """Active vs the best uniform PPI++ design, one row per (correlation, mechanism that lowers the
+    correlation to it); correlation 0 is one row, the uninformative jury. Rows a mechanism cannot
+    reach are listed with "reachable": False.
 
     Reference: Zrnic & Candès (2024), Active Statistical Inference, ICML (the budget-saving comparison).
     """
@@ -137,29 +153,22 @@ def simulate_active(*, correlations=(0.0, 0.25, 0.5, 0.75), replications: int = 
         raise ValueError(f"budget must be between 0 and items ({items}), got {budget}")
     if not 0 < pilot < 1:
         raise ValueError(f"pilot must be a share in (0, 1), got {pilot}")
+    if unknown := [m for m in mechanisms if m not in MECHANISMS]:
+        raise ValueError(f"mechanisms: one of {', '.join(MECHANISMS)}, got {unknown[0]!r}")
+    cells = [(rho, UNINFORMATIVE) if rho == 0 else (rho, m) for rho in correlations
+             for m in (mechanisms if rho else [UNINFORMATIVE])]
     rows = []
-    for i, rho in enumerate(correlations):
-        rng = np.random.default_rng([seed, i])
-        y, f, u, error = _studies(rng, replications, items, rho)
-        realised = float(np.mean([np.corrcoef(u[r], np.abs(error[r]))[0, 1] for r in range(replications)]))
-        active = _active(rng, y, f, u, budget, pilot, level)
-        ms = np.array([int(round(budget * k)) for k in UNIFORM_MULTIPLES if budget * k < items])
-        uniform = [_uniform(rng, y, f, int(m), level) for m in ms]
-        widths = np.array([w for w, _ in uniform])
-        needed, inside = _ratings_for_width(ms.astype(float), widths, active["width"])
-        at_budget = dict(zip(ms.tolist(), uniform))[budget]
-        same_estimator, same_inside = _ratings_for_width(
-            ms.astype(float), np.array([_uniform_ipw(rng, y, f, int(m), level) for m in ms]), active["width"])
-        rows.append({"correlation": rho, "realised_correlation": realised, "active_ratings": active["ratings"],
-                     "active_width": active["width"], "active_coverage": active["coverage"],
-                     "uniform_ratings_same_width": needed, "within_simulated_range": inside,
-                     "saving": 1 - active["ratings"] / needed,
-                     "design_saving": 1 - active["ratings"] / same_estimator,
-                     "design_within_simulated_range": same_inside, "uniform_width_at_budget": at_budget[0],
-                     "uniform_coverage_at_budget": at_budget[1], "floor_mean": active["floor_mean"],
-                     "floor_uniform_share": active["floor_uniform_share"], "seed": [seed, i]})
-    return {"replications": replications, "items": items, "budget": budget, "pilot": pilot, "level": level,
-            "seed": seed, "rows": rows}
+    for i, (rho, mechanism) in enumerate(cells):
+        model = knob_for(mechanism, float(rho))
+        head = {"correlation": rho, "mechanism": mechanism, "seed": [seed, i], "reachable": model is not None}
+        if model is None:
+            rows.append(head)
+            continue
+        rows.append({**head, **_row(np.random.default_rng([seed, i]), model, replications=replications, items=items,
+                                    budget=budget, pilot=pilot, batches=batches, floor=floor, level=level,
+                                    oracle=oracle)})
+    return {"replications": replications, "items": items, "budget": budget, "pilot": pilot, "batches": batches,
+            "floor": floor, "level": level, "seed": seed, "rows": rows}
 
 
 def simulate_peeking(*, studies: int = 1000, ratings: int = 500, first_look: int = 10, alpha: float = 0.05,

@@ -181,6 +181,11 @@ def judge_run_finish_if_complete(*, run_id: int, recount: bool = False) -> bool:
     from annotation.services.routing_flag import routing_refresh_request
 
     routing_refresh_request(run.study_id, delay_s=0.5)  # a routing study re-ranks its items on the new judgements
+    if run.status in JudgeRun.FINISHED and (run.study.sampling_policy or {}).get("name") == "active_inference":
+        # an active_inference study draws its pilot once judges have scored (imported here: SciPy's statistics)
+        from annotation.services.active_inference import active_pilot_request
+
+        active_pilot_request(study_id=run.study_id)
     try:
         write_run_files(run)
     except OSError:

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.django_db
 PEERS = Path(__file__).resolve().parent.parent / "fixtures" / "peers"
 ALL_COMMANDS = {"agreement", "comparisons", "consensus", "export_study", "gold_eval", "import_items", "import_peer", "plan_study",
                 "study_report", "estimate", "judge_request", "load_demo", "load_judge", "parse_judge_output",
-                "run_judge", "simulate_study", "load_rubric", "routes", "simulate_policy", "simulate_adaptive"}
+                "run_judge", "simulate_study", "load_rubric", "routes", "simulate_policy", "simulate_adaptive",
+                "draw_humans"}
 
 
 def run(*args) -> str:
@@ -335,6 +336,13 @@ def test_simulate_adaptive_beside_the_demo_and_its_policy_studies(lived_in):
     assert "policy-adaptive-redundancy" in lived_in.demo_output and "policy-active-pairs" in lived_in.demo_output
     out = run("simulate_adaptive", "active_pairs", "--seeds", "1", "--systems", "5", "--budget", "400")
     assert out.startswith("1 seeds, 5 systems over 4 logits") and "random pairs" in out and "active pairs" in out
+
+
+def test_draw_humans_predicts_for_any_study_and_draws_only_under_its_policy(lived_in):
+    out = run("draw_humans", "--study", "policy-adaptive-redundancy", "--predict")
+    assert "fewer human ratings than uniform sampling" in out or out.startswith("no prediction: ")
+    with pytest.raises(CommandError, match="does not use the active_inference sampling policy"):
+        run("draw_humans", "--study", "policy-adaptive-redundancy")
 
 
 def test_routes_prints_the_route_inventory(lived_in):

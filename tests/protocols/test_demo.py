@@ -60,9 +60,15 @@ def test_load_demo_builds_full_studies_once(fresh_demo):  # noqa: F811
     assert [(r.status, r.config["method_options"].get("steps")) for r in agent_runs] == [
         ("done", "calls"), ("done", "structured")], [(r.name, r.status, r.error) for r in agent_runs]
     assert assignment_next(study=agent, rater=annotator) is not None
-    for slug, policy in (("policy-adaptive-redundancy", "adaptive_redundancy"), ("policy-active-pairs", "active_pairs")):
+    for slug, policy in (("policy-adaptive-redundancy", "adaptive_redundancy"), ("policy-active-pairs", "active_pairs"),
+                         ("policy-active-inference", "active_inference")):
         study = Study.objects.get(slug=slug)  # a study with each sampling policy, open for the demo annotators
         assert study.sampling_policy["name"] == policy and study.status == "open"
+        if policy == "active_inference":  # three judges scored it and the pilot is drawn: only its chosen items are served
+            assert JudgeRun.objects.filter(study=study, status="done").count() == 3
+            assert study.items.filter(sampling_probability__isnull=False).count() == 6
+            if not study.items.filter(slots_wanted=1).exists():
+                continue
         assert assignment_next(study=study, rater=annotator) is not None
     traffic = Study.objects.get(slug="agent-traffic")  # OTLP traffic admitted by the study's sampling rule
     assert traffic.trace_sampling == {"rate": 0.25, "flags": ["unacceptable"]} and traffic.status == "open"

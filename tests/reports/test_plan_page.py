@@ -101,3 +101,39 @@ def test_a_comparative_study_prefills_ties_and_win_probability(make_study, rater
     assert plan["judgements"] == pw.pairwise_plan(win_prob=round(pilot["win_rate"], 3),
                                                   ties=round(pilot["tie_share"], 3))["judgements"]
     assert "sys-a vs sys-b" in body
+
+
+def test_the_plan_predicts_what_active_sampling_saves_from_the_judges_scores(admin_user, client_for):
+    import json
+
+    from annotation.models import Item
+    from annotation.services.items import items_import
+    from annotation.services.studies import study_create
+    from judges.models import JudgeConfig, JudgeRun, JudgeScore
+    from judges.selectors import study_jury
+    from rubrics.services import rubric_version_create
+
+    rubric = {"slug": "plan-active", "name": "Plan active", "criteria": [
+        {"key": "quality", "name": "Quality", "kind": "likert", "min": 1, "max": 5}]}
+    version, _ = rubric_version_create(data=rubric)
+    study = study_create(name="Plan active", rubric_version=version, user=admin_user, raters_per_item=1,
+                         sampling_policy={"name": "active_inference", "budget": 5})
+    items_import(study=study, filename="items.jsonl", text="\n".join(json.dumps(
+        {"id": f"a{k}", "context": "q", "outputs": [{"system": "s", "content": f"answer {k}"}]}) for k in range(50)))
+    body = _get(client_for(admin_user), study).content.decode()
+    assert "No prediction: no judge has scored the study yet." in body
+    runs = [JudgeRun.objects.create(study=study, judge=JudgeConfig.objects.create(name=f"j{j}", model="m"), config={},
+                                    criteria=["quality"], status="done") for j in range(3)]
+    for item in Item.objects.filter(study=study).prefetch_related("outputs"):
+        output = item.outputs.get()
+        disagree = item.external_id in {"a0", "a1", "a2", "a3", "a4"}
+        for j, run in enumerate(runs):
+            JudgeScore.objects.create(run=run, item=item, output=output, criterion="quality", value=4,
+                                      score=[4.0, 2.0, 5.0][j] if disagree else 4.0, status="scored")
+    jury = study_jury(study)
+    assert len(jury) == 50 and all(len(scores) == 3 for _, _, scores in jury)
+    response = _get(client_for(admin_user), study)
+    active = response.context["active"]
+    assert active["source"] == "judges" and active["budget"] == 5 and 0 < active["saving"] < active["oracle_saving"]
+    assert "data-active-saving" in response.content.decode()
+    assert "an upper bound until humans rate a pilot" in response.content.decode()

@@ -11,14 +11,24 @@ from annotation.stats.policy_sim import simulate_active, simulate_peeking
 
 
 def test_active_sampling_saves_where_the_uncertainty_predicts_the_error_and_costs_little_where_not():
-    out = simulate_active(correlations=(0.0, 0.75), replications=150, items=1000, budget=100, seed=7)
+    out = simulate_active(correlations=(0.0, 0.75), mechanisms=("unequal_jury",), replications=120, items=1000,
+                          budget=100, oracle=False, seed=7)
     none, strong = out["rows"]
+    assert none["mechanism"] == "uninformative" and strong["mechanism"] == "unequal_jury"
     assert abs(none["realised_correlation"]) < 0.05 and abs(strong["realised_correlation"] - 0.75) < 0.05
-    assert none["saving"] >= -0.05 and none["design_saving"] >= -0.15
-    assert strong["saving"] >= 0.15 and strong["saving"] > none["saving"] + 0.1
+    assert none["saving"] >= -0.08  # 120 studies: the goal (-5%) with room for their noise
+    assert strong["saving"] >= 0.3 and strong["saving"] > none["saving"] + 0.25
     for row in out["rows"]:
-        assert row["active_coverage"] >= 0.90  # 150 studies: 95% ± 1.8% (one SE)
+        assert row["active_coverage"] >= 0.89  # 120 studies: 95% ± 2% (one SE)
         assert abs(row["active_ratings"] - 100) < 3  # the budget is kept in expectation
+        assert row["best_uniform_ratings_same_width"] <= row["uniform_ppi_ratings_same_width"]
+
+
+def test_a_mechanism_that_cannot_reach_a_correlation_says_so():
+    out = simulate_active(correlations=(0.9,), mechanisms=("human_noise",), replications=5, items=200, budget=20)
+    assert out["rows"] == [{"correlation": 0.9, "mechanism": "human_noise", "seed": [58, 0], "reachable": False}]
+    with pytest.raises(ValueError, match="mechanisms"):
+        simulate_active(mechanisms=("bad",))
 
 
 def test_peeking_breaks_fixed_intervals_not_confidence_sequences():

@@ -54,3 +54,47 @@ def test_adaptive_study_set_on_manage_page_and_both_policies_rated(page_at, live
     a = Assignment.objects.get(study=pairs, rater=rater, status="submitted")
     assert a.sampling in ("random", "active") and 0 < a.sampling_probability <= 1
     assert Study.objects.get(pk=pairs.pk).sampling_policy == {"name": "active_pairs", "random_share": 0.3}
+
+
+def test_active_inference_set_on_manage_page_predicted_on_plan_page_and_rated(page_at, live_server, make_study,
+                                                                               admin_user):
+    from annotation.services.active_inference import active_draw
+    from judges.models import JudgeConfig, JudgeRun, JudgeScore
+    from judges.selectors import study_jury
+
+    rater = make_user("active-walker")
+    study = make_study("rrgen-001", annotators=[rater], items_text=ONE_RESPONSE)
+    admin = page_at(1400)
+    log_in(admin, live_server, admin_user)
+    admin.goto(f"{live_server.url}/studies/{study.slug}/manage/")
+    admin.fill("#id_sampling_policy", '{"name": "active_inference", "budget": 0}')
+    admin.click("#settings button[type=submit]")
+    admin.wait_for_selector("#settings :text('budget: the number of items humans rate')")
+    admin.fill("#id_sampling_policy", '{"name": "active_inference", "budget": 3, "pilot": 0.9}')
+    admin.click("#settings button[type=submit]")
+    admin.wait_for_selector("#settings :text('Saved')")
+    study.refresh_from_db()
+    key = study.sampling_policy["criterion"]
+    assert study.sampling_policy["name"] == "active_inference" and study.sampling_policy["budget"] == 3
+
+    runs = [JudgeRun.objects.create(study=study, judge=JudgeConfig.objects.create(name=f"walk-{j}", model="m"),
+                                    config={}, criteria=[key], status="done") for j in range(3)]
+    for k, item in enumerate(Item.objects.filter(study=study).prefetch_related("outputs")):
+        for j, run in enumerate(runs):
+            JudgeScore.objects.create(run=run, item=item, output=item.outputs.get(), criterion=key, value=4,
+                                      score=[4.0, 2.0, 6.0][j] if k == 0 else 4.0, status="scored")
+    admin.goto(f"{live_server.url}/studies/{study.slug}/plan/")
+    admin.wait_for_selector("#active-sampling [data-active-saving]")
+    assert "fewer human ratings" in admin.inner_text("#active-sampling")
+
+    assert active_draw(study=study, jury=study_jury(study), seed=1)["drawn"] == 3  # a pilot of every item, π = 1
+    page = page_at(1400)
+    log_in(page, live_server, rater)
+    page.goto(f"{live_server.url}/studies/{study.slug}/rate/")
+    page.wait_for_selector("#ws-form[data-ready='1']")
+    for key_press in "6764a":
+        page.keyboard.press(key_press)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-progress]:has-text('1 done')")
+    a = Assignment.objects.get(study=study, rater=rater, status="submitted")
+    assert a.sampling == "active" and a.sampling_probability == 1.0

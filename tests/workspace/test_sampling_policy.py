@@ -58,6 +58,12 @@ def test_adaptive_redundancy_serves_only_unsure_items_within_min_and_max(admin_u
     done = Counter(Assignment.objects.filter(study=study, status="submitted").values_list("item__external_id", flat=True))
     assert done == {"agreed": 2, "split": 4}  # two agreeing labels suffice; the split item runs to the max
     assert len(served) == len(set(served))  # never the same rater twice
+    # The admin's pages count what the policy wants, not raters_per_item (4) an item.
+    admin = client_for(admin_user)
+    assert "6 of 6 ratings done" in admin.get("/").content.decode()
+    page = admin.get(f"/studies/{study.slug}/items/?status=complete").content.decode()
+    assert "2 / 2" in page and "4 / 4" in page
+    assert "data-item" not in admin.get(f"/studies/{study.slug}/items/?status=in_progress").content.decode()
     assert Item.objects.get(study=study, external_id="agreed").slots_wanted == 2
 
 

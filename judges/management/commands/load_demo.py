@@ -1,10 +1,12 @@
 
+from django.contrib.auth import get_user_model
 from django.db.models import Q
 
 from annotation.demo import demo_install
 from annotation.demo_traffic import TRAFFIC_SLUG
 from annotation.models import Study
 from config.commands import ConcordCommand
+from judges.demo_active import demo_active_install
 from judges.simulation import demo_judges_and_release, demo_provider_judges
 
 
@@ -15,6 +17,7 @@ class Command(ConcordCommand):
 
     def handle(self, *args, **options):
         accounts = demo_install(judges_hook=demo_judges_and_release)
+        demo_active_install(admin=get_user_model().objects.get(username="admin"))
         hosted = demo_provider_judges()
         studies = Study.objects.filter(Q(slug__startswith="demo-") | Q(slug__startswith="policy-")
                                        | Q(slug=TRAFFIC_SLUG)).order_by("slug")
