@@ -30,6 +30,7 @@ from annotation.reports.stats import (
 from annotation.reports.large_arrays import large_arrays
 from annotation.reports.rater_models import rater_models_csv_rows, rater_models_section
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
+from annotation.reports.step_highlights import highlights_csv_rows, highlights_section
 from annotation.reports.steps import per_step_criteria, steps_csv_rows, steps_section
 from annotation.stats.consensus import acceptance
 from annotation.stats.gold import agrees, gold_for, parse_gold
@@ -121,6 +122,7 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     report["comparisons"] = comparisons_section(study)
     if per_step_criteria(rubric):  # per-step questions on trajectories (absent otherwise: reports stay as they were)
         report["steps"] = steps_section(study)
+        report["step_highlights"] = highlights_section(study)
     if beside:
         report["agreement"] = beside.result()
     return _clean(report)
@@ -664,6 +666,7 @@ def report_csv_rows(report: dict[str, Any]) -> Iterator[list[Any]]:
             name, value = ("first_wins", pos.get("first_wins")) if "first_wins" in pos else ("first_best", pos.get("first_best"))
             yield ["comparisons", key, "", name, value, None, None, ""]
     yield from steps_csv_rows(report.get("steps") or {})
+    yield from highlights_csv_rows(report.get("step_highlights") or {})
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "", skip: set[str] = frozenset()) -> Iterator[tuple[str, Any]]:

@@ -211,3 +211,23 @@ def test_create_form_puts_a_taken_slug_beside_its_field(study, client_for, admin
     assert answer.status_code == 200 and "already exists" in html
     field = html[html.index('id="id_slug"'):]
     assert field.index("already exists") < field.index('id="id_rubric_version"')  # right after the slug field
+
+
+def test_the_trace_sampling_rule_is_set_on_the_settings_form_and_refused_by_name(study, client_for, admin_user):
+    """Issue 56 §2: the OTLP intake's rule as a study setting; a bad one named beside its field."""
+    c = client_for(admin_user)
+    form = {"name": study.name, "instructions": "", "raters_per_item": 3, "assignment_expiry_minutes": "",
+            "randomize_items": "on", "randomize_outputs": "on", "counterbalance": "on", "attention_check_rate": 0,
+            "attention_fail_pause": 0}
+    ok = c.post(url("manage-settings", study), {**form, "trace_sampling": '{"rate": 0.2, "flags": ["Unsafe"]}'}, **HX)
+    assert "Saved: trace sampling (otlp)" in ok.content.decode()
+    study.refresh_from_db()
+    assert study.trace_sampling == {"rate": 0.2, "flags": ["unsafe"]}
+    bad = c.post(url("manage-settings", study), {**form, "trace_sampling": '{"rate": 5}'}, **HX).content.decode()
+    assert 'id="id_trace_sampling_error"' in bad and "rate: a share of the unflagged traces from 0 to 1" in bad
+    study.refresh_from_db()
+    assert study.trace_sampling["rate"] == 0.2
+    cleared = c.post(url("manage-settings", study), {**form, "trace_sampling": ""}, **HX)
+    assert cleared.status_code == 200
+    study.refresh_from_db()
+    assert study.trace_sampling == {}

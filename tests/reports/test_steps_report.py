@@ -97,3 +97,29 @@ def test_the_simulated_raters_highlight_the_unsupported_answers(agent):
     unsupported = sum("unsupported@" in " ".join(o.metadata.get("truth", {}))
                       for o in Output.objects.filter(item__study=agent))
     assert unsupported > 0
+
+
+def test_the_report_counts_the_highlights_inside_steps(agent, admin_user, client_for):
+    """Per step kind and system: the steps raters marked, the highlights, the raters who marked any; the
+    same counts recomputed from the stored ratings; on the page and in the report CSV."""
+    from annotation.models import Output
+
+    report = study_report(agent, n_boot=20)
+    section = report["step_highlights"]["unsupported"]
+    assert "unsupported" not in report["steps"]  # no agreement figure for highlights
+    expected: dict = defaultdict(lambda: {"steps": set(), "highlights": 0, "raters": set()})
+    systems = dict(Output.objects.filter(item__study=agent).values_list("pk", "system"))
+    for rater, output_id, criterion, value in Rating.objects.filter(
+            assignment__study=agent, criterion__startswith="unsupported@").values_list(
+            "assignment__rater_id", "output_id", "criterion", "value"):
+        cell = expected[systems[output_id]]
+        cell["steps"].add((output_id, criterion))
+        cell["highlights"] += len(value)
+        cell["raters"].add(rater)
+    assert section["by_step_kind"]["assistant"] == {
+        s: {"steps_marked": len(c["steps"]), "highlights": c["highlights"], "raters": len(c["raters"])}
+        for s, c in expected.items()}
+    rows = [r for r in report_csv_rows(report) if r[0] == "highlights"]
+    assert rows and rows[0][:2] == ["highlights", "unsupported"] and rows[0][3] == "steps_marked"
+    page = client_for(admin_user).get(f"/studies/{agent.slug}/report/").content.decode()
+    assert "Highlights inside steps" in page
