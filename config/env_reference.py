@@ -107,6 +107,8 @@ MEANINGS: dict[str, str] = {
     "LOG_LEVEL": "the root logger's level (`DEBUG`, `INFO`, `WARNING`, ...)",
     "PORT": "`make run`: the port of the development server on 127.0.0.1",
     "CONCORD_DEMO_JUDGE_PORT": "`make run`: the port of the demo's fake judge server, which the demo's judges call",
+    "CONCORD_DOCS_BUILD": "`make run`: 0 leaves the documentation site as last built; by default it is built again "
+                          "in the background when one of its sources changed",
     "CONCORD_DEMO_PASSWORD": "`load_demo`: the demo accounts' password (default: the username followed by `-demo`)",
 }
 

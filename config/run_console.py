@@ -42,13 +42,6 @@ class Console:
             raise
         print(f" ready ({time.monotonic() - began:.1f} s)", flush=True)
 
-    def call(self, command: list[str], *, cwd: Path) -> None:
-        self.log.write(f"--- {shlex.join(command)}\n")
-        self.log.flush()
-        result = subprocess.run(command, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT)
-        if result.returncode:
-            raise SystemExit(f"{shlex.join(command)} exited with code {result.returncode}; see {self.log_path}")
-
     def start(self, name: str, command: list[str], *, cwd: Path) -> subprocess.Popen:
         self.log.write(f"--- {name}: {shlex.join(command)}\n")
         self.log.flush()
@@ -56,6 +49,12 @@ class Console:
         self.names[child.pid] = name
         self.started[child.pid] = time.monotonic()
         return child
+
+    def finish(self, child: subprocess.Popen) -> None:
+        """Wait for a child started with start(); exit naming it and the log where it failed."""
+        if child.wait():
+            raise SystemExit(f"the {self.names[child.pid]} step exited with code {child.returncode}; "
+                             f"see {self.log_path}")
 
     def wait_for_port(self, port: int, watched: list[subprocess.Popen], timeout: float = 180.0) -> None:
         deadline = time.monotonic() + timeout
