@@ -37,6 +37,7 @@ def main(argv: list[str]) -> int:
 def _serve(args: list[str]) -> int:
     from config.run_console import Console
 
+    _bytecode_kept()  # a second start then imports compiled modules: the web server bound in 5.7 s, not 1.8
     console = Console(DATA / "logs" / "run.log")
     print("Starting Concord (the servers' logs: .data/logs/run.log)", flush=True)
     with contextlib.ExitStack() as stack:
@@ -133,10 +134,11 @@ def _run(args: list[str], console) -> int:
 
 
 def _bytecode_kept() -> None:
-    """The suite and the benches start a few hundred Python processes (servers, workers, commands). Where
-    PYTHONDONTWRITEBYTECODE is set, each compiled every module of ours it imported again: 0.7-1.2 s of CPU a
-    server or command start on the 2-core machine (2026-11-29). Their bytecode is kept as Python keeps it by
-    default, in __pycache__ folders that git ignores; the libraries' own was written when they were installed."""
+    """`make run` starts a web server, workers and the demo loader; the suite and the benches start a few hundred
+    Python processes (servers, workers, commands). Where PYTHONDONTWRITEBYTECODE is set, each compiled every
+    module of ours it imported again: 0.7-1.2 s of CPU a server or command start on the 2-core machine
+    (2026-11-29). Their bytecode is kept as Python keeps it by default, in __pycache__ folders that git ignores;
+    the libraries' own was written when they were installed."""
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
