@@ -69,8 +69,10 @@ class _Start:
             self.lines.append((round(time.perf_counter() - self.began, 1), line.rstrip("\n")))
 
     def first_page_s(self, url: str) -> float | None:
+        """When the page at the address make run printed first answered: the address is what a user waits for
+        (the web server may bind while the schema step still runs, and would answer a redirect to sign-in)."""
         while time.perf_counter() - self.began < FIRST_PAGE_LIMIT_S and self.process.poll() is None:
-            if _answers(url):
+            if any(line.startswith("Concord is serving") for _, line in self.lines) and _answers(url):
                 return round(time.perf_counter() - self.began, 1)
             time.sleep(0.2)
         return None
