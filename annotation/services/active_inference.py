@@ -26,6 +26,7 @@ same round (two last ratings submitted at once, two runs ending together) draw i
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import defaultdict
 from typing import Any, Iterable, Sequence
@@ -41,6 +42,7 @@ from annotation.stats.active_design import calibrated_probabilities, predicted_s
 from config.celery import registered_task
 
 DRAW_TASK = "judges.tasks.active_draw_next"
+log = logging.getLogger(__name__)
 
 JuryRows = Iterable[tuple[int, int, Sequence[float | None]]]
 
@@ -137,7 +139,10 @@ def _ask(study_id: int, round_no: int) -> None:
     """Queue the draw of round `round_no`, after the caller's transaction commits. The cache key only
     spares the broker repeats (a burst of submits); the draw's own check is what keeps it to once."""
     if cache.add(f"active-draw-due:{study_id}:{round_no}", 1, timeout=10):
-        registered_task(DRAW_TASK).delay(study_id, round_no)
+        try:
+            registered_task(DRAW_TASK).delay(study_id, round_no)
+        except Exception:  # the rating (or the judge run) is stored: a lost request leaves draw_humans to do it
+            log.exception("could not ask for round %s of study %s", round_no, study_id)
 
 
 def active_pilot_request(*, study_id: int) -> None:
