@@ -14,7 +14,7 @@ lists them all.
 """
 
 from annotation.stats.active import (
-    active_probabilities, choose_design, ipw_ppi_lambda, ipw_ppi_mean, ipw_ppi_systems, judge_uncertainty,
+    active_probabilities, choose_design, hajek_mean, ipw_ppi_lambda, ipw_ppi_mean, ipw_ppi_systems, judge_uncertainty,
 )
 from annotation.stats.active_design import calibrated_probabilities, predicted_saving, residual_map
 from annotation.stats.agreement import matrix_agreement
@@ -72,7 +72,8 @@ __all__ = [
     # humans where the judges are unsure (active inference) and intervals valid at any look
     "judge_uncertainty", "active_probabilities", "choose_design", "residual_map", "calibrated_probabilities",
     "predicted_saving", "ipw_ppi_mean", "ipw_ppi_lambda",
-    "ipw_ppi_systems", "confidence_sequence", "asymptotic_cs", "asymptotic_rho", "ipw_ppi_confidence_sequence",
+    "ipw_ppi_systems", "hajek_mean",
+    "confidence_sequence", "asymptotic_cs", "asymptotic_rho", "ipw_ppi_confidence_sequence",
     "fixed_sample_interval",
     # planning: power
     "paired_power", "items_needed", "items_table", "scores_plan", "binomial_power", "judgements_needed",

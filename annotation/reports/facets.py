@@ -18,7 +18,9 @@ from django.db import connection
 from annotation.models import PhaseRecord, Study
 from annotation.reports.ratings import stats_frame
 from annotation.reports.stats import add_analysis_value
-from annotation.reports.study import agreement_section, systems_section, analysed_criteria, with_raters_named
+from annotation.reports.study import (
+    agreement_section, analysed_criteria, item_weights, systems_section, with_raters_named,
+)
 
 TITLE = "By participants' answers"
 FACET_KINDS = ("single", "likert")
@@ -59,13 +61,15 @@ def answer_facets(study: Study, report: dict[str, Any]) -> dict[str, Any] | None
     df = with_raters_named(study, add_analysis_value(stats_frame(study, list(by_key)), criteria))
     df = df[~df["is_attention_check"]]
     names = {c["key"]: c.get("name", c["key"]) for c in criteria}
+    weights = item_weights(study)  # under active inference, each facet's means are Hájek-weighted too
     facets = []
     for column, q in questions:
         groups = []
         for value, raters in sorted(answers[column].items(), key=lambda kv: str(kv[0])):
             sub = df[df["rater_id"].isin(raters)]
             agreement = agreement_section(sub, by_key, n_boot=N_BOOT, seed=0, level=0.95) if not sub.empty else {}
-            systems = systems_section(sub, study.rubric, by_key, 0.95)["criteria"] if not sub.empty else {}
+            systems = (systems_section(sub, study.rubric, by_key, 0.95, weights=weights)["criteria"]
+                       if not sub.empty else {})
             groups.append({
                 "answer": value, "label": q.get("labels", {}).get(str(value), str(value)), "n_raters": len(raters),
                 "n_ratings": int(len(sub)),

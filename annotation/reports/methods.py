@@ -95,11 +95,22 @@ def _statistics(report: dict[str, Any]) -> list[str]:
                 values.append(f"{names.get(key, key)}: {', '.join(parts)}")
         if values:
             sentences.append(f"Agreement was {'; '.join(values)}.")
+    weighted = (report.get("sampling") or {}).get("weighted") == "hajek"
+    if weighted:
+        # an active design over-samples the items the judges were unsure of: means are reweighted, agreement is not
+        sentences.append(
+            "Because items were sampled with unequal probabilities, every human-only estimate of a population "
+            "quantity (system means, win shares, accept rates, label shares) weights each item by the inverse of "
+            "its recorded sampling probability (Hájek, 1971). Agreement statistics (α, ICC) cannot be reweighted "
+            "honestly and describe the rated items only, which over-represent the items the judges disagreed on; "
+            "position effects, rater figures and consensus scores likewise describe the ratings given.")
     if report.get("systems", {}).get("criteria"):
         sentences.append(
-            "Systems were compared per criterion on the mean of each output's ratings, with t-based "
-            f"{pct} intervals over items, and pairwise by Wilcoxon signed-rank tests over items with Holm's "
-            "correction for multiple comparisons.")
+            "Systems were compared per criterion on the mean of each output's ratings, "
+            + (f"Hájek-weighted, with normal {pct} intervals from the linearised variance over items, and pairwise "
+               "by normal tests of the weighted mean difference over items" if weighted else
+               f"with t-based {pct} intervals over items, and pairwise by Wilcoxon signed-rank tests over items")
+            + " with Holm's correction for multiple comparisons.")
     if report.get("comparisons"):
         sentences.append(
             "Comparative judgements were analysed with the Bradley–Terry model fitted by maximum likelihood "

@@ -12,6 +12,7 @@ for these data, and `reason` says why; NaN never reaches the dict.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from datetime import datetime, timezone
 from typing import Any, Iterator, Mapping
@@ -32,6 +33,7 @@ from annotation.reports.rater_models import rater_models_csv_rows, rater_models_
 from annotation.reports.ratings import rater_names, ratings_fingerprint, stats_frame
 from annotation.reports.step_highlights import highlights_csv_rows, highlights_section
 from annotation.reports.steps import per_step_criteria, steps_csv_rows, steps_section
+from annotation.services.active_inference import drawn_items
 from annotation.stats.consensus import acceptance
 from annotation.stats.gold import agrees, gold_for, parse_gold
 from annotation.stats.grouping import group_codes, unique_ints
@@ -116,7 +118,11 @@ def study_report(study: Study, *, n_boot: int = 1000, seed: int = 0, level: floa
     report["raters"] = _raters(df, gold_rows, numeric)
     report["rater_models"] = rater_models_section(df, criteria)
     report["position_effects"] = _positions(df, numeric, level)
-    report["systems"] = systems_section(df, rubric, by_key, level, scores)
+    weights = item_weights(study)
+    report["systems"] = systems_section(df, rubric, by_key, level, scores, weights=weights)
+    if weights is not None:  # what the page and the methods paragraph say of the figures an active design biases
+        report["sampling"] = {"policy": "active_inference", "weighted": "hajek",
+                              "items_with_probability": len(weights)}
     report["distributions"] = _distributions(df, by_key)
     report["heatmap"] = _heatmap(df, numeric, by_key)
     report["comparisons"] = comparisons_section(study)
@@ -428,9 +434,19 @@ def _positions(df: pd.DataFrame, numeric: list[str], level: float) -> dict[str, 
     return out
 
 
+def item_weights(study: Study) -> dict[int, float] | None:
+    """{item id: 1/π} of the items drawn under the active_inference policy (π recorded when drawn);
+    None under any other design, whose items are a uniform sample of themselves."""
+    drawn = drawn_items(study)
+    return None if drawn is None else {pk: 1.0 / p for pk, (p, _) in drawn.items() if p}
+
+
 def systems_section(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[str, dict], level: float,
-             scores: pd.DataFrame | None = None) -> dict[str, Any]:
-    """System comparison; `scores`: _output_scores of `df` when the caller has them already."""
+                    scores: pd.DataFrame | None = None, *,
+                    weights: Mapping[int, float] | None = None) -> dict[str, Any]:
+    """System comparison; `scores`: _output_scores of `df` when the caller has them already; `weights`:
+    {item: 1/π} under an active design (item_weights), which makes each mean, win share, accept rate and
+    label share a Hájek-weighted estimate (compare_systems)."""
     out_level = df if df["system"].notna().all() else df[df["system"].notna()]
     numeric = [k for k, c in by_key.items() if criterion_measure(c) == "numeric"]
     rows = out_level.loc[out_level["criterion"].isin(numeric) & out_level["x"].notna(),
@@ -442,7 +458,7 @@ def systems_section(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[st
         else:
             frame = pd.DataFrame({"item": rows["item_id"], "system": rows["system"], "criterion": rows["criterion"],
                                   "score": rows["x"]})
-        result["criteria"] = compare_systems(frame, level=level)["criteria"]
+        result["criteria"] = compare_systems(frame, level=level, weights=weights)["criteria"]
     for key, c in by_key.items():
         if criterion_measure(c) != "categorical":
             continue
@@ -453,9 +469,14 @@ def systems_section(df: pd.DataFrame, rubric: Mapping[str, Any], by_key: dict[st
             accept = str(c["choices"][0]["value"])
             frame = pd.DataFrame({"item": sub["item_id"], "system": sub["system"], "criterion": key,
                                   "score": sub["label"].astype(str)})
-            rates = compare_systems(frame, accept_criterion=key, accept_value=accept)["accept_rate"]
+            rates = compare_systems(frame, accept_criterion=key, accept_value=accept, weights=weights)["accept_rate"]
             result["accept_rate"][key] = {"value": accept, "systems": rates}
-        shares = sub.groupby("system")["label"].value_counts(normalize=True)
+        if weights is None:
+            shares = sub.groupby("system")["label"].value_counts(normalize=True)
+        else:  # each rating weighted by its item's 1/π, as the means are
+            w = pd.Series(sub["item_id"].map(lambda i: weights.get(int(i), 1.0)).to_numpy(float), index=sub.index)
+            summed = w.groupby([sub["system"], sub["label"]], observed=True).sum()
+            shares = summed / summed.groupby(level=0, observed=True).transform("sum")
         result["labels"][key] = {str(s): {str(lab): float(v) for lab, v in g.droplevel(0).items()}
                                  for s, g in shares.groupby(level=0)}
     return result
@@ -574,8 +595,10 @@ def with_threshold(report: dict[str, Any], threshold: float = DEFAULT_ICC_THRESH
 def report_cache_key(study: Study, **kwargs: Any) -> str:
     """The cache key of the study's report as its ratings stand now."""
     # The setting shapes the consensus section: a change to it is a new report (v4: the rater models).
-    raw = f"{ratings_fingerprint(study)}:{study.consensus_min_raters}:{sorted(kwargs.items())}"
-    return "concord:report:v4:" + hashlib.sha256(raw.encode()).hexdigest()
+    # The sampling policy decides the weights (v5: Hájek-weighted under active inference; changing it clears draws).
+    policy = json.dumps(study.sampling_policy or {}, sort_keys=True)
+    raw = f"{ratings_fingerprint(study)}:{study.consensus_min_raters}:{policy}:{sorted(kwargs.items())}"
+    return "concord:report:v5:" + hashlib.sha256(raw.encode()).hexdigest()
 
 
 def cached_study_report(study: Study, **kwargs: Any) -> dict[str, Any]:

@@ -74,7 +74,9 @@ def _ranking(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         out.append({"criterion": key, "name": "Combined (rubric weights)" if key == "combined" else names.get(key, key),
                     "ranking": [{"system": s, "mean": means[s], "ci": comp["systems"][s]["ci"]} for s in comp["ranking"]],
                     "significant": significant, "not_significant": unclear, "alpha": SIGNIFICANCE,
-                    "correction": "Holm"})
+                    "correction": "Holm",
+                    # under an active design the pairs are tested on the Hájek-weighted difference (compare_systems)
+                    "test": comp["pairs"][0].get("test", "Wilcoxon") if comp["pairs"] else "Wilcoxon"})
     return out
 
 
@@ -164,7 +166,7 @@ def summary_csv_rows(summary: Mapping[str, Any]) -> Iterator[list[Any]]:
                None, None, ""]
         for e in rank["significant"]:
             yield ["summary", rank["criterion"], f"{e['better']} > {e['worse']}", "significant_p_holm", e["p_holm"],
-                   None, None, f"Holm-adjusted Wilcoxon p < {rank['alpha']}"]
+                   None, None, f"Holm-adjusted {rank.get('test', 'Wilcoxon')} p < {rank['alpha']}"]
     for key, data in summary["judges"].items():
         for row in (data or {}).get("rows", []):
             yield ["summary", row["criterion"], row["judge"], "judge_stands_in", row["stands_in"], None, None,

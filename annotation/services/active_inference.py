@@ -26,6 +26,7 @@ same round (two last ratings submitted at once, two runs ending together) draw i
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import defaultdict
 from typing import Any, Iterable, Sequence
@@ -41,6 +42,7 @@ from annotation.stats.active_design import calibrated_probabilities, predicted_s
 from config.celery import registered_task
 
 DRAW_TASK = "judges.tasks.active_draw_next"
+log = logging.getLogger(__name__)
 
 JuryRows = Iterable[tuple[int, int, Sequence[float | None]]]
 
@@ -133,11 +135,15 @@ def next_round(study: Study) -> int | None:
     return _round_after(study.sampling_policy, counts["n"], counts["done"])
 
 
-def _ask(study_id: int, round_no: int) -> None:
+def _ask(study: Study, round_no: int) -> None:
     """Queue the draw of round `round_no`, after the caller's transaction commits. The cache key only
-    spares the broker repeats (a burst of submits); the draw's own check is what keeps it to once."""
-    if cache.add(f"active-draw-due:{study_id}:{round_no}", 1, timeout=10):
-        registered_task(DRAW_TASK).delay(study_id, round_no)
+    spares the broker repeats (a burst of submits); the draw's own check is what keeps it to once. It
+    names the study's creation too: ids come back in a new database (a test run), keys may outlive it."""
+    if cache.add(f"active-draw-due:{study.pk}:{study.created_at.timestamp()}:{round_no}", 1, timeout=10):
+        try:
+            registered_task(DRAW_TASK).delay(study.pk, round_no)
+        except Exception:  # the rating (or the judge run) is stored: a lost request leaves draw_humans to do it
+            log.exception("could not ask for round %s of study %s", round_no, study.pk)
 
 
 def active_pilot_request(*, study_id: int) -> None:
@@ -146,7 +152,7 @@ def active_pilot_request(*, study_id: int) -> None:
     def check() -> None:
         study = Study.objects.filter(pk=study_id).first()
         if study is not None and next_round(study) == 0:
-            _ask(study_id, 0)
+            _ask(study, 0)
 
     transaction.on_commit(check)
 
@@ -162,7 +168,7 @@ def active_after_submit(*, study: Study) -> None:
         # before the pilot nothing is asked here: round 0 waits for the judges (active_pilot_request)
         round_no = next_round(study)
         if round_no and not round_open(study):
-            _ask(study.pk, round_no)
+            _ask(study, round_no)
 
     transaction.on_commit(check)
 

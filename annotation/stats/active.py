@@ -194,6 +194,30 @@ def ipw_ppi_mean(y: Any, yhat: Any, pi: Any, rated: Any, *, lam: float | None = 
             "n_rated": int(xi.sum()), "expected_rated": float(pi.sum())}
 
 
+def hajek_mean(x: Any, w: Any, *, level: float = 0.95) -> dict[str, Any]:
+    """Hájek's weighted mean Σwx / Σw of values sampled with unequal probabilities (w = 1/π of each
+    value's unit), with the linearised standard error sqrt(n/(n−1)·Σw²(x−m)²) / Σw and a normal
+    interval; `effective_n` = (Σw)² / Σw². The human-only estimate of a population mean under an
+    active design, where the plain mean over-counts the units drawn more often.
+
+    Reference: Hájek (1971); Särndal, Swensson & Wretman (1992), Model Assisted Survey Sampling, §5.7.
+    """
+    x, w = _array("x", x), _array("w", w)
+    if x.size != w.size or np.any(w <= 0):
+        raise ValueError("hajek_mean needs one positive weight per value")
+    n = x.size
+    if n == 0:
+        return {"mean": None, "ci": None, "se": None, "n": 0, "effective_n": 0.0}
+    total = float(w.sum())
+    mean = float(np.sum(w * x) / total)
+    out = {"mean": mean, "ci": None, "se": None, "n": n, "effective_n": total ** 2 / float(np.sum(w ** 2))}
+    if n >= 2:
+        se = float(np.sqrt(n / (n - 1) * np.sum(w ** 2 * (x - mean) ** 2)) / total)
+        half = float(norm.ppf((1 + level) / 2) * se)
+        out.update(se=se, ci=[mean - half, mean + half])
+    return out
+
+
 def ipw_ppi_systems(system: Any, y: Any, yhat: Any, pi: Any, rated: Any, *, level: float = 0.95) -> dict[str, Any]:
     """{system: ipw_ppi_mean(...)} over parallel per-output arrays, λ tuned per system.
 

@@ -9,13 +9,14 @@ first averaged per (item, system, criterion) so that every item counts once.
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata, wilcoxon
+from scipy.stats import norm, rankdata, wilcoxon
 from scipy.stats import t as t_dist
 
+from .active import hajek_mean
 from .grouping import group_agg, group_index
 
 
@@ -70,18 +71,45 @@ def _mean_ci(x: np.ndarray, level: float) -> tuple[float, list[float] | None]:
     return mean, [mean - half, mean + half]
 
 
+def _weighted_pair(d: np.ndarray, w: np.ndarray) -> tuple[float, float, float, float | None]:
+    """(win a, win b, tie, two-sided p) of paired differences weighted by w: shares of the weight, and
+    the normal test of the Hájek mean difference (a design-based test; Wilcoxon's ranks ignore w)."""
+    total = w.sum()
+    shares = [float(np.sum(w[d > 0]) / total), float(np.sum(w[d < 0]) / total), float(np.sum(w[d == 0]) / total)]
+    est = hajek_mean(d, w) if d.size >= 2 and np.any(d != 0) else None
+    p = None
+    if est is not None and est["se"]:
+        p = float(2 * norm.sf(abs(est["mean"]) / est["se"]))
+    return (*shares, p)
+
+
 def compare_systems(ratings: pd.DataFrame, *, accept_criterion: str | None = None,
-                    accept_value: object = "ACCEPT", level: float = 0.95) -> dict[str, Any]:
+                    accept_value: object = "ACCEPT", level: float = 0.95,
+                    weights: Mapping[int, float] | None = None) -> dict[str, Any]:
     """{criterion: {"systems": {...}, "pairs": [...], "ranking": [...]}} for numeric criteria;
     with `accept_criterion`, the share of its ratings equal to `accept_value` per system.
 
-    Reference: Wilcoxon (1945) signed-rank tests, Holm (1979) for their p-values; t intervals of the means.
+    `weights`: {item: 1/π} when items were drawn with unequal probabilities (active inference): each
+    system's mean is then Hájek's weighted mean over items with its normal interval (hajek_mean), a
+    pair's wins are shares of the weight and its p-value the normal test of the weighted mean
+    difference, and the accept rate weights each rating by its item's weight. An item without a weight
+    counts 1 (π = 1). Entries say which ("weighted": True, a pair's "test").
+
+    Reference: Wilcoxon (1945) signed-rank tests, Holm (1979) for their p-values; t intervals of the means;
+    Hájek (1971) for the weighted means.
     """
     out: dict[str, Any] = {}
+
+    def weight_of(items) -> np.ndarray:
+        return np.array([weights.get(int(i), 1.0) for i in items], dtype=float)
+
     if accept_criterion is not None:
         acc = ratings[ratings["criterion"] == accept_criterion]
-        out["accept_rate"] = {str(s): float(np.mean(g["score"].astype(str) == str(accept_value)))
-                              for s, g in acc.groupby("system")}
+        out["accept_rate"] = {}
+        for s, g in acc.groupby("system"):
+            hit = (g["score"].astype(str) == str(accept_value)).to_numpy(float)
+            w = weight_of(g["item"]) if weights is not None else np.ones(hit.size)
+            out["accept_rate"][str(s)] = float(np.sum(w * hit) / w.sum()) if hit.size else float("nan")
         ratings = ratings[ratings["criterion"] != accept_criterion]
     score = pd.to_numeric(ratings["score"], errors="coerce").to_numpy(dtype=float)
     # Per (criterion, system, item) means, grouped by integer codes (stats.grouping: the groups,
@@ -97,14 +125,27 @@ def compare_systems(ratings: pd.DataFrame, *, accept_criterion: str | None = Non
     for crit, per in means.groupby(level="criterion"):
         wide = per.droplevel("criterion").unstack("system")  # items x systems
         systems = {}
+        w_items = weight_of(wide.index) if weights is not None else None
         for s in wide.columns:
-            x = wide[s].dropna().to_numpy()
-            mean, ci = _mean_ci(x, level)
-            systems[str(s)] = {"mean": mean, "ci": ci, "n_items": int(x.size)}
+            seen = wide[s].notna().to_numpy()
+            x = wide[s].to_numpy()[seen]
+            if w_items is None:
+                mean, ci = _mean_ci(x, level)
+                systems[str(s)] = {"mean": mean, "ci": ci, "n_items": int(x.size)}
+            else:
+                est = hajek_mean(x, w_items[seen], level=level)
+                systems[str(s)] = {"mean": est["mean"], "ci": est["ci"], "n_items": int(x.size), "weighted": True,
+                                   "effective_n": est["effective_n"]}
         pairs = []
         for a, b in combinations(wide.columns, 2):
-            both = wide[[a, b]].dropna().to_numpy()
+            seen = wide[[a, b]].notna().all(axis=1).to_numpy()
+            both = wide[[a, b]].to_numpy()[seen]
             d = both[:, 0] - both[:, 1]
+            if w_items is not None:
+                win_a, win_b, tie, p = _weighted_pair(d, w_items[seen]) if d.size else (0.0, 0.0, 0.0, None)
+                pairs.append({"a": str(a), "b": str(b), "n_items": int(d.size), "win_a": win_a, "win_b": win_b,
+                              "tie": tie, "p_value": p, "test": "weighted mean difference (normal)"})
+                continue
             p = None
             if d.size > 0 and np.any(d != 0):
                 p = wilcoxon_pvalue(both[:, 0], both[:, 1])

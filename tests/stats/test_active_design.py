@@ -106,3 +106,21 @@ def test_ratio_form_variance_matches_its_linearisation_by_monte_carlo():
     assert closed < 0.5 * horvitz  # what the ratio form saves under that bias
     out = ipw_ppi_mean(np.where(draws[0], y, np.nan), f, pi, draws[0], lam=1.0)
     assert out["mean"] == pytest.approx(theta[0], abs=1e-12)
+
+
+def test_hajek_mean_is_the_plain_mean_under_equal_weights_and_recovers_a_population_mean():
+    from annotation.stats.active import hajek_mean
+
+    x = np.array([1.0, 2.0, 4.0, 7.0])
+    out = hajek_mean(x, np.full(4, 3.0))
+    assert out["mean"] == pytest.approx(x.mean()) and out["effective_n"] == pytest.approx(4)
+    assert out["se"] == pytest.approx(x.std(ddof=1) / 2)  # n/(n−1)·Σ(x−m)²/n² = s²/n
+    # Poisson sampling of a planted population with π growing with the value: weighted mean unbiased
+    rng = np.random.default_rng(58)
+    y = rng.normal(3, 1, 20000)
+    pi = np.clip(0.05 + 0.05 * (y - y.min()), 0.05, 1)
+    drawn = rng.random(y.size) < pi
+    est = hajek_mean(y[drawn], 1 / pi[drawn])
+    assert abs(est["mean"] - y.mean()) < 3 * est["se"] and y[drawn].mean() - y.mean() > 10 * est["se"]
+    with pytest.raises(ValueError, match="positive weight"):
+        hajek_mean([1.0], [0.0])

@@ -53,7 +53,7 @@ def test_a_good_policy_is_stored_with_its_defaults_and_pairwise_rubrics_are_refu
 def by_hand(monkeypatch):
     """Rounds drawn here by hand: the last rating of a round asks no worker (a session's worker would
     draw it; tests/workspace/test_active_inference_rounds.py tests that)."""
-    monkeypatch.setattr("annotation.services.active_inference._ask", lambda study_id, round_no: None)
+    monkeypatch.setattr("annotation.services.active_inference._ask", lambda study, round_no: None)
 
 
 def _jury(study, wrong: set[str]):

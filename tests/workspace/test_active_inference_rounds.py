@@ -16,7 +16,9 @@ from django.db import connection
 
 from annotation.models import Item
 from annotation.services.active_inference import active_draw, next_round
+from annotation.services.assignments import assignment_next
 from annotation.services.items import items_import
+from annotation.services.ratings import assignment_submit
 from annotation.services.studies import study_create, study_members_add, study_set_status
 from annotation.simulation.items import items_for
 from annotation.simulation.latent import Knobs
@@ -34,6 +36,17 @@ RUBRIC = {"slug": "active-rounds-test", "name": "Active rounds test", "criteria"
 
 def _drawn(study) -> int:
     return Item.objects.filter(study=study, sampling_probability__isnull=False).count()
+
+
+def _settled(study, quiet_s: float = 1.5) -> int:
+    """The number of drawn items once it has not changed for quiet_s."""
+    seen = _drawn(study)
+    while True:
+        time.sleep(quiet_s)
+        now = _drawn(study)
+        if now == seen:
+            return now
+        seen = now
 
 
 def _wait(what, limit_s: float = 60.0):
@@ -62,16 +75,16 @@ def test_the_worker_draws_the_pilot_when_the_judges_end_and_the_next_round_when_
     assert [r.status for r in runs] == ["done", "done"]
     # two runs ended, each asking for the pilot: it is drawn once (6 of 24 items), nothing by hand
     _wait(lambda: _drawn(study) >= 6)
-    time.sleep(1.0)  # room for a second draw, were there one
+    _settled(study)  # room for a second draw, were there one
     pilot = set(Item.objects.filter(study=study, sampling_probability__isnull=False).values_list("pk", flat=True))
     # 6 items, or 6 + 9 when no pilot item went to humans (no rating would ask: the task draws on)
     assert len(pilot) in (6, 15)
 
     simulate_ratings(study=study, raters=[rater], preset=PRESET, knobs=Knobs(), seed=58)
     # the round's last rating asked the worker for the next round
-    after = _wait(lambda: _drawn(study) if _drawn(study) > len(pilot) else 0)
-    time.sleep(1.0)
-    assert _drawn(study) == after in (15, 24)  # one more round (or two, when one sent nobody), never a repeat
+    _wait(lambda: _drawn(study) > len(pilot))
+    # one more round (or two, when one sent nobody: each commits on its own), never a repeat
+    assert _settled(study) in (15, 24)
     assert pilot <= set(Item.objects.filter(study=study, sampling_probability__isnull=False)
                         .values_list("pk", flat=True))
 
@@ -112,6 +125,36 @@ def test_two_requests_for_the_same_round_at_once_draw_it_once(admin_user):
     # round 1, and on while a round sends nobody to humans (no rating would ask for the next)
     assert out["round"] >= 1 and (out["drawn"] > 0 or out["left"] == 0)
     assert _drawn(study) == 8 + 8 * out["round"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_last_two_ratings_of_a_round_submitted_at_once_draw_the_next_round_once(celery_worker_session,
+                                                                                    admin_user):
+    # budget = items: every item of a round goes to humans; a pilot of 2 items, then rounds of 5
+    study = _study(admin_user, "Two at once", 12, budget=12, pilot=0.2, rounds=2)
+    raters = [make_user(f"at-once-{k}") for k in range(2)]
+    study_members_add(study=study, usernames=[r.username for r in raters], role="annotator")
+    study_set_status(study=study, status="open")
+    assert active_draw_next(study.pk, 0)["drawn"] == 2
+    held = [assignment_next(study=study, rater=r) for r in raters]
+    assert {a.item_id for a in held if a} == set(Item.objects.filter(study=study, slots_wanted=1)
+                                                  .values_list("pk", flat=True))
+    gate = threading.Barrier(2)
+
+    def submit(a):
+        try:
+            gate.wait()
+            assignment_submit(assignment=a, answers={"responses": {"1": {"quality": 3}}})
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=submit, args=(a,)) for a in held]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    _wait(lambda: _drawn(study) > 2)
+    assert _settled(study) == 7 and next_round(study) == 2  # round 1 once: its 5 items wait for their raters
 
 
 @pytest.mark.django_db
