@@ -36,6 +36,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Count, F, Q
 
+from annotation.background_requests import background_requests_allowed
 from annotation.models import Assignment, Item, Rating, Study
 from annotation.services.sampling_policy import ACTIVE_INFERENCE, policy_name
 from annotation.stats.active_design import calibrated_probabilities, predicted_saving, residual_map
@@ -139,6 +140,8 @@ def _ask(study: Study, round_no: int) -> None:
     """Queue the draw of round `round_no`, after the caller's transaction commits. The cache key only
     spares the broker repeats (a burst of submits); the draw's own check is what keeps it to once. It
     names the study's creation too: ids come back in a new database (a test run), keys may outlive it."""
+    if not background_requests_allowed():
+        return
     if cache.add(f"active-draw-due:{study.pk}:{study.created_at.timestamp()}:{round_no}", 1, timeout=10):
         try:
             registered_task(DRAW_TASK).delay(study.pk, round_no)

@@ -14,6 +14,8 @@ import time
 from django.core.cache import cache
 from django.db import transaction
 
+from annotation.background_requests import background_requests_allowed
+
 FLAG = "routing-on:{}"
 FLAG_MEMO_S = 2.0
 _memo: dict[int, tuple[bool, float]] = {}  # study id -> (flag, monotonic time read)
@@ -37,7 +39,7 @@ def _routing_on(study_id: int) -> bool:
 
 
 def routing_refresh_request(study_id: int, delay_s: float = 3.0) -> None:
-    if _routing_on(study_id) and cache.add(f"routing-due:{study_id}", 1, timeout=delay_s):
+    if background_requests_allowed() and _routing_on(study_id) and cache.add(f"routing-due:{study_id}", 1, timeout=delay_s):
         from celery import current_app
 
         transaction.on_commit(lambda: current_app.send_task("judges.tasks.routing_refresh", args=[study_id],

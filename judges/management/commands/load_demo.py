@@ -2,6 +2,7 @@
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
+from annotation.background_requests import no_background_requests
 from annotation.demo import demo_install
 from annotation.demo_traffic import TRAFFIC_SLUG
 from annotation.models import Study
@@ -16,8 +17,9 @@ class Command(ConcordCommand):
             "release builds run in this process, so no worker is needed yet.")
 
     def handle(self, *args, **options):
-        accounts = demo_install(judges_hook=demo_judges_and_release)
-        demo_active_install(admin=get_user_model().objects.get(username="admin"))
+        with no_background_requests():  # the same demo whether workers run beside the loader or not
+            accounts = demo_install(judges_hook=demo_judges_and_release)
+            demo_active_install(admin=get_user_model().objects.get(username="admin"))
         hosted = demo_provider_judges()
         studies = Study.objects.filter(Q(slug__startswith="demo-") | Q(slug__startswith="policy-")
                                        | Q(slug=TRAFFIC_SLUG)).order_by("slug")
