@@ -44,9 +44,11 @@ N_ITEMS, N_RATERS = 10_000, 4  # x 4 Likert criteria of rrgen-001 = 160,000 rati
 VISIBILITY_S = 2
 
 
-def rate_in_bulk(study, raters: int) -> int:
+def rate_in_bulk(study, raters: int, hashes: int = 1) -> int:
     """Every rater rates every output on every Likert criterion, with a reasoning text that does not
-    compress away (so that every format is megabytes long); returns the ratings written."""
+    compress away (so that every format is megabytes long: `hashes` md5 digests of 16 random-looking bytes
+    each); returns the ratings written."""
+    reasoning = " || ".join(["md5(a.id || k.key)"] + [f"md5(a.id || k.key || '{n}')" for n in range(1, hashes)])
     users = [make_user(f"bulk-rater-{r}") for r in range(raters)]
     keys = [c["key"] for c in study.rubric["criteria"] if c["kind"] == "likert"]
     a, i, o, r = (m._meta.db_table for m in (Assignment, Item, Output, Rating))
@@ -59,7 +61,7 @@ def rate_in_bulk(study, raters: int) -> int:
             [study.pk, [u.pk for u in users], study.pk])
         cursor.execute(
             f"INSERT INTO {r} (assignment_id, output_id, criterion, value, score, reasoning, created_at, updated_at)"
-            " SELECT a.id, o.id, k.key, to_jsonb(v.x), v.x, md5(a.id || k.key), now(), now()"
+            f" SELECT a.id, o.id, k.key, to_jsonb(v.x), v.x, {reasoning}, now(), now()"
             f" FROM {a} a JOIN {o} o ON o.item_id = a.item_id CROSS JOIN unnest(%s::text[]) AS k(key)"
             " CROSS JOIN LATERAL (SELECT 1 + (a.id * 7 + length(k.key)) %% 7 AS x) v WHERE a.study_id = %s",
             [keys, study.pk])
@@ -190,10 +192,23 @@ def server_db_sessions(master: subprocess.Popen) -> list[tuple[int, str, str]]:
         return cursor.fetchall()
 
 
+CLIENT_RCVBUF = 64 * 1024  # the client's receive buffer, kept small: the server's send buffer is what holds the rest
+
+
+def socket_buffers_bound() -> int:
+    """The most bytes the kernel can hold between a server that writes and a client that stopped reading:
+    the server's largest send buffer (tcp_wmem's maximum, autotuned up to it) and the client's receive buffer
+    (the kernel doubles the size asked for)."""
+    return int(Path("/proc/sys/net/ipv4/tcp_wmem").read_text().split()[2]) + 2 * CLIENT_RCVBUF
+
+
 def open_and_read(base: str, path: str, cookie: str, keep: int) -> tuple[socket.socket, int, bytes]:
     """GET `path` on a raw socket and read about `keep` bytes of the answer."""
     host, port = base.removeprefix("http://").split(":")
-    sock = socket.create_connection((host, int(port)), timeout=30)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, CLIENT_RCVBUF)  # before connecting: sets the window
+    sock.settimeout(30)
+    sock.connect((host, int(port)))
     sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nCookie: sessionid={cookie}\r\n"
                  "Connection: close\r\n\r\n".encode())
     data = b""
@@ -204,6 +219,19 @@ def open_and_read(base: str, path: str, cookie: str, keep: int) -> tuple[socket.
         data += chunk
     status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/") else 0
     return sock, status, data
+
+
+def still_answering(worker: int, sock: socket.socket) -> bool:
+    """Whether the gunicorn worker still holds the client's connection: it closes it when the response ends
+    (the request said Connection: close), so holding it means the export is not all written yet."""
+    import psutil
+
+    port = sock.getsockname()[1]
+    try:
+        held = psutil.Process(worker).net_connections(kind="tcp")
+    except psutil.NoSuchProcess:
+        return False
+    return any(c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED for c in held)
 
 
 def reset(sock: socket.socket) -> None:
@@ -218,8 +246,12 @@ def test_client_gone_mid_stream_leaves_the_server_healthy_and_nothing_open(make_
     from django.test import Client
 
     study = make_study("rrgen-001", items_text=one_output_items(N_ITEMS, prefix="dl"), researchers=[researcher])
-    n_ratings = rate_in_bulk(study, N_RATERS)
+    # Parquet compresses: with one digest a rating its file (3.2 MB) fit in the socket buffers, the server wrote
+    # it all and closed before the client went, and no fault struck mid-export. Four digests make it 13 MB.
+    n_ratings = rate_in_bulk(study, N_RATERS, hashes=4 if fmt == "parquet" else 1)
     expected_sha, expected_size = sha256_of(export_chunks(study, fmt))
+    assert expected_size > 2 * socket_buffers_bound(), \
+        f"the {fmt} export ({expected_size} bytes) could sit whole in the socket buffers: make the study bigger"
     browser = Client()
     browser.force_login(researcher)
     cookie = browser.cookies[settings.SESSION_COOKIE_NAME].value
@@ -229,16 +261,17 @@ def test_client_gone_mid_stream_leaves_the_server_healthy_and_nothing_open(make_
     with running_gunicorn(media_root) as (base, master):
         workers = set(worker_pids(master))
         sock, status, got = open_and_read(base, path, cookie, keep=64 * 1024)
-        # the fault strikes mid-export: the server is still running the export's queries (COPY for JSONL,
-        # SELECTs by id range for Parquet: the export is the server's only request, so any active query of it
-        # is the export's), or its range readers hold the export's snapshot open (idle in transaction) until
-        # the stream is taken. Matching COPY alone missed Parquet's window once on a loaded machine.
+        # The fault strikes mid-export: the worker still holds the connection (it ends the response by closing
+        # it), its export bigger than the socket buffers can take. Whether its queries still run then depends
+        # on the format: JSONL's COPY is paced by the client; Parquet's range readers may have read all ahead.
+        (worker,) = workers
         try:
-            exporting = wait_for(lambda: [q for _, state, q in server_db_sessions(master)
-                                          if state in ("active", "idle in transaction")],
-                                 30, interval=0.05, what="the server to be running the export")
+            answering = wait_for(lambda: still_answering(worker, sock), 30, interval=0.05,
+                                 what="the server to be writing the export")
+            exporting = [q for _, state, q in server_db_sessions(master) if state in ("active", "idle in transaction")]
         finally:
             reset(sock)
+        assert answering
         assert status == 200, got[:500]
         assert len(got) < expected_size / 4, "the client read most of the export: not a mid-stream disconnect"
 
