@@ -14,10 +14,13 @@ DEV_STAMP := $(VENV)/.installed-dev
 # machine's pip configuration (local wheels such as the CPU build of torch).
 UV := $(VENV)/bin/uv
 
+# The venv is made without pip and uv put in by the interpreter's own pip (--prefix): seeding pip into a new
+# venv cost 5 s of CPU of the first minute. Where that pip is missing or refuses, the venv gets pip of its own.
 $(PY):
 	@echo "  Creating the virtual environment .venv ($(PYTHON))"
-	@$(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install -q uv || echo "uv not available: installing with pip"
+	@$(PYTHON) -m venv --without-pip $(VENV)
+	@$(PYTHON) -m pip install -q --disable-pip-version-check --prefix $(VENV) uv 2>/dev/null \
+		|| { $(PY) -m ensurepip >/dev/null && $(PY) -m pip install -q uv; } || echo "uv not available: installing with pip"
 
 $(STAMP): pyproject.toml | $(PY)
 	@if [ -x $(UV) ]; then echo "  Installing what serving needs into .venv (uv)"; \
@@ -29,6 +32,7 @@ $(STAMP): pyproject.toml | $(PY)
 # scripts/ensure-llamacpp.sh builds it in the background while the suite runs, and those tests wait for it.
 $(DEV_STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	@bash scripts/ensure-compilers.sh
+	@$(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip >/dev/null
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev,local-models]"
 	# the Python client is its own distribution (httpx, pandas, pyarrow: already installed above)
@@ -58,7 +62,8 @@ test: install-dev browsers pgbouncer haproxy
 ## MkDocs and its theme at the versions the dev extra pins, without the rest of the dev tools.
 DOCS_DEPS = $(shell grep -o '"mkdocs[a-z-]*==[^"]*"' pyproject.toml | tr -d '"')
 docs: install
-	@test -x $(VENV)/bin/mkdocs || $(PY) -m pip install -q $(DOCS_DEPS)
+	@test -x $(VENV)/bin/mkdocs || { test -x $(UV) && $(UV) pip install -q --python $(PY) $(DOCS_DEPS); } \
+		|| $(PY) -m pip install -q $(DOCS_DEPS)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 	@touch site/.concord-built
 

@@ -168,7 +168,10 @@ def docs_build_command(root: Path, python: str) -> list[str] | None:
         return None
     extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
     pins = [pin for pin in extras if pin.startswith("mkdocs")]
-    install = f"{shlex.quote(python)} -m pip install -q {shlex.join(pins)}"
+    uv = Path(python).with_name("uv")  # the venv of `make run` has uv and no pip of its own (Makefile)
+    installer = f"{shlex.quote(str(uv))} pip install --python {shlex.quote(python)}" if uv.exists() \
+        else f"{shlex.quote(python)} -m pip install"
+    install = f"{installer} -q {shlex.join(pins)}"
     build = (f"NO_MKDOCS_2_WARNING=1 {shlex.quote(python)} -m mkdocs build --strict "
              f"&& touch {shlex.quote(str(mark))}")
     return ["bash", "-c", f"{shlex.quote(python)} -c 'import mkdocs' 2>/dev/null || {install}; {build}"]

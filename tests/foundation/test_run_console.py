@@ -79,3 +79,13 @@ def test_the_home_page_shows_the_demo_filling_in_and_each_study_says_when_it_is_
     assert card.index("Demo: complete") < card.index("</section>")
     after = client_for(admin_user).get("/").content.decode()
     assert "being filled" not in after and "every 3s" not in after and "Demo: " not in after
+
+
+def test_the_docs_tools_are_installed_with_the_venvs_uv_where_it_has_no_pip(tree, tmp_path):
+    """`make run`'s venv is made without pip (Makefile): MkDocs comes by its uv; a venv without uv uses pip."""
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    python = str(bin_dir / "python")
+    assert f"{python} -m pip install -q mkdocs==" in docs_build_command(tree, python)[-1]
+    (bin_dir / "uv").touch()
+    assert f"{bin_dir / 'uv'} pip install --python {python} -q mkdocs==" in docs_build_command(tree, python)[-1]
