@@ -34,6 +34,7 @@ TASK_KINDS = {
     "annotation.tasks.studies_close_past_deadline": "housekeeping",
     "annotation.tasks.requeue_lost_builds": "housekeeping",
     "judges.tasks.requeue_lost_chunks": "housekeeping",
+    "judges.tasks.requeue_lost_draws": "housekeeping",
 }
 
 
@@ -98,7 +99,8 @@ def _refuse_without_secret_key(**kwargs):
 log = logging.getLogger(__name__)
 SWEEP_LOCK = 0x53575045 << 32  # PostgreSQL advisory-lock key of the lost-work sweep ("SWPE" << 32)
 # By name, so that this module imports no app code (the apps' tasks import the broker helpers).
-LOST_WORK_SWEEPS = ("judges.tasks.requeue_lost_chunks", "annotation.tasks.requeue_lost_builds")
+LOST_WORK_SWEEPS = ("judges.tasks.requeue_lost_chunks", "annotation.tasks.requeue_lost_builds",
+                    "judges.tasks.requeue_lost_draws")
 
 
 def requeue_lost_work() -> None:

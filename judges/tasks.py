@@ -15,6 +15,7 @@ import this module, so it imports them at its top: the lifecycle goes one way.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import defaultdict
 from typing import Iterable
@@ -25,6 +26,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 from config.celery import took_too_long
 from judges.services.batches import batch_run_advance
 from judges.services.runs import judge_chunk_process, judge_run_fail, judge_runs_requeue_lost, retry_policy
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, name="judges.tasks.judge_chunk", acks_late=True, reject_on_worker_lost=True,
@@ -94,6 +97,26 @@ def active_draw_next(study_id: int, round_no: int | None = None) -> dict | None:
             break
         round_no = out["round"] + 1
     return out
+
+
+@shared_task(name="judges.tasks.requeue_lost_draws", ignore_result=True)
+def requeue_lost_draws() -> list[int]:
+    """Draw the due rounds of active_inference studies whose request was lost (config/celery.py's lost-work
+    sweep): a round whose round before is rated, or the pilot once the judges have scored. The draw checks
+    the round under the items' lock, so a request still in transit draws nothing after it. Returns the ids
+    of the studies drawn."""
+    from annotation.services.active_inference import active_rounds_waiting, next_round
+    from judges.selectors import study_jury
+
+    drawn = []
+    for study in active_rounds_waiting():
+        round_no = next_round(study)
+        if round_no == 0 and not study_jury(study):
+            continue  # the pilot waits for the judges' scores (annotation.services.active_inference)
+        if active_draw_next(study.pk, round_no) is not None:
+            log.info("round %s of study %s: its draw request was lost; drawn now", round_no, study.slug)
+            drawn.append(study.pk)
+    return drawn
 
 
 @shared_task(name="judges.tasks.batch_poll", acks_late=True, reject_on_worker_lost=True, ignore_result=True)

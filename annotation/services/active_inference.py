@@ -149,6 +149,14 @@ def _ask(study: Study, round_no: int) -> None:
             log.exception("could not ask for round %s of study %s", round_no, study.pk)
 
 
+def active_rounds_waiting() -> list[Study]:
+    """The open active_inference studies whose next round is due and not drawn: no item drawn for humans
+    still waits for a rater, and items are left to draw. A request the broker lost leaves a study here
+    (judges.tasks.requeue_lost_draws draws it); one in transit does too, and its draw then finds it drawn."""
+    studies = Study.objects.filter(status=Study.Status.OPEN, sampling_policy__name=ACTIVE_INFERENCE)
+    return [s for s in studies if next_round(s) is not None and not round_open(s)]
+
+
 def active_pilot_request(*, study_id: int) -> None:
     """A judge run on the study ended with scores: when the study is active_inference and its pilot is
     not drawn yet, ask for it (on commit)."""

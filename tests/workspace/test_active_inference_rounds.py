@@ -165,3 +165,28 @@ def test_draw_humans_still_draws_by_hand(admin_user):
     assert out.getvalue().startswith("round 0: 5 items") and next_round(study) == 1
     with pytest.raises(ValueError, match="round 0 of .* is drawn already"):
         active_draw(study=study, jury=study_jury(study), round_no=0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_round_whose_request_the_broker_lost_is_drawn_by_the_lost_work_sweep(admin_user):
+    """The last rating of a round asks for the next; when that request is lost, the workers' lost-work sweep
+    (config/celery.py) draws the round, once, and leaves a round that still waits for ratings alone."""
+    from annotation.background_requests import no_background_requests
+    from config.celery import LOST_WORK_SWEEPS
+    from judges.tasks import requeue_lost_draws
+
+    assert "judges.tasks.requeue_lost_draws" in LOST_WORK_SWEEPS
+    study = _study(admin_user, "Lost request", 12, budget=12, pilot=0.2, rounds=2)
+    rater = make_user("lost-request-rater")
+    study_members_add(study=study, usernames=[rater.username], role="annotator")
+    study_set_status(study=study, status="open")
+    assert requeue_lost_draws() == [] and _drawn(study) == 0  # the pilot waits for the judges
+    assert active_draw_next(study.pk, 0)["drawn"] == 2
+    assert requeue_lost_draws() == []  # the pilot waits for its ratings
+    with no_background_requests():  # the request the round's last rating makes is lost
+        for _ in range(2):
+            a = assignment_next(study=study, rater=rater)
+            assignment_submit(assignment=a, answers={"responses": {"1": {"quality": 3}}})
+    assert next_round(study) == 1 and _drawn(study) == 2
+    assert requeue_lost_draws() == [study.pk] and _drawn(study) == 7
+    assert requeue_lost_draws() == [] and _drawn(study) == 7  # round 1 waits for its ratings
