@@ -39,7 +39,6 @@ from django.db.models import Count, F, Q
 from annotation.background_requests import background_requests_allowed
 from annotation.models import Assignment, Item, Rating, Study
 from annotation.services.sampling_policy import ACTIVE_INFERENCE, policy_name
-from annotation.stats.active_design import calibrated_probabilities, predicted_saving, residual_map
 from config.celery import registered_task
 
 DRAW_TASK = "judges.tasks.active_draw_next"
@@ -182,6 +181,9 @@ def active_draw(*, study: Study, jury: JuryRows, seed: int | None = None,
     expected, left). ActiveDrawError when the study has no such policy, the budget exceeds the
     items, every item is drawn already, (only_when_done) an item of the round before still waits
     for a rater, or (round_no) the next round is not that one: it was drawn already."""
+    # here, not at the top: every rating's submit imports this module, and the design imports scipy.stats
+    from annotation.stats.active_design import calibrated_probabilities
+
     spec = _spec(study)
     with transaction.atomic():
         items = list(Item.objects.select_for_update().filter(study=study, is_attention_check=False,
@@ -227,6 +229,8 @@ def active_prediction(*, study: Study, jury: JuryRows, budget: int | None = None
     learned from them, "pilot"); else from the judges' scores alone, taking each item's jury variance
     as its expected squared error ("judges": an upper bound, right only if the disagreement is the error).
     """
+    from annotation.stats.active_design import predicted_saving, residual_map
+
     spec = study.sampling_policy if policy_name(study) == ACTIVE_INFERENCE else {}
     items = _items(study)
     n = len(items)
