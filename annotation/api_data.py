@@ -19,9 +19,8 @@ from rest_framework.response import Response
 from annotation.access import get_study_for_reader, is_admin
 from annotation.audit import audit_download
 from annotation.comparison_table import comparisons_parquet
-from annotation.datasets import FORMATS, export_chunks, export_filename
+from annotation.datasets import DEFAULT_DELTA, FORMATS, export_chunks, export_filename
 from annotation.datasets.card import LICENSES
-from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.datasets.quotas import export_quota_check
 from annotation.datasets.releases import ReleaseError, releases_create, study_releases
 from annotation.datasets.views import release_file_response
