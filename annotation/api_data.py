@@ -18,16 +18,13 @@ from rest_framework.response import Response
 
 from annotation.access import get_study_for_reader, is_admin
 from annotation.audit import audit_download
-from annotation.comparison_table import comparisons_parquet
-from annotation.datasets import FORMATS, export_chunks, export_filename
+from annotation.datasets import DEFAULT_DELTA, FORMATS, export_chunks, export_filename
 from annotation.datasets.card import LICENSES
-from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.datasets.quotas import export_quota_check
 from annotation.datasets.releases import ReleaseError, releases_create, study_releases
 from annotation.datasets.views import release_file_response
 from annotation.models import DatasetRelease
-from annotation.reports.background import ReportFailed, ReportPending
-from annotation.reports.downloads import report_bytes
+from annotation.reports.pending import ReportFailed, ReportPending
 from annotation.reports.views import report_not_ready
 from annotation.serializers import RubricVersionSerializer
 from config.parsers import ApiNumberField
@@ -95,6 +92,8 @@ def study_report_json(request: Request, slug: str) -> HttpResponse:
     """The study report as JSON: the bytes of the report page's JSON download. A large study's report
     is computed by a worker: 202 with Retry-After until it is ready (a report computed before, while
     a newer one is computed, comes with `"out_of_date": true`)."""
+    from annotation.reports.downloads import report_bytes  # here: pandas, scipy, matplotlib
+
     study = get_study_for_reader(request.user, slug)
     try:
         body = report_bytes(study, "json", web=True)
@@ -110,6 +109,8 @@ def study_report_json(request: Request, slug: str) -> HttpResponse:
 @permission_classes([permissions.IsAuthenticated])
 def study_comparisons(request: Request, slug: str) -> HttpResponse:
     """Every comparative answer of the study's raters as Parquet (systems by name, in the order shown)."""
+    from annotation.comparison_table import comparisons_parquet  # here: pyarrow, the comparison statistics
+
     study = get_study_for_reader(request.user, slug)
     response = HttpResponse(comparisons_parquet(study), content_type=PARQUET)
     audit_download(actor=request.user, study=study, target=f"{study.slug}-comparisons.parquet",

@@ -16,7 +16,6 @@ from config.parsers import ApiNumberField
 from judges.config import JudgeConfigError, validate_judge
 from judges.masking import mask_judge
 from judges.models import JudgeConfig, JudgeRun, JudgeScore
-from judges.score_table import study_scores_parquet
 from judges.selectors import run_progress
 from judges.services.budget import BudgetError, judge_run_set_cap
 from judges.services.runs import JudgeRunError, judge_run_cancel, judge_run_resume, judge_run_start
@@ -189,6 +188,8 @@ class JudgeRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 @permission_classes([permissions.IsAuthenticated])
 def study_scores(request, slug: str) -> HttpResponse:
     """Every judge score of the study's runs as Parquet (typed columns); readers of the study only."""
+    from judges.score_table import study_scores_parquet  # here: pyarrow, which the URL conf does without
+
     study = get_study_for_reader(request.user, slug)
     response = HttpResponse(study_scores_parquet(study), content_type="application/vnd.apache.parquet")
     response["Content-Disposition"] = f'attachment; filename="{study.slug}-judge-scores.parquet"'

@@ -21,22 +21,18 @@ from config.limits import limit, upload_problem
 from config.parsers import BadNumber, parse_int, parse_number, whole_number
 from judges.config import JudgeConfigError
 from judges.models import JudgeConfig, JudgeRun
-from judges.routing_plot import intervals_over_time
 from judges.selectors import judges_by_study, judges_for_study, run_key_comparison, run_progress, study_runs
-from judges.services import gold as gold_svc
 from judges.services.configs import judge_configs_load
 from judges.services.doubt import SIGNALS, Thresholds
-from judges.services.files import RUN_FILES, run_file
 from judges.services.handoff import HandoffError, doubtful_send_to_study, find_doubtful
-from judges.services.juries import COMBINE, jury_create
-from judges.services.routing import (
-    REASON_WORDS, RoutingError, parse_comparisons, routing_configure, routing_refresh, study_systems,
-)
 from judges.services.budget import BudgetError, judge_run_set_cap
 from judges.services.estimate import estimate_lines, run_estimate
 from judges.services.runs import (
     JudgeRunError, judge_config_snapshot, judge_run_cancel, judge_run_resume, judge_run_start,
 )
+
+# Routing, juries, gold and run files (numpy, pandas, scipy, matplotlib) are imported by the views that use
+# them, not with the URL conf: every web worker, Celery worker and manage.py command would load them at start.
 
 
 def _require_admin(request: HttpRequest) -> None:
@@ -95,6 +91,8 @@ def _pasted_problem(text: str) -> str | None:
 # ------------------------------------------------------------------------------------- a study's runs
 
 def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
+    from judges.services.files import RUN_FILES
+
     return {"run": run, "p": run_progress(run), "can_write": is_admin(request.user),
             "files": RUN_FILES, "key": run_key_comparison(run)}
 
@@ -102,6 +100,8 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
 def _routing_context(study: Study) -> dict:
     from annotation.reports.stats import criterion_measure
     from judges.models import StudyRouting
+    from judges.routing_plot import intervals_over_time
+    from judges.services.routing import REASON_WORDS
 
     routing = StudyRouting.objects.filter(study=study).first()
     state = routing.state if routing else {}
@@ -115,6 +115,8 @@ def _routing_context(study: Study) -> dict:
 
 @login_required
 def study_judges(request: HttpRequest, slug: str) -> HttpResponse:
+    from judges.services.juries import COMBINE
+
     study = get_study_for_reader(request.user, slug)
     can_write = is_admin(request.user)
     runs = study_runs(study)
@@ -179,6 +181,8 @@ def run_start(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def jury_start(request: HttpRequest, slug: str) -> HttpResponse:
     """Combine finished runs into a jury (a run of its own; no model is asked)."""
+    from judges.services.juries import jury_create
+
     study = get_study_for_admin(request.user, slug)
     chosen = {whole_number(x) for x in request.POST.getlist("runs")}
     runs = [r for r in study_runs(study) if r.pk in chosen]
@@ -200,6 +204,10 @@ def jury_start(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def routing_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Set the study's routing (budget, comparisons to decide) and refresh it now."""
+    from judges.services.routing import (
+        RoutingError, parse_comparisons, routing_configure, routing_refresh, study_systems,
+    )
+
     study = get_study_for_admin(request.user, slug)
     data = request.POST
     try:
@@ -270,6 +278,8 @@ def run_cap(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def run_file_view(request: HttpRequest, pk: int, name: str) -> FileResponse:
+    from judges.services.files import RUN_FILES, run_file
+
     run = _run_for(request, pk)
     if name not in RUN_FILES:
         raise Http404("No such file")
@@ -287,6 +297,8 @@ def gold_view(request: HttpRequest, slug: str) -> HttpResponse:
 
     An upload is only read (never stored), so researchers may evaluate too.
     """
+    from judges.services import gold as gold_svc
+
     study = get_study_for_reader(request.user, slug)
     runs = [r for r in study_runs(study) if r.n_expected]
     chosen = request.POST.getlist("runs") or request.GET.getlist("runs")

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from annotation.datasets import DEFAULT_DELTA, UNRELEASED
 from annotation.datasets.tables import (
     CONSENSUS_COLUMNS, CONSENSUS_SCHEMA, consensus_batches, consensus_rows, item_chunks, output_score_rows,
     score_fields,
@@ -34,8 +35,6 @@ from annotation.stats.consensus import preference_pairs
 
 Progress = Callable[[int], None]
 SPREADSHEET_TEXT_COLUMNS = ("item", "system", "majority")
-DEFAULT_DELTA = 0.5  # seed 002: pairs need a consensus difference of at least 0.5 points
-UNRELEASED = "0.0.0-dev"
 PARQUET_ROW_GROUP = 65_536
 
 

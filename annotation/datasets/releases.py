@@ -23,14 +23,11 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation.datasets import FORMATS, export_filename, export_to_file
+from annotation.datasets import DEFAULT_DELTA, FORMATS, export_filename, export_to_file
 from annotation.datasets.card import LICENSES
-from annotation.datasets.tables import ITEMS_PER_CHUNK
-from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.datasets.quotas import build_quota_check
 from annotation.datasets.writers import temporaries
 from annotation.models import DatasetRelease, Study
-from annotation.reports.ratings import count_rating_rows
 from config.celery import registered_task, time_limits, took_too_long
 from config.limits import clip, text_problem
 
@@ -199,6 +196,10 @@ class _ProgressReporter:
 def release_build(*, release_id: int) -> DatasetRelease:
     """Write the release's file and record its checksum and size. Idempotent: a ready release
     or one being built elsewhere is returned as it is."""
+    # here, not at the top: the release pages import this module, and the counts' modules import pandas
+    from annotation.datasets.tables import ITEMS_PER_CHUNK
+    from annotation.reports.ratings import count_rating_rows
+
     release = _claim(release_id)
     if release is None:
         return DatasetRelease.objects.get(pk=release_id)

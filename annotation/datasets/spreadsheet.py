@@ -8,10 +8,10 @@ Parquet keep every value raw. Numbers are never text here, so a negative score s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-from pandas.api.types import is_string_dtype
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMULA_STARTS = ("=", "+", "-", "@")
 
@@ -25,6 +25,8 @@ def spreadsheet_safe(value: Any) -> Any:
 
 def spreadsheet_safe_column(column: pd.Series) -> pd.Series:
     """spreadsheet_safe over a whole column at once (values that are not text pass through)."""
+    from pandas.api.types import is_string_dtype  # here: the views import spreadsheet_safe, never pandas
+
     risky = column.str[:1].isin(FORMULA_STARTS) if column.dtype == object or is_string_dtype(column) else None
     if risky is None or not risky.any():
         return column

@@ -18,9 +18,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import get_study_for_reader
 from annotation.audit import Action, audit_record
-from annotation.datasets import FORMATS, export_chunks, export_filename
+from annotation.datasets import DEFAULT_DELTA, FORMATS, export_chunks, export_filename
 from annotation.datasets.card import LICENSES
-from annotation.datasets.formatters import DEFAULT_DELTA
 from annotation.models import DatasetRelease
 from annotation.datasets.quotas import export_quota_check
 from annotation.datasets.releases import ReleaseError, next_version, release_path, releases_create, study_releases

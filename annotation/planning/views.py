@@ -12,12 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
-from annotation.planning.active import active_plan
 from annotation.planning.forms import FIELDS, PlanForm
-from annotation.planning.pilot import has_ratings, pilot_estimates, score_criteria
-from annotation.planning.plan import pilot_inputs, study_plan
-from annotation.planning.plots import power_curves
-from annotation.stats.power import InvalidArgument
 
 # What the form shows before anything is entered, where the pilot has no estimate.
 PAGE_DEFAULTS: dict[str, Any] = {"delta": 0.5, "sd": 1.0, "icc": 0.5, "corr": 0.5, "raters": 3, "power": 0.8,
@@ -38,6 +33,14 @@ def _pilot_hint(name: str, values: dict[str, float], missing: dict[str, str]) ->
 @login_required
 @require_GET
 def study_plan_page(request: HttpRequest, slug: str) -> HttpResponse:
+    # here, not at the top: the planning modules import scipy, pandas and matplotlib, which the URL conf
+    # (every web worker, Celery worker and manage.py command) would otherwise load at start
+    from annotation.planning.active import active_plan
+    from annotation.planning.pilot import has_ratings, pilot_estimates, score_criteria
+    from annotation.planning.plan import pilot_inputs, study_plan
+    from annotation.planning.plots import power_curves
+    from annotation.stats.power import InvalidArgument
+
     study = get_study_for_reader(request.user, slug)
     criteria = [(c["key"], c.get("name", c["key"])) for c in score_criteria(study)]
     keys = [k for k, _ in criteria]

@@ -34,6 +34,7 @@ from django.core.cache import cache
 from django.db import transaction
 
 from annotation.models import Study
+from annotation.reports.pending import ReportFailed, ReportPending
 from annotation.reports.rating_changes import study_changes
 from annotation.reports.sections import extra_sections, sections_cache_key
 from annotation.reports.study import CACHE_SECONDS, cached_study_report, report_cache_key, study_report
@@ -44,32 +45,6 @@ FAILED_SECONDS = 10 * 60  # a failure is shown this long before a reader may try
 # Expected time per million ratings (bench report_x10 on 2 cores: 4.6 s at 1M, 43.6 s at 10M), for
 # the progress bar only.
 SECONDS_PER_MILLION = 4.5
-
-
-class ReportPending(Exception):
-    """The report is being computed by a worker."""
-
-    def __init__(self, queued_at: float, expected_s: float):
-        super().__init__(f"the report is being computed (about {expected_s:.0f} s in all)")
-        self.queued_at = queued_at
-        self.expected_s = expected_s
-
-    @property
-    def elapsed_s(self) -> float:
-        return max(0.0, time.time() - self.queued_at)
-
-    @property
-    def share(self) -> float:
-        """An estimate, held below 1 until the report is there."""
-        return min(0.95, self.elapsed_s / self.expected_s)
-
-    @property
-    def retry_after_s(self) -> int:
-        return max(2, min(30, int(self.expected_s - self.elapsed_s)))
-
-
-class ReportFailed(Exception):
-    """The worker's last try at this study's report failed; the message says why."""
 
 
 REPORT, SECTIONS = "report", "sections"

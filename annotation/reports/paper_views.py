@@ -9,9 +9,10 @@ from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
 from annotation.audit import audit_download
-from annotation.reports.background import ReportFailed, ReportPending
-from annotation.reports.paper import paper_zip, study_paper_files
+from annotation.reports.pending import ReportFailed, ReportPending
 from annotation.reports.views import report_not_ready
+
+# annotation.reports.paper (matplotlib, pandas) is imported by the views, not with the URL conf.
 
 CONTENT_TYPES = {"tex": "application/x-tex; charset=utf-8", "md": "text/markdown; charset=utf-8",
                  "svg": "image/svg+xml", "pdf": "application/pdf", "png": "image/png"}
@@ -26,6 +27,8 @@ def _attachment(body: bytes, content_type: str, filename: str) -> HttpResponse:
 @login_required
 @require_GET
 def paper_kit(request: HttpRequest, slug: str) -> HttpResponse:
+    from annotation.reports.paper import paper_zip, study_paper_files
+
     study = get_study_for_reader(request.user, slug)
     try:
         files = study_paper_files(study, web=True)
@@ -39,6 +42,8 @@ def paper_kit(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def paper_file(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    from annotation.reports.paper import study_paper_files
+
     study = get_study_for_reader(request.user, slug)
     try:
         files = study_paper_files(study, web=True, only=name)

@@ -15,17 +15,18 @@ from django.views.decorators.http import require_GET
 
 from annotation.access import get_study_for_reader
 from annotation.audit import audit_download, audit_page
-from annotation.reports.background import ReportFailed, ReportPending
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import Study
-from annotation.reports.comparisons import comparative_answers, comparative_criteria, long_rows
-from annotation.reports.downloads import DOWNLOADS, page_context, report_bytes, report_filename, report_with_sections
-from annotation.reports.steps import step_map
-from annotation.reports.study import DEFAULT_ICC_THRESHOLD
+from annotation.reports.pending import ReportFailed, ReportPending
 from config.parsers import BadNumber, parse_number
+
+# The report's modules (pandas, scipy, matplotlib) are imported by the views that compute, not with the
+# URL conf: every web worker, Celery worker and manage.py command would pay for them at start.
 
 
 def _threshold(request: HttpRequest) -> tuple[float, str | None]:
+    from annotation.reports.study import DEFAULT_ICC_THRESHOLD
+
     raw = request.GET.get("icc_threshold", "").strip()
     if not raw:
         return DEFAULT_ICC_THRESHOLD, None
@@ -38,6 +39,8 @@ def _threshold(request: HttpRequest) -> tuple[float, str | None]:
 @login_required
 @require_GET
 def study_report(request: HttpRequest, slug: str) -> HttpResponse:
+    from annotation.reports.downloads import DOWNLOADS, page_context, report_bytes, report_filename, report_with_sections
+
     study = get_study_for_reader(request.user, slug)
     threshold, error = _threshold(request)
     download = request.GET.get("download")
@@ -99,6 +102,8 @@ def _pending_page(request: HttpRequest, study: Study, exc: ReportPending | Repor
 
 def _comparisons_csv(request: HttpRequest, study: Study, key: str) -> HttpResponse:
     """One comparative question's answers as the long CSV `manage.py comparisons` reads."""
+    from annotation.reports.comparisons import comparative_answers, comparative_criteria, long_rows
+
     keys = [c["key"] for c in comparative_criteria(study.rubric)]
     if key not in keys:
         return HttpResponseBadRequest(f"criterion must be one of the study's comparative questions: {keys}")
@@ -119,6 +124,8 @@ STEP_COLUMNS = ("item", "output", "system", "step", "kind", "number", "tool", "t
 def _steps_csv(request: HttpRequest, study: Study) -> HttpResponse:
     """The step map of the study's trajectories: what each per-step rating's step key (`<criterion>@<step>`
     in the ratings export) stands for, with the source's tool call, span and trace ids."""
+    from annotation.reports.steps import step_map
+
     filename = f"{study.slug}-steps.csv"
     audit_download(actor=request.user, study=study, target=filename, query=request.GET, format="csv")
     response = HttpResponse(content_type="text/csv; charset=utf-8")

@@ -29,9 +29,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-import numpy as np
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Count, F, Q
@@ -39,8 +38,13 @@ from django.db.models import Count, F, Q
 from annotation.background_requests import background_requests_allowed
 from annotation.models import Assignment, Item, Rating, Study
 from annotation.services.sampling_policy import ACTIVE_INFERENCE, policy_name
-from annotation.stats.active_design import calibrated_probabilities, predicted_saving, residual_map
 from config.celery import registered_task
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy and the design (scipy.stats) are imported by the functions that draw and predict: every rating's
+# submit imports this module (active_after_submit), and so does every process that loads the URL conf.
 
 DRAW_TASK = "judges.tasks.active_draw_next"
 log = logging.getLogger(__name__)
@@ -61,6 +65,8 @@ def _spec(study: Study) -> dict:
 def _jury_by_item(item_ids: list[int], jury: JuryRows) -> tuple[np.ndarray, dict[int, float]]:
     """(u per item in item_ids' order, the jury's mean score per output). An item no two judges scored
     gets the largest u of the others: unknown is treated as unsure."""
+    import numpy as np
+
     spread: dict[int, list[float]] = defaultdict(list)
     f: dict[int, float] = {}
     for item, output, scores in jury:
@@ -77,6 +83,8 @@ def _jury_by_item(item_ids: list[int], jury: JuryRows) -> tuple[np.ndarray, dict
 def _human_residuals(study: Study, spec: dict, f: dict[int, float]) -> dict[int, float]:
     """Per rated item, its human − jury residual (mean over its outputs of the human mean minus the
     jury's mean), before centring."""
+    import numpy as np
+
     per_output: dict[tuple[int, int], list[float]] = defaultdict(list)
     rows = (Rating.objects.filter(assignment__study=study, assignment__status=Assignment.Status.SUBMITTED,
                                   assignment__is_attention_check=False, criterion=spec["criterion"],
@@ -97,6 +105,8 @@ def _items(study: Study) -> list[Item]:
 
 def _map_inputs(study, spec, items, u, f) -> tuple[np.ndarray, np.ndarray]:
     """(u, centred residual) of the rated items, centred with weights 1/π."""
+    import numpy as np
+
     resid = _human_residuals(study, spec, f)
     rated = [k for k, it in enumerate(items) if it.pk in resid]
     r = np.array([resid[items[k].pk] for k in rated])
@@ -190,6 +200,10 @@ def active_draw(*, study: Study, jury: JuryRows, seed: int | None = None,
     expected, left). ActiveDrawError when the study has no such policy, the budget exceeds the
     items, every item is drawn already, (only_when_done) an item of the round before still waits
     for a rater, or (round_no) the next round is not that one: it was drawn already."""
+    import numpy as np
+
+    from annotation.stats.active_design import calibrated_probabilities
+
     spec = _spec(study)
     with transaction.atomic():
         items = list(Item.objects.select_for_update().filter(study=study, is_attention_check=False,
@@ -235,6 +249,8 @@ def active_prediction(*, study: Study, jury: JuryRows, budget: int | None = None
     learned from them, "pilot"); else from the judges' scores alone, taking each item's jury variance
     as its expected squared error ("judges": an upper bound, right only if the disagreement is the error).
     """
+    from annotation.stats.active_design import predicted_saving, residual_map
+
     spec = study.sampling_policy if policy_name(study) == ACTIVE_INFERENCE else {}
     items = _items(study)
     n = len(items)

@@ -18,18 +18,20 @@ random, and records each assignment's sampling probability.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import IntegerField, Value
 from django.db.models.functions import Coalesce, Least
 
 from annotation.models import Assignment, Item, Output, Rating, Study
-from annotation.stats.active_pairs import ActivePairsPolicy, choose_pairs
-from annotation.stats.adaptive_redundancy import AdaptivePolicy, item_posterior, needs_another
-from annotation.stats.raters import dawid_skene, label_data
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# The statistics (numpy, scipy) are imported by the functions that compute: nearly every view reaches
+# this module through wanted_expression, and scipy.stats alone is a second of each process's start.
 
 ADAPTIVE, ACTIVE_PAIRS, ACTIVE_INFERENCE = "adaptive_redundancy", "active_pairs", "active_inference"
 NAMES = ("uniform", ADAPTIVE, ACTIVE_PAIRS, ACTIVE_INFERENCE)
@@ -64,6 +66,8 @@ def policy_clean(raw: Any, *, rubric: dict) -> dict:
     if name not in NAMES:
         raise PolicyError(f"sampling_policy.name: one of {', '.join(NAMES)}, got {name!r}")
     if name == ADAPTIVE:
+        from annotation.stats.adaptive_redundancy import AdaptivePolicy
+
         allowed = {"min_raters", "max_raters", "target", "criterion"}
         if extra := sorted(set(params) - allowed):
             raise PolicyError(f"sampling_policy.{extra[0]}: not a parameter of adaptive_redundancy")
@@ -84,6 +88,8 @@ def policy_clean(raw: Any, *, rubric: dict) -> dict:
         raise PolicyError(f"sampling_policy.{extra[0]}: not a parameter of active_pairs")
     if not _has_pairwise(rubric):
         raise PolicyError("sampling_policy.name: active_pairs needs a pairwise criterion in the rubric")
+    from annotation.stats.active_pairs import ActivePairsPolicy
+
     try:
         return ActivePairsPolicy(**params).as_dict()
     except (TypeError, ValueError) as e:
@@ -179,6 +185,8 @@ def _n_classes(criterion: dict) -> int:
 def _rater_model(study: Study, labels: list, k: int) -> dict:
     """Dawid–Skene's confusion matrices and class prior for the study's raters, refitted after every
     rating on a small study and after each 10% more labels on a large one (cached per study)."""
+    from annotation.stats.raters import dawid_skene, label_data
+
     key = f"adaptive-fit:{study.pk}:{study.created_at.timestamp()}"  # not another study that reused the id
     cached = cache.get(key)
     n = len(labels)
@@ -202,6 +210,8 @@ def adaptive_after_submit(*, study: Study, item_id: int) -> int | None:
     The item row is locked, so two submits of one item decide one after the other on every label."""
     if policy_name(study) != ADAPTIVE:
         return None
+    from annotation.stats.adaptive_redundancy import AdaptivePolicy, item_posterior, needs_another
+
     spec = study.sampling_policy
     policy = AdaptivePolicy(int(spec["min_raters"]), int(spec["max_raters"]), float(spec["target"]))
     criterion = _label_criterion(study.rubric, spec["criterion"])
@@ -250,6 +260,8 @@ _PAIR_COUNTS_SQL = f"""
 def study_wins(study: Study, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(wins[i, j] of system names[i] over names[j], ties half each way; each system's times shown first
     less times shown second) from the study's submitted pairwise answers. Systems not in `names` are left out."""
+    import numpy as np
+
     index = {s: n for n, s in enumerate(names)}
     wins, balance = np.zeros((len(names), len(names))), np.zeros(len(names))
     with connection.cursor() as cursor:
@@ -272,6 +284,10 @@ def study_wins(study: Study, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
 def active_pair(*, study: Study, item_id: int, positions: list[int]) -> tuple[list[int], float, str]:
     """(indexes into `positions` in the order shown, the pair's sampling probability, "random" or
     "active") for a new assignment of the item, from the study's pairwise answers so far."""
+    import numpy as np
+
+    from annotation.stats.active_pairs import ActivePairsPolicy, choose_pairs
+
     spec = study.sampling_policy
     policy = ActivePairsPolicy(random_share=float(spec["random_share"]))
     systems_here = dict(Output.objects.filter(item_id=item_id).values_list("position", "system"))

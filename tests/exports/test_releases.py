@@ -198,7 +198,7 @@ def test_progress_is_visible_while_building(celery_worker_session, codegen_study
             yield b"x\n"
 
     monkeypatch.setattr(releases, "PROGRESS_EVERY_S", 0.05)
-    monkeypatch.setattr(releases, "count_rating_rows", lambda study: 20)
+    monkeypatch.setattr("annotation.reports.ratings.count_rating_rows", lambda study: 20)  # release_build's import
     monkeypatch.setitem(exports.FORMATS, "csv", dataclasses.replace(exports.FORMATS["csv"], formatter=slow))
     c = client_for(researcher)
     assert c.post(reverse("release-create", args=[codegen_study.slug]),

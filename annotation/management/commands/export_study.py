@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.management.base import CommandError
 
 from annotation.datasets import FORMATS, export_chunks
-from annotation.datasets.formatters import DEFAULT_DELTA, UNRELEASED
+from annotation.datasets import DEFAULT_DELTA, UNRELEASED
 from annotation.datasets.writers import write_file, write_stream
 from annotation.models import Study
 from annotation.peers.label_studio_export import label_studio_chunks, labeling_config
