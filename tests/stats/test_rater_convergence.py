@@ -35,11 +35,13 @@ def test_glad_converges_where_its_gradient_vanishes_not_where_its_objective_fell
 
 
 def test_noisy_bradley_terry_converges_within_its_default_steps_and_says_when_it_did_not():
-    # 5,000 comparisons take 558 L-BFGS-B steps: the old cap of 500 reported converged=False
+    # 5,000 comparisons take about 500 L-BFGS-B steps (492 to 558, by the machine's floating point): the old
+    # cap of 500 could report converged=False. A cap at half the steps this machine took must say so.
     c = planted_comparisons(n_outputs=30, n_raters=20, n=5000, spammers=3, seed=1)
     fit = noisy_bradley_terry(c.raters, c.left, c.right, c.left_wins)
-    assert fit.converged and fit.iterations > 500
-    capped = noisy_bradley_terry(c.raters, c.left, c.right, c.left_wins, max_iter=500)
-    assert not capped.converged and capped.iterations == 500
+    assert fit.converged and fit.iterations > 300
+    cap = fit.iterations // 2
+    capped = noisy_bradley_terry(c.raters, c.left, c.right, c.left_wins, max_iter=cap)
+    assert not capped.converged and capped.iterations == cap
     assert fit.log_likelihood >= capped.log_likelihood - 1e-9
     assert np.corrcoef(fit.strength, c.strength)[0, 1] > 0.95
