@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 
 from annotation.datasets import DEFAULT_DELTA, UNRELEASED
 from annotation.datasets.tables import (
-    CONSENSUS_COLUMNS, CONSENSUS_SCHEMA, consensus_batches, consensus_rows, item_chunks, output_score_rows,
-    score_fields,
+    CONSENSUS_COLUMNS, CONSENSUS_SCHEMA, consensus_batches, consensus_rows, count_comparative_answers, item_chunks,
+    output_score_rows, score_fields,
 )
 from annotation.datasets.texts import ITEMS_SCHEMA, item_batches, json_lines
 from annotation.datasets.row_check import (
@@ -144,7 +144,10 @@ def preference_pairs_jsonl(study: Study, *, delta: float = DEFAULT_DELTA, datase
     if not delta > 0:  # checked before any byte is made, so a bad request fails cleanly
         raise ValueError("delta must be positive, so that ties are never pairs")
     if comparative_criteria(study.rubric):
-        return _comparative_pairs(study, dataset_version)
+        key = comparative_criteria(study.rubric)[0]["key"]
+        answers = RowCounter()
+        return checked_rows(study, _comparative_pairs(study, key, dataset_version, answers), answers,
+                            what="the pairs export", count=lambda s: count_comparative_answers(s, key))
     read = RowCounter()
     return ratings_read_checked(study, _pairs(study, delta, dataset_version, progress, read), read,
                                 what="the pairs export")
@@ -162,15 +165,16 @@ def _pairs(study: Study, delta: float, dataset_version: str, progress: Progress 
             yield "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs).encode()
 
 
-def _comparative_pairs(study: Study, dataset_version: str) -> Iterator[bytes]:
+def _comparative_pairs(study: Study, key: str, dataset_version: str, answers: RowCounter) -> Iterator[bytes]:
     """Seed 002's pairs from the raters' comparisons on the rubric's first comparative question:
     per item and pair of outputs, the pairs its answers imply (a ranking or a best-worst answer
     implies several); the majority side is chosen. `overall` is each side's share of those
     judgements (ties half) with its Wilson interval, `vote_count` their number; an even split is
-    no pair. (delta, a difference of scores, has no meaning here.)"""
-    key = comparative_criteria(study.rubric)[0]["key"]
-    judgements = [((a.item_id, a.item), w) for a in comparative_answers(study, [key])
-                  for w in as_comparisons([a], a.kind).wins]
+    no pair. (delta, a difference of scores, has no meaning here.) `answers` counts the answers read, for
+    the row check: a stored answer that could not be read is a row lost, not skipped."""
+    read = comparative_answers(study, [key])
+    answers.rows += len(read)
+    judgements = [((a.item_id, a.item), w) for a in read for w in as_comparisons([a], a.kind).wins]
     shares = cmp.item_pair_shares(judgements)
     if not shares:
         return

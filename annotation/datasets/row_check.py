@@ -1,7 +1,8 @@
 """A download never drops a row silently: the rows a formatter wrote (or, for a table computed from
 the ratings, the rows it read) are counted as they go and checked against the database's count
 before the last chunk leaves. Each kind has its count: the long format's rows (ratings downloads),
-items and outputs (items downloads), the analysed ratings of non-attention items (pairs, consensus). A mismatch is logged and
+items and outputs (items downloads), the analysed ratings of non-attention items (pairs, consensus), a comparative
+study's answers to its first comparative question (its pairs). A mismatch is logged and
 raised, so a streamed response ends without its final chunk (the client sees a broken download, not
 a short file) and a release build fails with the reason.
 

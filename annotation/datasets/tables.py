@@ -198,6 +198,17 @@ def consensus_batches(study: Study, *, modelled: Mapping[str, Any] | None = None
                                          preserve_index=False)
 
 
+def count_comparative_answers(study: Study, key: str) -> int:
+    """Stored answers to comparative question `key` that the comparative pairs read
+    (annotation.reports.comparisons.comparative_answers): attention checks and ignored work left out."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM {_A} a JOIN {_R} r ON r.assignment_id = a.id WHERE a.study_id = %s"
+            " AND a.status = %s AND NOT a.ignored AND NOT a.is_attention_check AND r.output_id IS NULL"
+            " AND r.criterion = %s", [study.pk, Assignment.Status.SUBMITTED, key])
+        return int(cursor.fetchone()[0])
+
+
 def count_analysed_ratings(study: Study) -> int:
     """Ratings the consensus and pairs read (datasets.tables.item_chunks): stats_frame's rows of the
     analysed criteria, attention checks left out."""

@@ -89,3 +89,21 @@ def test_an_output_the_items_stream_lost_fails(rated_study, monkeypatch):
     for fmt in ("items-jsonl", "items-parquet", "hf-full"):
         with pytest.raises(RowsMissing, match="items"):
             b"".join(export_chunks(rated_study, fmt))
+
+
+def test_a_comparative_studys_pairs_check_the_answers_they_read(admin_user):
+    """A comparative study's pairs come from its answers to the first comparative question: every stored
+    answer must be read. One stored in a shape the reader cannot take (here written past the API, as a
+    damaged row would be) is a row lost: the download is cut, not quietly short of that answer."""
+    from annotation.datasets.tables import count_comparative_answers
+    from annotation.simulation.study import simulated_study_create
+
+    study = simulated_study_create(preset="compare-pairwise", slug="rc-pairwise", n_items=6, n_raters=3,
+                                   admin=admin_user).study
+    stored = Rating.objects.filter(assignment__study=study, criterion="preference", output__isnull=True)
+    assert count_comparative_answers(study, "preference") == stored.count() == 6 * 3
+    data = b"".join(export_chunks(study, "pairs"))
+    assert data and all(json.loads(line)["chosen"] for line in data.splitlines())
+    stored.filter(pk=stored.first().pk).update(value="damaged")
+    with pytest.raises(RowsMissing, match="the pairs export: wrote 17 rows where the study has 18"):
+        b"".join(export_chunks(study, "pairs"))
