@@ -20,7 +20,12 @@ $(PY):
 	@echo "  Creating the virtual environment .venv ($(PYTHON))"
 	@$(PYTHON) -m venv --without-pip $(VENV)
 	@$(PYTHON) -m pip install -q --disable-pip-version-check --prefix $(VENV) uv 2>/dev/null \
-		|| { $(PY) -m ensurepip >/dev/null && $(PY) -m pip install -q uv; } || echo "uv not available: installing with pip"
+		|| { $(PY) -m ensurepip --default-pip >/dev/null && $(PY) -m pip install -q uv; } || echo "uv not available: installing with pip"
+	@# the docs' `.venv/bin/pip install …` steps, by uv, until `make install-dev` puts pip in (it replaces this)
+	@test -e $(VENV)/bin/pip || ! test -x $(UV) || { printf '%s\n' '#!/bin/sh' \
+		'# This venv was made without pip (Makefile): uv installs into it.' \
+		'exec "$$(dirname "$$0")/uv" pip "$$@" --python "$$(dirname "$$0")/python"' > $(VENV)/bin/pip \
+		&& chmod +x $(VENV)/bin/pip; }
 
 $(STAMP): pyproject.toml | $(PY)
 	@if [ -x $(UV) ]; then echo "  Installing what serving needs into .venv (uv)"; \
@@ -32,7 +37,7 @@ $(STAMP): pyproject.toml | $(PY)
 # scripts/ensure-llamacpp.sh builds it in the background while the suite runs, and those tests wait for it.
 $(DEV_STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	@bash scripts/ensure-compilers.sh
-	@$(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip >/dev/null
+	@$(PY) -m pip --version >/dev/null 2>&1 || { rm -f $(VENV)/bin/pip; $(PY) -m ensurepip --default-pip >/dev/null; }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev,local-models]"
 	# the Python client is its own distribution (httpx, pandas, pyarrow: already installed above)
