@@ -564,3 +564,16 @@ def test_otlp_requests_per_token_a_minute_answer_429(agent_run, released, admin_
     assert _send_traces(client, released, admin_user, body).status_code == 200
     assert released.items.filter(external_id=external_id).count() == 1
 
+
+def test_a_retired_otlp_variable_fails_the_deploy_check(monkeypatch):
+    """OTLP_MAX_BODY_BYTES and its kin were settings before the table kept these bounds: still set, they
+    would be ignored without a word, so `check --deploy` names the key to set in CONCORD_LIMITS instead."""
+    from config.checks import retired_limit_variables_check
+
+    for name in ("OTLP_MAX_BODY_BYTES", "OTLP_MAX_SPANS", "OTLP_REQUESTS_PER_MINUTE"):
+        monkeypatch.delenv(name, raising=False)
+    assert retired_limit_variables_check(None) == []
+    monkeypatch.setenv("OTLP_MAX_SPANS", "5000")
+    (error,) = retired_limit_variables_check(None)
+    assert error.id == "concord.E003" and "OTLP_MAX_SPANS is no longer read" in error.msg
+    assert """CONCORD_LIMITS='{"otlp.spans": 5000}'""" in error.msg
