@@ -1,3 +1,5 @@
+import os
+
 from django.conf import settings
 from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
@@ -31,3 +33,16 @@ def static_files_collected_check(app_configs, **kwargs):
         return []
     return [Error(f"No static files manifest in STATIC_ROOT ({settings.STATIC_ROOT}): run `python manage.py "
                   "collectstatic --noinput` (the Dockerfile does it at build).", id="concord.E002")]
+
+
+# Variables that once set a bound the table of limits now keeps (config/limits.py): a deployment that still
+# sets one would see its value quietly ignored.
+RETIRED_FOR_LIMITS = {"OTLP_MAX_BODY_BYTES": "otlp.body", "OTLP_MAX_SPANS": "otlp.spans",
+                      "OTLP_REQUESTS_PER_MINUTE": "otlp.per_token_per_minute"}
+
+
+@register(deploy=True)
+def retired_limit_variables_check(app_configs, **kwargs):
+    return [Error(f"{name} is no longer read: set the limit {key!r} in CONCORD_LIMITS instead, e.g. "
+                  f"CONCORD_LIMITS='{{\"{key}\": {os.environ[name]}}}'", id="concord.E003")
+            for name, key in RETIRED_FOR_LIMITS.items() if name in os.environ]

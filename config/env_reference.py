@@ -57,10 +57,6 @@ MEANINGS: dict[str, str] = {
                            "throttling is the `X-Forwarded-For` entry the outermost one appended; 0 uses the "
                            "connection's address. Set 1 behind one balancer (how-to/add-nodes.md)",
     "STATIC_ROOT": "where `collectstatic` puts the static files gunicorn serves",
-    "OTLP_MAX_BODY_BYTES": "the largest OTLP/HTTP trace request body accepted (413 past it; a gzip body may "
-                           "inflate to ten times this)",
-    "OTLP_MAX_SPANS": "spans one OTLP/HTTP request may carry (400 past it)",
-    "OTLP_REQUESTS_PER_MINUTE": "OTLP/HTTP requests a minute per token (429 with Retry-After past it)",
     "LOGIN_ADDRESS_FAILURE_LIMIT": "failed logins from one address over any accounts before that address is "
                                    "refused for AXES_COOLOFF_MINUTES (a spray over many usernames)",
     "API_TOKEN_DAYS": "days an API token lasts; its owner makes a new one on /account/tokens/",

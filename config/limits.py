@@ -23,7 +23,7 @@ KiB, MiB = 1 << 10, 1 << 20
 class Limit:
     key: str
     value: int
-    unit: str  # characters, bytes, items, per hour, at once
+    unit: str  # characters, bytes, items, per hour, per minute, at once
     what: str  # where it applies, in the users' words
     fields: tuple[str, ...] = ()  # "app_label.Model.field" it bounds
     written_by_concord: bool = False  # clipped where written, never refused
@@ -81,6 +81,13 @@ LIMITS: dict[str, Limit] = {lim.key: lim for lim in (
           "past it: 429."),
     Limit("exports.per_study_per_hour", 120, "per hour", "Live exports (datasets page and API) of one study in "
           "an hour; past it: 429."),
+    # OpenTelemetry traces sent to a study (OTLP/HTTP, annotation/traces/api.py).
+    Limit("otlp.body", 5 * MiB, "bytes", "An OTLP/HTTP trace request's body (past it: 413; a gzip body may "
+          "inflate to ten times this)."),
+    Limit("otlp.spans", 2_000, "items", "Spans in one OTLP/HTTP trace request (past it: 400, which exporters do "
+          "not retry: send smaller batches)."),
+    Limit("otlp.per_token_per_minute", 120, "per minute", "OTLP/HTTP trace requests with one API token in a "
+          "minute; past it: 429 with Retry-After, which exporters honour."),
 )}
 
 

@@ -324,11 +324,6 @@ BULK_READ_WORKERS = env.int("BULK_READ_WORKERS", default=min(4, os.cpu_count() o
 # A study with this many ratings (the triggers' change count) has its report computed by a worker,
 # not in the web request that asks for it (annotation.reports.background).
 REPORT_BACKGROUND_RATINGS = env.int("REPORT_BACKGROUND_RATINGS", default=200_000)
-# OTLP/HTTP trace intake (annotation/traces/api.py): body size (413), spans per request (400), requests a
-# minute per API token (429 with Retry-After, which OpenTelemetry exporters honour).
-OTLP_MAX_BODY_BYTES = env.int("OTLP_MAX_BODY_BYTES", default=5 * 1024 * 1024)
-OTLP_MAX_SPANS = env.int("OTLP_MAX_SPANS", default=2000)
-OTLP_REQUESTS_PER_MINUTE = env.int("OTLP_REQUESTS_PER_MINUTE", default=120)
 REPORT_SECTIONS = ["annotation.reports.facets.answer_facets", "judges.report_section.judges_vs_humans",
                    "judges.report_trust.judge_trust"]  # sections other apps add to the study report (each
 # names what it reads with an `inputs` attribute, so that it is kept until that changes: annotation/reports/sections.py)

@@ -2,9 +2,9 @@
 
 Authorised by an API token of a user who may manage the study (`Authorization: Token <key>` or
 `Bearer <key>`, as OpenTelemetry exporters' headers set it; a signed-in session with its CSRF token
-works too, as on the rest of the API). Bounds: the body's size (413), the
-spans per request (400, which exporters do not retry) and requests per token per minute (429 with
-Retry-After, which they do). The sampling rule is the study's (`trace_sampling`,
+works too, as on the rest of the API). Bounds, from the table of limits (config/limits.py, `otlp.*`):
+the body's size (413), the spans per request (400, which exporters do not retry) and requests per token
+per minute (429 with Retry-After, which they do). The sampling rule is the study's (`trace_sampling`,
 annotation.traces.sampling); a study without one takes it from the query: `?sample=0.2&flag=unacceptable`.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 import zlib
 
-from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -29,6 +28,7 @@ from annotation.traces import otel
 from annotation.traces.ingest import ingest_spans
 from annotation.traces.sampling import SamplingRule, SamplingRuleError, rule_for_request
 from annotation.traces.mapping import TraceFormatError
+from config.limits import limit
 
 PROTOBUF = "application/x-protobuf"
 
@@ -38,17 +38,17 @@ class BearerTokenAuthentication(TokenAuthentication):
 
 
 class RawBody(BaseParser):
-    """The body as bytes, at most OTLP_MAX_BODY_BYTES + 1 of them (the view says 413 above that). Form
+    """The body as bytes, at most limit("otlp.body") + 1 of them (the view says 413 above that). Form
     bodies still go to Django's parsers: a session's CSRF check reads its token from them."""
 
     media_type = "*/*"
 
     def parse(self, stream, media_type=None, parser_context=None) -> bytes:
-        return stream.read(settings.OTLP_MAX_BODY_BYTES + 1) if stream is not None else b""
+        return stream.read(limit("otlp.body") + 1) if stream is not None else b""
 
 
 def _limits() -> tuple[int, int, int]:
-    return settings.OTLP_MAX_BODY_BYTES, settings.OTLP_MAX_SPANS, settings.OTLP_REQUESTS_PER_MINUTE
+    return limit("otlp.body"), limit("otlp.spans"), limit("otlp.per_token_per_minute")
 
 
 def _reply(status: int, message: str, *, protobuf: bool, rejected: int = 0, headers: dict | None = None):

@@ -183,14 +183,12 @@ def test_bounds_body_spans_and_rate(client, study, admin_user, settings, monkeyp
     token = Token.objects.create(user=admin_user).key
     body, _ = otlp_json()
     headers = {"content_type": "application/json", "HTTP_AUTHORIZATION": f"Token {token}"}
-    settings.OTLP_MAX_BODY_BYTES = len(body) - 1
+    settings.CONCORD_LIMITS = {"otlp.body": len(body) - 1}
     assert client.post(otlp_url(study), body, **headers).status_code == 413
-    settings.OTLP_MAX_BODY_BYTES = len(body)
-    settings.OTLP_MAX_SPANS = 3  # a run has 4 spans
+    settings.CONCORD_LIMITS = {"otlp.body": len(body), "otlp.spans": 3}  # a run has 4 spans
     too_many = client.post(otlp_url(study), body, **headers)
     assert too_many.status_code == 400 and "more than 3 spans" in too_many.json()["message"]
-    settings.OTLP_MAX_SPANS = 4
-    settings.OTLP_REQUESTS_PER_MINUTE = 2  # the two requests above counted
+    settings.CONCORD_LIMITS = {"otlp.per_token_per_minute": 2}  # the two requests above counted
     limited = client.post(otlp_url(study), body, **headers)
     assert limited.status_code == 429 and limited["Retry-After"] == "30"
     assert study.items.count() == 0
@@ -215,10 +213,10 @@ def test_gzip_bodies_and_a_body_that_inflates_beyond_the_bound(client, study, ad
     body, traces = otlp_json()
     headers = {"content_type": "application/json", "HTTP_AUTHORIZATION": f"Token {token}",
                "HTTP_CONTENT_ENCODING": "gzip"}
-    settings.OTLP_MAX_BODY_BYTES = 2000  # the inflated body may be ten times that
+    settings.CONCORD_LIMITS = {"otlp.body": 2000}  # the inflated body may be ten times that
     bomb = client.post(otlp_url(study), gzip.compress(b" " * 20_001), **headers)
     assert bomb.status_code == 400 and "inflates to over 20000 bytes" in bomb.json()["message"]
-    settings.OTLP_MAX_BODY_BYTES = 5 * 1024 * 1024
+    settings.CONCORD_LIMITS = {}  # the table's own 5 MiB
     assert client.post(otlp_url(study), gzip.compress(body), **headers).status_code == 200
     assert study.items.filter(external_id=format(traces[0], "032x")).exists()
 

@@ -496,3 +496,84 @@ def test_a_request_with_files_is_bounded_before_it_is_read(past, make_study, adm
         assert response.json() == {"detail": f"upload: at most {len(body) - 1:,} bytes in one request "
                                              f"(this has {len(body):,})"}
         assert study.items.count() == 1
+
+
+# ------------------------------------------------------------------ OpenTelemetry traces (OTLP/HTTP): 413, 400, 429
+# Set to the request's own size or span count (at it: stored) or one under it (the request one past it: refused).
+
+
+def _send_traces(client, study, user, body: bytes):
+    from rest_framework.authtoken.models import Token
+
+    from tests.importers.test_otlp import otlp_url
+
+    token = Token.objects.get_or_create(user=user)[0].key
+    return client.post(otlp_url(study), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}")
+
+
+@pytest.fixture
+def agent_run():
+    """An agent run's OTLP/JSON (the SDK's own encoding) and its item's external id."""
+    from tests.importers.test_otlp import otlp_json
+
+    body, (trace_id,) = otlp_json()
+    return body, format(trace_id, "032x")
+
+
+@pytest.mark.parametrize("past", AT_PAST)
+def test_an_otlp_trace_body_is_bounded(past, agent_run, released, admin_user, client, settings):
+    body, external_id = agent_run
+    _past(settings, "otlp.body", body, past)
+    response = _send_traces(client, released, admin_user, body)
+    if not past:
+        assert response.status_code == 200, response.content
+        assert released.items.filter(external_id=external_id).exists()
+    else:
+        assert response.status_code == 413
+        assert response.json()["message"] == f"the body is over {len(body) - 1} bytes"
+        assert not released.items.filter(external_id=external_id).exists()
+
+
+@pytest.mark.parametrize("past", AT_PAST)
+def test_spans_per_otlp_request_are_bounded(past, agent_run, released, admin_user, client, settings):
+    body, external_id = agent_run
+    spans = sum(len(scope["spans"]) for resource in json.loads(body)["resourceSpans"]
+                for scope in resource["scopeSpans"])
+    settings.CONCORD_LIMITS = {"otlp.spans": spans - past}
+    response = _send_traces(client, released, admin_user, body)
+    if not past:
+        assert response.status_code == 200, response.content
+        assert released.items.filter(external_id=external_id).exists()
+    else:
+        assert response.status_code == 400  # not retried by the exporters, unlike 413 and 429
+        assert response.json()["message"].startswith(f"more than {spans - 1} spans in one request")
+        assert not released.items.filter(external_id=external_id).exists()
+
+
+def test_otlp_requests_per_token_a_minute_answer_429(agent_run, released, admin_user, client, settings, monkeypatch):
+    now = [1_800_000_030.0]  # half a minute into a rate window
+    monkeypatch.setattr("annotation.traces.api._clock", lambda: now[0])
+    settings.CONCORD_LIMITS = {"otlp.per_token_per_minute": 2}
+    body, external_id = agent_run
+    for _ in range(2):  # at the limit (the second request stores nothing twice)
+        assert _send_traces(client, released, admin_user, body).status_code == 200
+    past = _send_traces(client, released, admin_user, body)
+    assert past.status_code == 429 and past["Retry-After"] == "30"
+    assert past.json()["message"] == "more than 2 requests a minute with this token"
+    now[0] += 30  # the next minute
+    assert _send_traces(client, released, admin_user, body).status_code == 200
+    assert released.items.filter(external_id=external_id).count() == 1
+
+
+def test_a_retired_otlp_variable_fails_the_deploy_check(monkeypatch):
+    """OTLP_MAX_BODY_BYTES and its kin were settings before the table kept these bounds: still set, they
+    would be ignored without a word, so `check --deploy` names the key to set in CONCORD_LIMITS instead."""
+    from config.checks import retired_limit_variables_check
+
+    for name in ("OTLP_MAX_BODY_BYTES", "OTLP_MAX_SPANS", "OTLP_REQUESTS_PER_MINUTE"):
+        monkeypatch.delenv(name, raising=False)
+    assert retired_limit_variables_check(None) == []
+    monkeypatch.setenv("OTLP_MAX_SPANS", "5000")
+    (error,) = retired_limit_variables_check(None)
+    assert error.id == "concord.E003" and "OTLP_MAX_SPANS is no longer read" in error.msg
+    assert """CONCORD_LIMITS='{"otlp.spans": 5000}'""" in error.msg
