@@ -107,6 +107,10 @@ class JudgeRun(models.Model):
     reused_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
                                     help_text="The finished run with the same key whose scores this run copied.")
     n_reused = models.PositiveIntegerField(default=0, help_text="Scores copied from reused_from (no model was asked).")
+    # A stopped run that goes on (resumed, its cap raised) starts a new attempt; its chunk messages carry theirs, and
+    # a chunk of an earlier one that a worker still held for a retry does nothing when it comes back.
+    attempt = models.PositiveIntegerField(default=0, db_default=0,
+                                          help_text="How many times the run went on after it stopped.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

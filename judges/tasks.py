@@ -32,11 +32,12 @@ log = logging.getLogger(__name__)
 
 @shared_task(bind=True, name="judges.tasks.judge_chunk", acks_late=True, reject_on_worker_lost=True,
              max_retries=None, ignore_result=True)
-def judge_chunk(self, run_id: int, item_ids: list[int]) -> dict:
+def judge_chunk(self, run_id: int, item_ids: list[int], attempt: int | None = None) -> dict:
     retries = self.request.retries
     policy = retry_policy(run_id)
     try:
-        outcome = judge_chunk_process(run_id=run_id, item_ids=item_ids, final_attempt=retries >= policy.max_retries)
+        outcome = judge_chunk_process(run_id=run_id, item_ids=item_ids, final_attempt=retries >= policy.max_retries,
+                                      attempt=attempt)
     except SoftTimeLimitExceeded:  # past the judges' time limit (config/celery.py): the run says so and ends
         judge_run_fail(run_id=run_id, error=took_too_long("judges"))
         return {"written": 0, "skipped": "time limit"}

@@ -92,7 +92,8 @@ def judge_run_set_cap(*, run: JudgeRun, max_cost_usd: float | None) -> JudgeRun:
             run.cost_reserved_usd = batch_reserved(run)
             run.status = JudgeRun.Status.RUNNING if run.started_at else JudgeRun.Status.QUEUED
             run.pause_reason = ""
-            fields += ["cost_reserved_usd", "status", "pause_reason"]
+            run.attempt += 1
+            fields += ["cost_reserved_usd", "status", "pause_reason", "attempt"]
         run.save(update_fields=fields)
         if "status" in fields:
             missing = missing_item_ids(run)

@@ -92,7 +92,8 @@ def enqueue_chunks(run: JudgeRun, chunks: list[list[int]]) -> None:
     def send() -> None:
         try:
             for ids in chunks:
-                registered_task(CHUNK_TASK).apply_async(args=[run.pk, ids], queue=queue)
+                registered_task(CHUNK_TASK).apply_async(args=[run.pk, ids], kwargs={"attempt": run.attempt},
+                                                        queue=queue)
         except Exception as exc:
             # The broker stayed unreachable longer than the publish retries wait (e.g. Redis
             # restarting for longer than CELERY_TASK_PUBLISH_RETRY_POLICY allows). The run row

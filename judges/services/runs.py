@@ -216,7 +216,8 @@ def judge_run_resume(*, run: JudgeRun) -> JudgeRun:
         run.status = JudgeRun.Status.RUNNING if run.started_at else JudgeRun.Status.QUEUED
         run.error = ""
         run.finished_at = None
-        run.save(update_fields=["status", "error", "finished_at"])
+        run.attempt += 1
+        run.save(update_fields=["status", "error", "finished_at", "attempt"])
         if missing:
             enqueue_items(run, missing)
     if not missing:
@@ -294,14 +295,20 @@ def judge_run_fail(*, run_id: int, error: str) -> None:
         status=JudgeRun.Status.FAILED, error=clip("error.text", error), finished_at=timezone.now())
 
 
-def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: bool = False) -> ChunkOutcome:
-    """Score the unscored slots of these items; called by the Celery task (and safe to call twice)."""
+def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: bool = False,
+                        attempt: int | None = None) -> ChunkOutcome:
+    """Score the unscored slots of these items; called by the Celery task (and safe to call twice). `attempt`:
+    the run's attempt the chunk was sent for; a chunk of an earlier one (held by a worker for a retry while the
+    run stopped, back after it went on) does nothing, as the new attempt's chunks ask for its items."""
     run = JudgeRun.objects.select_related("study__rubric_version").filter(pk=run_id).first()
     if run is None:
         return ChunkOutcome(skipped="no such run")
     outcome = ChunkOutcome()
     if run.status not in JudgeRun.ACTIVE:
         outcome.skipped = run.status
+        return outcome
+    if attempt is not None and attempt != run.attempt:
+        outcome.skipped = "superseded"
         return outcome
     JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.QUEUED).update(
         status=JudgeRun.Status.RUNNING, started_at=timezone.now())

@@ -95,3 +95,24 @@ def test_counters_that_lag_end_the_run_on_a_recount(make_study, make_judge, fake
     assert judge_run_finish_if_complete(run_id=run.pk, recount=True) is True
     run.refresh_from_db()
     assert run.status == JudgeRun.Status.DONE and run.n_done == 75
+
+
+def test_a_chunk_of_an_earlier_attempt_asks_nothing_after_the_run_went_on(make_study, make_judge, fake_server):
+    """A worker held a chunk for a retry while its run failed; the run was resumed (a new attempt, with chunks of
+    its own for the same items) before the retry came back. That chunk must not ask the provider again: a full
+    run saw each of its slots asked twice (90 calls for 75 slots)."""
+    from judges.services.runs import judge_run_resume
+
+    study = make_study("rrgen-001")
+    run = judge_run_start(study=study, judge=make_judge(endpoint=fake_server.base_url))
+    ids = item_ids(study)
+    assert run.attempt == 0
+    JudgeRun.objects.filter(pk=run.pk).update(status=JudgeRun.Status.FAILED, error="the backend was down")
+    run = judge_run_resume(run=run)
+    assert run.attempt == 1 and run.status in JudgeRun.ACTIVE
+    asked = fake_server.stats().completion_requests
+    stale = judge_chunk_process(run_id=run.pk, item_ids=ids[:2], attempt=0)
+    assert stale.skipped == "superseded" and stale.written == 0
+    assert fake_server.stats().completion_requests == asked and counters(run)["done"] == 0
+    current = judge_chunk_process(run_id=run.pk, item_ids=ids[:2], attempt=1)
+    assert current.written == 2 * 3 * 5 and fake_server.stats().completion_requests > asked
