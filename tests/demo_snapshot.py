@@ -60,8 +60,12 @@ def restore(connection, snapshot: Snapshot, media_root: Path) -> None:
     rest = [t for t in snapshot.tables if t not in triggered]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL session_replication_role = replica")  # no foreign key checked while copying
-        for table in snapshot.tables:
-            cursor.execute(f'DELETE FROM "{table}"')
+        cursor.execute("SET LOCAL lock_timeout = '60s'")  # a session holding a table fails this, never hangs it
+        # TRUNCATE, not DELETE: the rows come back with the ids they had, which the rows of an earlier module held
+        # before. After DELETEs, three full runs in four saw PostgreSQL (16.2) count three unrated items of the
+        # restored demo as rated by a NOT EXISTS over assignments, in one session, while a plain look at those
+        # items found no assignment; fresh files for every table and index leave nothing of the earlier rows.
+        cursor.execute("TRUNCATE " + ", ".join(f'"{t}"' for t in snapshot.tables))
         for table in sorted(triggered):  # their triggers write to tables emptied and filled after them
             _copy_in(cursor, table, snapshot.tables[table])
         for table in rest:
