@@ -62,9 +62,9 @@ def restore(connection, snapshot: Snapshot, media_root: Path) -> None:
         cursor.execute("SET LOCAL session_replication_role = replica")  # no foreign key checked while copying
         cursor.execute("SET LOCAL lock_timeout = '60s'")  # a session holding a table fails this, never hangs it
         # TRUNCATE, not DELETE: the rows come back with the ids they had, which the rows of an earlier module held
-        # before. After DELETEs, three full runs in four saw PostgreSQL (16.2) count three unrated items of the
-        # restored demo as rated by a NOT EXISTS over assignments, in one session, while a plain look at those
-        # items found no assignment; fresh files for every table and index leave nothing of the earlier rows.
+        # before; fresh files for every table and index keep nothing of those. (Full runs saw PostgreSQL 16.2
+        # count three unrated items of the restored demo as rated by a NOT EXISTS's index plan, after DELETEs and
+        # once after this too: tests/protocols/test_demo.py counts per item, docs/reference/test-suite.md.)
         cursor.execute("TRUNCATE " + ", ".join(f'"{t}"' for t in snapshot.tables))
         for table in sorted(triggered):  # their triggers write to tables emptied and filled after them
             _copy_in(cursor, table, snapshot.tables[table])
