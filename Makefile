@@ -10,9 +10,12 @@ DEV_STAMP := $(VENV)/.installed-dev
 .PHONY: install install-dev run test test-fast bench docs browsers pgbouncer haproxy clean
 
 # uv installs what serving needs in seconds where pip takes minutes (22 s against 346 s on a busy 2-core
-# machine, 2026-12-06); where uv cannot be had, pip does it. The dev extras stay with pip, which reads this
-# machine's pip configuration (local wheels such as the CPU build of torch).
+# machine, 2026-12-06), and the dev extras too (`make install-dev` with empty caches 24 s against 143 s, 2026-12-07); where
+# uv cannot be had, pip does it. uv does not read pip's configuration: the folders of local wheels that pip
+# is configured to look in (find-links, e.g. the CPU build of torch on a machine that has it) are passed on.
 UV := $(VENV)/bin/uv
+PIP_FIND_LINKS_DIRS := $(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^[^=]*find-links='\(.*\)'$$/\1/p" | tr ' ' '\n' | sort -u)
+UV_DEV := $(UV) pip install -q --python $(PY) $(addprefix --find-links ,$(PIP_FIND_LINKS_DIRS))
 
 # The venv is made without pip and uv put in by the interpreter's own pip (--prefix): seeding pip into a new
 # venv cost 5 s of CPU of the first minute. Where that pip is missing or refuses, the venv gets pip of its own.
@@ -37,11 +40,13 @@ $(STAMP): pyproject.toml | $(PY)
 # scripts/ensure-llamacpp.sh builds it in the background while the suite runs, and those tests wait for it.
 $(DEV_STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	@bash scripts/ensure-compilers.sh
+	@# pip itself: pip-audit and the background build of llama.cpp (scripts/ensure-llamacpp.sh) call it
 	@$(PY) -m pip --version >/dev/null 2>&1 || { rm -f $(VENV)/bin/pip; $(PY) -m ensurepip --default-pip >/dev/null; }
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,local-models]"
-	# the Python client is its own distribution (httpx, pandas, pyarrow: already installed above)
-	$(PY) -m pip install -q --no-deps -e clients/python
+	@# the Python client is its own distribution (httpx, pandas, pyarrow: installed with the rest), hence --no-deps
+	@if [ -x $(UV) ]; then echo "  Installing the dev tools and local models into .venv (uv)"; \
+		$(UV_DEV) -e ".[dev,local-models]" && $(UV_DEV) --no-deps -e clients/python; \
+	else $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e ".[dev,local-models]" \
+		&& $(PY) -m pip install -q --no-deps -e clients/python; fi
 	touch $(STAMP) $(DEV_STAMP)
 
 install: $(STAMP)
