@@ -17,7 +17,12 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync 
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_DIR = REPO / "annotation" / "demo"
-CHROMIUM = os.environ.get("CONCORD_CHROMIUM", "/usr/bin/chromium")
+# Debian's Chromium in its headless build (package chromium-headless-shell, the form Playwright itself runs
+# headless): the same Blink and V8 as /usr/bin/chromium without the full browser's compositor, which spent
+# 64 s of CPU on the 23 workspace layout tests where the shell spends 16 (2026-12-07). CONCORD_CHROMIUM picks
+# another (/usr/bin/chromium); tests/ui/test_headless_shell.py checks that both see the same pages.
+CHROMIUM = os.environ.get("CONCORD_CHROMIUM", "/usr/bin/chromium-headless-shell")
+FULL_CHROMIUM = "/usr/bin/chromium"
 PASSWORD = "pw-for-tests-only"
 
 
@@ -259,7 +264,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def browser():
-    """Debian's headless Chromium driven by Playwright (no browser download).
+    """Debian's headless Chromium (CHROMIUM above) driven by Playwright (no browser download).
 
     One for the session: starting Playwright's driver and Chromium took 3.6-4.6 s a test module on
     the busy 2-core machine (2026-11-28). While it is open, Playwright's sync API keeps an event loop
