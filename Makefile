@@ -58,11 +58,12 @@ install-dev: $(DEV_STAMP)
 run: install
 	@$(PY) -m config.launcher run
 
-## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium, spread over two
-## pytest-xdist workers (tests/parallel.py), one per core of the machine CI runs on; they keep its cores 72%
-## busy. TEST_WORKERS=3 loaded it to 10-11 and made timing-sensitive tests fail (docs/reference/test-suite.md);
-## TEST_WORKERS=0 runs it in one process.
-TEST_WORKERS ?= 2
+## The whole test suite on real PostgreSQL, Redis, a Celery worker and headless Chromium, spread over three
+## pytest-xdist workers (tests/parallel.py) on the 2-core machine CI runs on: two left its cores 22% idle while
+## tests waited on servers and brokers, three keep them 88% busy (1,013 s against 1,198 s, 2026-12-07). Three
+## had loaded it to 10-11 with a full Chromium each; the tests now drive its headless build, a quarter of the
+## CPU (docs/reference/test-suite.md). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
 PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 test: install-dev browsers pgbouncer haproxy
 	@bash scripts/ensure-llamacpp.sh $(PY)
