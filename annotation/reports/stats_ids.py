@@ -54,7 +54,9 @@ def _ids_sql(study: Study, criteria: Sequence[str], *, item_range=None, id_range
     where = range_where(params, item_range=item_range, id_range=id_range)
     return (f"SELECT a.item_id, r.output_id, a.rater_id, r.criterion, r.score, {VALUE_TEXT}, a.time_on_task_ms,"
             f" a.permutation::text, a.is_attention_check FROM {_A} a JOIN {_R} r ON r.assignment_id = a.id"
-            f" WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND r.criterion = ANY(%s){where}"), params
+            f" WHERE a.study_id = %s AND a.status = %s AND NOT a.ignored AND r.criterion = ANY(%s){where}"
+            # The order the ranges' reads give too: ICC1 counts each output's first k ratings as stored.
+            " ORDER BY a.id, r.output_id, r.criterion"), params
 
 
 def _gold(study: Study, criteria: Sequence[str], item_range, read: Reader = read_here) -> pa.Table:
