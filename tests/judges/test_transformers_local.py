@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
 
 from judges.backends.base import JudgeRequest
 from judges.backends.transformers_local import TransformersBackend
 from judges.methods import MethodSettings, Target, geval
 from tests.judges.tiny_model import build_tiny_llama
+
+if TYPE_CHECKING:
+    import torch
 
 PROMPTS = ["rate the response", "please give a number only from 1 to 5 score",
            "good", "bad answer to the question please rate the response from 1 to 5"]
@@ -27,6 +30,7 @@ def requests(mode: str, **kw) -> list[JudgeRequest]:
 
 def reference_logprobs(model_dir, text: str) -> torch.Tensor:
     """Next-token log-probabilities computed directly with transformers, one unpadded sequence."""
+    import torch  # here, not at the top: collecting the suite on every worker imported it (2.4 s of CPU each)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(model_dir)
