@@ -120,14 +120,17 @@ async def paced_rater(i: int, base: str, slug: str, session_key: str, run: Failo
 
 
 async def reader(base: str, slug: str, session_key: str, run: FailoverRun, load: asyncio.Future) -> None:
-    """GETs the guidelines page until the raters are done: a GET must never fail, HAProxy retries it."""
+    """GETs the guidelines page until the raters are done. HAProxy retries a GET the dead node had not begun to
+    answer; one whose headers it had already passed on it cannot, and the client sees the body cut short. A
+    failure is recorded as "<window sent>-><window failed>: <error>"."""
     async with httpx.AsyncClient(base_url=base, cookies={"sessionid": session_key}, timeout=REQUEST_TIMEOUT_S) as c:
         while not load.done():
             sent = time.monotonic()
             try:
                 resp = await c.get(f"/studies/{slug}/rate/guidelines/")
             except httpx.TransportError as exc:
-                run.reads_failed.append(f"{run.window(sent)}: {type(exc).__name__}")
+                failed = run.window(time.monotonic())
+                run.reads_failed.append(f"{run.window(sent)}->{failed}: {type(exc).__name__}: {str(exc)[:100]}")
             else:
                 if resp.status_code == 200:
                     run.reads_ok += 1
@@ -174,6 +177,12 @@ async def run_with_failover(cluster: Cluster, slug: str, sessions: list[str], *,
         await asyncio.gather(*reading, return_exceptions=True)
     run.ended = time.monotonic()
     return run
+
+
+def cut_by_the_kill(run: FailoverRun) -> list[str]:
+    """The GETs the kill cut mid-answer: sent before it, failed after it with their body short."""
+    return [f for f in run.reads_failed
+            if f.startswith("before->during") and "without sending complete message body" in f]
 
 
 def cpu_by_tier(cluster: Cluster) -> dict[str, float]:
@@ -310,10 +319,13 @@ def run(full: bool = False) -> dict:
     for name, value in checks:
         rows.append({"metric": f"{label}: {name}", "value": float(value), "unit": "", "target": "0", "ok": value == 0})
     rows += [
+        # a GET the node was answering when killed: HAProxy had passed its headers on and cannot retry it
+        {"metric": f"{label}: GETs cut off mid-answer by the kill",
+         "value": float(len(cut := cut_by_the_kill(failover))), "unit": "", "target": None, "ok": None},
         # outside the failover a GET fails only on an overloaded machine (HAProxy's queue timeout: 503)
         {"metric": f"{label}: GETs failed before or after the failover",
-         "value": float(sum(1 for f in failover.reads_failed if not f.startswith("during"))), "unit": "",
-         "target": None, "ok": None},
+         "value": float(sum(1 for f in failover.reads_failed if not f.startswith("during") and f not in cut)),
+         "unit": "", "target": None, "ok": None},
         {"metric": f"{label}: acknowledged submits", "value": float(found["acknowledged"]), "unit": "items",
          "target": f"= {expected}", "ok": found["acknowledged"] == expected == found["stored"]},
         {"metric": f"{label}: kill to marked down", "value": found["kill_to_down_s"], "unit": "s", "target": None,

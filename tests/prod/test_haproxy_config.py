@@ -5,7 +5,10 @@ at the moment a node dies: before two failed health checks mark it down, the oth
 
 The nodes are small threaded HTTP servers that take a while to answer (the nodes are busy). The dead node's
 active checks go to a live server's port and keep passing: the moment between a node's death and the checks that
-notice it, held open for the whole test, so that only the passive check can mark it down."""
+notice it, held open for the whole test, so that only the passive check can mark it down.
+
+And a node that dies holding a GET: HAProxy repeats it elsewhere if the node had not begun its answer, and
+cannot once the node's headers went out."""
 
 from __future__ import annotations
 
@@ -85,3 +88,65 @@ def test_a_node_that_refuses_is_down_at_once_and_no_request_gets_503(three_nodes
     # the live nodes served every request, never more than their slots at once
     assert int(stats["node1"]["stot"]) + int(stats["node3"]["stot"]) == REQUESTS, stats
     assert max(int(stats["node1"]["smax"]), int(stats["node3"]["smax"])) <= SLOTS, stats
+
+
+class DyingNode(SlowNode):
+    """A node killed while it holds a GET: on /cut-before/ before its answer began, on /cut-mid/ after its
+    headers went out (gunicorn writes the headers and the body in two calls; a SIGKILL can fall between)."""
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        if not self.path.startswith(("/cut-mid/", "/cut-before/")):
+            return super().do_GET()  # the health checks
+        if self.path.startswith("/cut-mid/"):
+            self.send_response(200)
+            self.send_header("Content-Length", "10")
+            self.end_headers()
+            self.wfile.flush()
+        self.connection.shutdown(socket.SHUT_RDWR)  # what the kernel does with a killed process's socket
+        self.close_connection = True
+
+
+@pytest.fixture
+def a_dying_node_and_a_live_one(tmp_path):
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), DyingNode), _serve()]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    nodes = [SimpleNamespace(name=f"node{i + 1}", host="127.0.0.1", port=s.server_address[1])
+             for i, s in enumerate(servers)]
+    haproxy = bench.nodes.HAProxy(nodes, tmp_path, node_slots=SLOTS)
+    try:
+        yield haproxy
+    finally:
+        haproxy.stop()
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
+def _reads(url: str, path: str, n: int) -> list[str]:
+    """n GETs one after another, each on its own connection: "200" or the client's error."""
+    out = []
+    for _ in range(n):
+        try:
+            out.append(str(httpx.get(url + path, timeout=10).status_code))
+        except httpx.TransportError as exc:
+            out.append(f"{type(exc).__name__}: {exc}")
+    return out
+
+
+def test_haproxy_retries_a_get_cut_before_its_answer_not_one_cut_mid_answer(a_dying_node_and_a_live_one):
+    """The premise of tests/prod/test_three_nodes.py's one allowed read failure (bench_three_nodes.cut_by_the_kill)."""
+    from bench.bench_three_nodes import FailoverRun, cut_by_the_kill
+
+    haproxy = a_dying_node_and_a_live_one
+    before = _reads(haproxy.url, "/cut-before/", 6)
+    stats = haproxy.stats()
+    # the dying node took some and gave nothing; HAProxy sent each again to the live node
+    assert before == ["200"] * 6, (before, haproxy.log_tail())
+    assert int(stats["node1"]["stot"]) > 0 and int(stats["node1"]["wredis"]) > 0, stats
+
+    mid = _reads(haproxy.url, "/cut-mid/", 6)
+    failed = [m for m in mid if m != "200"]
+    assert failed, (mid, haproxy.stats())  # leastconn gave the dying node some of them
+    run = FailoverRun(killed_at=0.0, reads_failed=[f"before->during: {m}" for m in failed])
+    assert cut_by_the_kill(run) == run.reads_failed, failed  # the signature the three-node test allows

@@ -2,8 +2,8 @@
 checks, PgBouncer, Redis, a Celery worker node, all nodes on one shared MEDIA_ROOT); one node is SIGKILLed
 mid-run and started again (bench/bench_three_nodes.py, at a small load and a fast pace).
 
-Every node serves; HAProxy marks the dead node down and requests keep succeeding (GETs retried by HAProxy
-never fail; POSTs cut off are sent again by the rater); nobody is signed out; every acknowledged submit is
+Every node serves; HAProxy marks the dead node down and requests keep succeeding (HAProxy retries the GETs
+the dead node had not begun to answer; POSTs cut off are sent again by the rater); nobody is signed out; every acknowledged submit is
 stored once and whole and the study ends; the node comes back and serves again; a release built by the
 worker node is downloaded whole from every web node."""
 
@@ -19,7 +19,8 @@ import httpx
 import pytest
 from django.conf import settings
 
-from bench.bench_three_nodes import admin_session, release_from_every_node, run_with_failover, verdict
+from bench.bench_three_nodes import (admin_session, cut_by_the_kill, release_from_every_node, run_with_failover,
+                                     verdict)
 from bench.faults_web import _bench_db
 from bench.loadclient import setup_study
 from bench.nodes import running_cluster
@@ -27,6 +28,7 @@ from bench.nodes import running_cluster
 RATERS, ITEMS, RATERS_PER_ITEM = 40, 150, 3
 THINK = (0.3, 1.2)  # fast, so that the run with its kill and restart takes about 20 s
 VICTIM = 1
+THREADS = 4  # a node's gunicorn threads: the most requests a SIGKILL can cut off mid-answer
 # The cluster's Redis database, its own: the suite's in-process Celery worker (conftest.celery_worker_session,
 # still running from earlier modules) consumes the tests' one and took the cluster's release build, against
 # the test database and the wrong media folder.
@@ -56,7 +58,7 @@ def test_a_node_killed_mid_run_loses_nothing_and_comes_back(unblocked, tmp_path)
         slug, sessions = setup_study(ITEMS, key, raters=RATERS, raters_per_item=RATERS_PER_ITEM, name="three nodes")
         admin = admin_session(key)
         direct = urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path="/" + db_name))
-        args = ["--workers", "1", "--worker-class", "gthread", "--threads", "4", "--log-level", "warning"]
+        args = ["--workers", "1", "--worker-class", "gthread", "--threads", str(THREADS), "--log-level", "warning"]
         with running_cluster(direct, key, media_root=tmp_path, redis_url=cluster_redis_url(), gunicorn_args=args,
                              pool_size=4, max_clients=100) as cluster:
             run = asyncio.run(run_with_failover(cluster, slug, sessions, think=THINK, expected_submits=expected,
@@ -80,7 +82,11 @@ def test_a_node_killed_mid_run_loses_nothing_and_comes_back(unblocked, tmp_path)
     # requests kept succeeding while the node was down: both kinds of POST, and the GETs
     during = [kind for kind, sent, _ in run.answered if run.killed_at <= sent < run.back_at]
     assert {"next", "submit", "read"} <= set(during), found
-    assert run.reads_failed == [] and run.reads_ok > 0, found
+    # A GET fails only where the kill cut an answer the node had begun: gunicorn writes the headers and the body
+    # in two calls, HAProxy passes the headers on, and then it cannot retry (CI, 2026-12-07: one GET in 143).
+    # Such a GET was sent before the kill and failed after it, its body short; a node has THREADS of them at most.
+    cut_mid_answer = cut_by_the_kill(run)
+    assert run.reads_failed == cut_mid_answer and len(cut_mid_answer) <= THREADS and run.reads_ok > 0, found
     assert run.signed_out == [], found
     assert found["unexpected"] == [] and found["raters_gave_up"] == 0 and found["raters_done"] == RATERS, found
     # the audit: exact
