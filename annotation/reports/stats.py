@@ -13,7 +13,6 @@ ratings stays within seconds:
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
@@ -21,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from annotation.stats.blas import one_blas_thread
 from annotation.stats.consensus import combine_parts, consensus_table
 from annotation.stats.grouping import group_agg, group_codes, group_index, unique_ints
 
@@ -306,17 +306,6 @@ def _bootstrap_features(units: np.ndarray, unit_item: np.ndarray, x: np.ndarray,
     return item_feats, feats.shape[1], k, n_icc
 
 
-def _one_blas_thread():
-    """One BLAS thread for the bootstrap's products where threadpoolctl is installed: on two
-    cores shared with PostgreSQL and other workers, OpenBLAS's spinning threads made the same
-    product 10 to 40 times slower (measured in bench/bench_report_x10.py). The sums are the same."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # not a dependency of the app: without it, BLAS keeps its own setting
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
-
-
 def _count_rows(idx: np.ndarray, out: np.ndarray, n_items: int) -> None:
     """Each resample's item counts (a row of `idx`) into its row of `out`, one at a time: its counters stay in cache."""
     for r in range(idx.shape[0]):
@@ -372,7 +361,7 @@ def agreement_bootstraps(specs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarr
         buffers = [np.empty((min(rows, n_boot), n_items)) for _ in range(2 if n_boot > rows else 1)]
         uses: list[list[Future]] = [[] for _ in buffers]  # what still reads or writes each buffer
         current, filled = 0, 0
-        with _one_blas_thread(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="concord-bootstrap") as pool:
+        with one_blas_thread(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="concord-bootstrap") as pool:
             for begin in range(0, n_boot, batch):
                 b = min(batch, n_boot - begin)
                 idx = rng.integers(0, n_items, size=(b, n_items))  # the same draws, in the same order, as before

@@ -8,7 +8,6 @@ vectorised over these arrays: sums over labels are np.bincount, never a Python l
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -17,18 +16,6 @@ import numpy as np
 from scipy import sparse
 
 EPS = 1e-10  # probabilities are clipped here before a log (crowd-kit's _EPS, so fits compare equal)
-
-
-def one_blas_thread():
-    """One BLAS thread for the fits whose steps are vector products and small factorisations, where
-    threadpoolctl is installed (it is not a dependency of the app). On two busy cores OpenBLAS's
-    spinning threads made GLAD 3x and noisy Bradley–Terry 5x slower on a million labels, and a
-    500 x 500 Cholesky take 0.36 s instead of 6 ms (2026-11-28; annotation/reports/stats.py saw the same)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
 
 
 class LabelError(ValueError):

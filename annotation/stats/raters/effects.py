@@ -27,7 +27,9 @@ from scipy import sparse
 from scipy.linalg import cho_factor, cho_solve
 from scipy.stats import norm
 
-from .data import LabelError, int_array, one_blas_thread
+from annotation.stats.blas import one_blas_thread
+
+from .data import LabelError, int_array
 
 PSEUDO_RATINGS = 2.0
 MAX_ITER = 1000

@@ -24,7 +24,9 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from .data import LabelModel, Labels, finish, normalise_log, one_blas_thread
+from annotation.stats.blas import one_blas_thread
+
+from .data import LabelModel, Labels, finish, normalise_log
 
 MAX_ITER = 1000
 TOL = 1e-3  # converged when no component of the MAP objective's gradient exceeds this (accuracies then

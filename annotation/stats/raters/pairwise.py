@@ -21,7 +21,9 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from .data import LabelError, int_array, one_blas_thread
+from annotation.stats.blas import one_blas_thread
+
+from .data import LabelError, int_array
 
 RIDGE = 1e-3
 # L-BFGS-B steps: 20,000 comparisons of 30 outputs by 20 raters took 966 to meet GTOL/FTOL, so 500
