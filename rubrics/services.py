@@ -7,7 +7,6 @@ from .models import Rubric, RubricVersion
 from .selectors import UnknownRubric, rubric_latest_version
 
 
-@transaction.atomic
 def rubric_version_create(*, data: dict, user=None, is_preset: bool = False) -> tuple[RubricVersion, bool]:
     """Validate `data` and store it as the rubric's next version.
 
@@ -15,7 +14,12 @@ def rubric_version_create(*, data: dict, user=None, is_preset: bool = False) -> 
     loading the same file twice is a no-op. Raises rubrics.loader.RubricError on bad input,
     before anything is written.
     """
-    definition = validate_rubric(data)
+    return _version_store(validate_rubric(data), user=user, is_preset=is_preset)
+
+
+@transaction.atomic
+def _version_store(definition: dict, *, user=None, is_preset: bool = False) -> tuple[RubricVersion, bool]:
+    """Store a validated, normalised definition as the rubric's next version, unless it is the same as one."""
     checksum = rubric_checksum(definition)
     rubric, _ = Rubric.objects.select_for_update().get_or_create(
         slug=definition["slug"], defaults={"name": definition["name"], "is_preset": is_preset}
@@ -33,9 +37,14 @@ def rubric_version_create(*, data: dict, user=None, is_preset: bool = False) -> 
     return version, True
 
 
+def rubric_preset_install(slug: str) -> RubricVersion:
+    """Install (or version) the built-in preset `slug`: load_preset has validated it (and keeps it parsed)."""
+    return _version_store(load_preset(slug), is_preset=True)[0]
+
+
 def rubric_presets_install() -> list[RubricVersion]:
     """Install (or version) every built-in preset; idempotent."""
-    return [rubric_version_create(data=load_preset(slug), is_preset=True)[0] for slug in list_presets()]
+    return [rubric_preset_install(slug) for slug in list_presets()]
 
 
 def rubric_version_for_slug(slug: str) -> RubricVersion:
@@ -45,6 +54,6 @@ def rubric_version_for_slug(slug: str) -> RubricVersion:
     if version is not None:
         return version
     if slug in list_presets():
-        return rubric_version_create(data=load_preset(slug), is_preset=True)[0]
+        return rubric_preset_install(slug)
     stored = Rubric.objects.values_list("slug", flat=True)
     raise UnknownRubric(slug, sorted(set(stored) | set(list_presets())))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -183,12 +184,39 @@ def outsider(db):
     return make_user("stranger")
 
 
+class _PresetVersions(Mapping):
+    """slug -> RubricVersion of every built-in preset, each installed when a test first looks it up: most tests
+    use one of the seven, and installing all of them was 35 queries a test."""
+
+    def __init__(self):
+        from rubrics.loader import list_presets
+
+        self._slugs, self._installed = list_presets(), {}
+
+    def __getitem__(self, slug: str):
+        from rubrics.services import rubric_preset_install
+
+        if slug not in self._slugs:
+            raise KeyError(slug)
+        if slug not in self._installed:
+            self._installed[slug] = rubric_preset_install(slug)
+        return self._installed[slug]
+
+    def __setitem__(self, slug: str, version) -> None:  # a test's own rubric, for make_study(slug)
+        self._slugs = sorted({*self._slugs, slug})
+        self._installed[slug] = version
+
+    def __iter__(self):
+        return iter(self._slugs)
+
+    def __len__(self):
+        return len(self._slugs)
+
+
 @pytest.fixture
 def preset_version(db):
-    """Install every preset; return a lookup slug -> RubricVersion."""
-    from rubrics.services import rubric_presets_install
-
-    return {v.rubric.slug: v for v in rubric_presets_install()}
+    """A lookup slug -> RubricVersion of the built-in presets, each installed on its first lookup."""
+    return _PresetVersions()
 
 
 @pytest.fixture

@@ -25,9 +25,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_create_a_study_upload_items_add_members_and_open_it(concord, admin_user, annotator, researcher,
                                                             preset_version, tmp_path):
+    installed = preset_version["rrgen-001"]  # the client picks a preset among the stored rubrics
     client = concord(admin_user)
     study = client.create_study("Client study", preset="rrgen-001", raters_per_item=2)
-    assert study["status"] == "draft" and study["rubric_version"] == preset_version["rrgen-001"].pk
+    assert study["status"] == "draft" and study["rubric_version"] == installed.pk
     assert client.upload_items(study["slug"], DEMO_DIR / "rrgen-001.jsonl") == 5
     assert client.add_members(study["slug"], [annotator.username]) == [annotator.username]
     client.add_members(study["slug"], [researcher.username], role="researcher")
@@ -44,6 +45,7 @@ def test_create_a_study_upload_items_add_members_and_open_it(concord, admin_user
 
 
 def test_errors_raise_with_the_servers_message(concord, admin_user, researcher, preset_version, tmp_path):
+    preset_version["aqua-003"]  # stored: the client looks the preset up among the rubrics
     client = concord(admin_user)
     slug = client.create_study("Errors", preset="aqua-003")["slug"]
     with pytest.raises(ConcordError) as bad_items:
