@@ -9,6 +9,7 @@ import pytest
 
 from judges.models import JudgeRun
 from tests.conftest import log_in
+from tests.screens import full_page_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -36,7 +37,7 @@ def test_run_a_judge_and_watch_it_finish(page, live_server, celery_worker_sessio
     assert f"{run.n_expected} / {run.n_expected}" in text and "judgements/s" in text
     assert card.get_attribute("hx-trigger") is None  # polling stopped by the final fragment
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "judges-run-done.png"), full_page=True)
+    full_page_screenshot(page, ARTIFACTS / "judges-run-done.png")
     with page.expect_download() as dl:
         card.locator("text=labeled.csv").click()
     assert dl.value.suggested_filename == f"run{run.pk}-labeled.csv"
@@ -45,4 +46,4 @@ def test_run_a_judge_and_watch_it_finish(page, live_server, celery_worker_sessio
     page.click("button:has-text('Evaluate')")
     row = page.locator("#gold-table tbody tr").first
     assert "aqua-slow" in row.inner_text() and "label" in row.inner_text()
-    page.screenshot(path=str(ARTIFACTS / "judges-gold.png"), full_page=True)
+    full_page_screenshot(page, ARTIFACTS / "judges-gold.png")

@@ -12,6 +12,7 @@ import pytest
 from annotation.models import CrowdParticipant
 from annotation.services.crowd import crowd_link_create
 from tests.conftest import log_in
+from tests.screens import full_page_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,7 +28,7 @@ def test_a_crowd_link_asks_before_it_signs_an_admin_out(page, live_server, study
     confirm = page.get_by_test_id("crowd-confirm")
     assert admin_user.username in confirm.inner_text()
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "crowd-confirm.png"), full_page=True)
+    full_page_screenshot(page, ARTIFACTS / "crowd-confirm.png")
     assert not CrowdParticipant.objects.exists()  # nothing made before the person decides
 
     page.get_by_role("link", name=f"Go back, staying signed in as {admin_user.username}").click()

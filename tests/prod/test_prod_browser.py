@@ -21,6 +21,7 @@ import pytest
 from annotation.models import Assignment, Rating
 from tests.conftest import PASSWORD, make_user
 from tests.prod.conftest import ARTIFACTS
+from tests.screens import full_page_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -125,7 +126,7 @@ def assert_page_is_whole(page, path: str, width: int) -> None:
 
 def shot(page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    full_page_screenshot(page, ARTIFACTS / f"{name}.png")
 
 
 def slug_of(path: str) -> str:

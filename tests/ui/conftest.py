@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.page_settle import tracked
+from tests.screens import full_page_screenshot
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
 WIDTHS = (390, 1400)
@@ -46,7 +47,11 @@ def horizontal_overflow(page) -> int:
 
 def shot(page, name: str, *, full_page: bool = False) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
+    path = ARTIFACTS / f"{name}.png"
+    if full_page:
+        full_page_screenshot(page, path)
+    else:
+        page.screenshot(path=str(path))
 
 
 def answer_the_rest_and_submit(page) -> None:
