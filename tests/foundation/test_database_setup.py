@@ -37,3 +37,18 @@ def test_it_does_so_in_a_run_of_this_test_alone():
                            f"{__file__}::test_a_fixture_alone_gets_the_test_database"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_the_test_database_commits_without_waiting_for_the_disk(database_name):
+    """Every session of the test database, not only the suite's own: a fresh connection, as a server or worker
+    the suite starts opens one (tests/conftest.py _commits_not_waiting_for_disk)."""
+    import psycopg
+
+    from tests.conftest import current_database_url
+
+    with psycopg.connect(current_database_url(), autocommit=True) as fresh:
+        assert fresh.execute("SHOW synchronous_commit").fetchone()[0] == "off"
+        # Only this database: another one of the same server (PostgreSQL's own) keeps the server's setting.
+        assert fresh.execute("SELECT count(*) FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase"
+                             " WHERE d.datname = 'postgres' AND 'synchronous_commit=off' = ANY(s.setconfig)"
+                             ).fetchone()[0] == 0
