@@ -27,7 +27,7 @@ FORMATS = {
     "openai-chat": "OpenAI chat-completions JSONL: {messages} or {request, response} per line",
     "openai-responses": "OpenAI Responses JSONL: a response object with its input per line",
 }
-MAX_SPANS_PER_FILE = 200_000
+MAX_SPANS_PER_FILE = 200_000  # over all of an OTLP/JSON file's lines
 
 
 def detect(filename: str, head: bytes) -> str | None:
@@ -120,7 +120,10 @@ def _otlp_json(data: bytes) -> Iterator[dict]:
     for n, line in enumerate(_text(data).split("\n"), start=1):
         if line.strip():
             try:
-                spans.extend(otel.spans_from_json(line.encode(), max_spans=MAX_SPANS_PER_FILE))
+                spans.extend(otel.spans_from_json(line.encode(), max_spans=MAX_SPANS_PER_FILE - len(spans)))
+            except otel.TooManySpans:  # its message is a request's (send smaller batches)
+                raise TraceFormatError(f"line {n}", f"more than {MAX_SPANS_PER_FILE:,} spans in one file; "
+                                                    "split it") from None
             except TraceFormatError as exc:
                 raise TraceFormatError(f"line {n}" + (f": {exc.where}" if exc.where else ""), exc.message) from None
     for trace_id, trace_spans in otel.group_by_trace(spans).items():
