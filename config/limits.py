@@ -74,6 +74,10 @@ LIMITS: dict[str, Limit] = {lim.key: lim for lim in (
     Limit("upload.members", 5 * MiB, "bytes", "A members CSV (manage page)."),
     Limit("upload.judges", 1 * MiB, "bytes", "A judges file or pasted configuration (judges page)."),
     Limit("upload.gold", 20 * MiB, "bytes", "A gold labels CSV (a study's gold evaluation page)."),
+    Limit("upload.traces", 200 * MiB, "bytes", "A trace or log file, read whole (`import_items`; an upload through "
+          "the site or the API meets upload.items first)."),
+    Limit("traces.spans_per_file", 200_000, "items", "Spans in one OTLP/JSON trace file, over all its lines (past it: "
+          "the file is refused, naming the line)."),
     # Rates and concurrency, per study.
     Limit("releases.per_study_per_hour", 48, "per hour", "Release builds queued for one study in an hour "
           "(one per format of a version); past it: 429."),

@@ -18,6 +18,7 @@ from typing import Iterator
 
 from annotation.traces import mapping, otel
 from annotation.traces.mapping import LlmCall, Span, ToolRun, TraceFormatError
+from config.limits import LIMITS
 
 FORMATS = {
     "otlp-json": "OTLP/JSON ExportTraceServiceRequest, one per line (the Collector's file exporter)",
@@ -27,7 +28,6 @@ FORMATS = {
     "openai-chat": "OpenAI chat-completions JSONL: {messages} or {request, response} per line",
     "openai-responses": "OpenAI Responses JSONL: a response object with its input per line",
 }
-MAX_SPANS_PER_FILE = 200_000  # over all of an OTLP/JSON file's lines
 
 
 def detect(filename: str, head: bytes) -> str | None:
@@ -55,9 +55,13 @@ def detect(filename: str, head: bytes) -> str | None:
     return None
 
 
-def rows(data: bytes, fmt: str) -> list[dict]:
+def rows(data: bytes, fmt: str, *, max_spans: int | None = None) -> list[dict]:
+    """`max_spans`: an OTLP/JSON file's bound on spans over all its lines (the limit traces.spans_per_file's
+    value where not given; the caller passes the deployment's)."""
     if fmt not in FORMATS:
         raise TraceFormatError("format", f"unknown trace format {fmt!r}; one of {', '.join(FORMATS)}")
+    if fmt == "otlp-json":
+        return list(_otlp_json(data, LIMITS["traces.spans_per_file"].value if max_spans is None else max_spans))
     return list(_READERS[fmt](data))
 
 
@@ -115,15 +119,14 @@ def _ns(value, where: str) -> int:
 # --- OTLP JSON -----------------------------------------------------------------------------------
 
 
-def _otlp_json(data: bytes) -> Iterator[dict]:
+def _otlp_json(data: bytes, max_spans: int) -> Iterator[dict]:
     spans: list[Span] = []
     for n, line in enumerate(_text(data).split("\n"), start=1):
         if line.strip():
             try:
-                spans.extend(otel.spans_from_json(line.encode(), max_spans=MAX_SPANS_PER_FILE - len(spans)))
+                spans.extend(otel.spans_from_json(line.encode(), max_spans=max_spans - len(spans)))
             except otel.TooManySpans:  # its message is a request's (send smaller batches)
-                raise TraceFormatError(f"line {n}", f"more than {MAX_SPANS_PER_FILE:,} spans in one file; "
-                                                    "split it") from None
+                raise TraceFormatError(f"line {n}", f"more than {max_spans:,} spans in one file; split it") from None
             except TraceFormatError as exc:
                 raise TraceFormatError(f"line {n}" + (f": {exc.where}" if exc.where else ""), exc.message) from None
     for trace_id, trace_spans in otel.group_by_trace(spans).items():

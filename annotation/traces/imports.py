@@ -15,8 +15,8 @@ from annotation.models import Study
 from annotation.services.items import items_import
 from annotation.traces import files
 from annotation.traces.mapping import TraceFormatError
+from config.limits import limit
 
-MAX_TRACE_FILE_BYTES = 200 * 1024 * 1024  # a trace file is read whole (a .eval log is a zip)
 DETECT_BYTES = 1 << 20  # enough for an items file's first line, which says it is one (its "outputs")
 _LINE = re.compile(r"^line (\d+)(?::\s*|\.|$)(.*)$")
 
@@ -30,11 +30,13 @@ def file_import(*, study: Study, file: IO[bytes], filename: str = "", fmt: str |
         fmt = files.detect(filename, head if isinstance(head, bytes) else head.encode())
     if fmt not in files.FORMATS:
         return items_import(study=study, file=file, filename=filename, fmt=fmt)
-    data = file.read(MAX_TRACE_FILE_BYTES + 1)
-    if len(data) > MAX_TRACE_FILE_BYTES:
-        raise ItemFileError([(1, "", f"a {fmt} file is read whole: at most {MAX_TRACE_FILE_BYTES} bytes")])
+    most = limit("upload.traces")  # a trace file is read whole (a .eval log is a zip)
+    data = file.read(most + 1)
+    if len(data) > most:
+        raise ItemFileError([(1, "", f"{fmt} file: at most {most:,} bytes, read whole (this file has more)")])
     try:
-        rows = files.rows(data if isinstance(data, bytes) else data.encode(), fmt)
+        rows = files.rows(data if isinstance(data, bytes) else data.encode(), fmt,
+                          max_spans=limit("traces.spans_per_file"))
     except TraceFormatError as exc:
         raise ItemFileError([_error(exc, fmt)]) from None
     if not rows:

@@ -270,7 +270,7 @@ def test_an_agent_called_by_another_service_is_stored_when_its_own_span_ends(cli
     assert list(study.items.values_list("external_id", flat=True)) == ["4bf92f3577b34da6a3ce929d0e0e4736"]
 
 
-def test_a_trace_file_is_bounded_in_spans_over_all_its_lines(monkeypatch):
+def test_a_trace_file_is_bounded_in_spans_over_all_its_lines():
     """An OTLP/JSON file's bound on spans counts the spans of all its lines: it counted each line alone, so a file of
     many lines held any number of spans (up to its size in bytes)."""
     from annotation.traces import files, otel
@@ -279,10 +279,8 @@ def test_a_trace_file_is_bounded_in_spans_over_all_its_lines(monkeypatch):
     lines = [otlp_json()[0] for _ in range(3)]  # three runs, each a request as the SDK's exporter sends it
     per_line = len(otel.spans_from_json(lines[0], max_spans=10**6))
     text = b"\n".join(lines) + b"\n"
-    monkeypatch.setattr(files, "MAX_SPANS_PER_FILE", 3 * per_line)
-    assert len(files.rows(text, "otlp-json")) == 3
-    monkeypatch.setattr(files, "MAX_SPANS_PER_FILE", 3 * per_line - 1)
+    assert len(files.rows(text, "otlp-json", max_spans=3 * per_line)) == 3
     with pytest.raises(TraceFormatError) as refused:
-        files.rows(text, "otlp-json")
+        files.rows(text, "otlp-json", max_spans=3 * per_line - 1)
     assert (refused.value.where, refused.value.message) == (
         "line 3", f"more than {3 * per_line - 1:,} spans in one file; split it")

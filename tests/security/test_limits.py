@@ -396,6 +396,58 @@ def test_an_items_file_is_bounded(past, make_study, admin_user, api_for, client_
         assert study.items.count() == 1  # nothing stored
 
 
+def _trace_study(preset_version, admin_user):
+    from annotation.services.studies import study_create
+
+    return study_create(name="Traces", rubric_version=preset_version["rrgen-001"], user=admin_user)
+
+
+@pytest.mark.parametrize("past", AT_PAST)
+def test_a_trace_file_is_bounded_in_bytes(past, preset_version, admin_user, settings, tmp_path):
+    """import_items reads a trace file whole; an upload meets upload.items first (above)."""
+    import io
+    from pathlib import Path
+
+    from django.core.management import CommandError, call_command
+
+    study = _trace_study(preset_version, admin_user)
+    path = tmp_path / "chats.jsonl"
+    path.write_bytes((Path(__file__).parents[1] / "importers" / "files" / "openai-chat.jsonl").read_bytes())
+    _past(settings, "upload.traces", path.read_bytes(), past)
+    if not past:
+        call_command("import_items", str(path), study=study.slug, stdout=io.StringIO())
+        assert study.items.count() > 0
+        return
+    with pytest.raises(CommandError) as refused:
+        call_command("import_items", str(path), study=study.slug, stdout=io.StringIO())
+    most = path.stat().st_size - 1
+    assert f"openai-chat file: at most {most:,} bytes, read whole (this file has more)" in str(refused.value)
+    assert study.items.count() == 0
+
+
+@pytest.mark.parametrize("past", AT_PAST)
+def test_the_spans_of_a_trace_file_are_bounded_over_all_its_lines(past, preset_version, admin_user, settings):
+    import io
+
+    from annotation.importers import ItemFileError
+    from annotation.traces import otel
+    from annotation.traces.imports import file_import
+    from tests.importers.test_otlp import otlp_json
+
+    study = _trace_study(preset_version, admin_user)
+    lines = [otlp_json()[0] for _ in range(2)]  # two agent runs as the OpenTelemetry SDK records them, one a line
+    per_line = len(otel.spans_from_json(lines[0], max_spans=10**6))
+    settings.CONCORD_LIMITS = {"traces.spans_per_file": 2 * per_line - past}
+    data = io.BytesIO(b"\n".join(lines) + b"\n")
+    if not past:
+        assert file_import(study=study, file=data, filename="spans.jsonl", fmt="otlp-json") == 2
+        return
+    with pytest.raises(ItemFileError) as refused:
+        file_import(study=study, file=data, filename="spans.jsonl", fmt="otlp-json")
+    assert refused.value.errors == [(2, "", f"otlp-json: more than {2 * per_line - 1:,} spans in one file; split it")]
+    assert study.items.count() == 0
+
+
 @pytest.mark.parametrize("past", AT_PAST)
 def test_a_rubric_file_is_bounded(past, admin_user, api_for, client_for, settings):
     from rubrics.models import Rubric
