@@ -173,12 +173,6 @@ def _copy_scores(source: JudgeRun, target: JudgeRun) -> int:
         return cursor.rowcount
 
 
-def judge_run_fail(*, run_id: int, error: str) -> bool:
-    """End an active run as failed, saying why; False if it was no longer active."""
-    return bool(JudgeRun.objects.filter(pk=run_id, status__in=JudgeRun.ACTIVE).update(
-        status=JudgeRun.Status.FAILED, error=error[:2000], finished_at=timezone.now()))
-
-
 def judge_run_cancel(*, run: JudgeRun) -> JudgeRun:
     """Stop handing out work: chunks not yet started see the flag and do nothing."""
     with transaction.atomic():
@@ -304,11 +298,8 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
     if run is None:
         return ChunkOutcome(skipped="no such run")
     outcome = ChunkOutcome()
-    if run.status not in JudgeRun.ACTIVE:
-        outcome.skipped = run.status
-        return outcome
-    if attempt is not None and attempt != run.attempt:
-        outcome.skipped = "superseded"
+    outcome.skipped = _not_current(run.status, run.attempt, attempt)
+    if outcome.skipped:
         return outcome
     JudgeRun.objects.filter(pk=run.pk, status=JudgeRun.Status.QUEUED).update(
         status=JudgeRun.Status.RUNNING, started_at=timezone.now())
@@ -343,6 +334,13 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         judge_run_fail(run_id=run.pk, error=problem.why)
         outcome.skipped = "failed"
         return outcome
+    # The preflight waited on the network. Meanwhile another chunk may have failed the run, a user cancelled it,
+    # or it went on as a new attempt whose chunks ask for these items: this one then asks nothing (a full run saw
+    # 30 slots asked twice when the endpoint came up between a chunk's first look and its preflight).
+    now = JudgeRun.objects.filter(pk=run.pk).values_list("status", "attempt").first()
+    outcome.skipped = "no such run" if now is None else _not_current(*now, attempt)
+    if outcome.skipped:
+        return outcome
     if batch_run(run.config):
         return batch_chunk_process(run=run, payloads=payloads, pending=pending, where=where)
     reserved = 0.0
@@ -373,6 +371,16 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
     except BaseException:
         cost_release(run_id=run.pk, amount=reserved)
         raise
+
+
+def _not_current(status: str, run_attempt: int, attempt: int | None) -> str | None:
+    """Why a chunk sent for `attempt` must not ask the judge now: the run's status when it is not active,
+    "superseded" when the run went on as a later attempt; None when the chunk is the run's current work."""
+    if status not in JudgeRun.ACTIVE:
+        return status
+    if attempt is not None and attempt != run_attempt:
+        return "superseded"
+    return None
 
 
 async def _judge(plan: JudgePlan, payloads: list, pending: dict, cache: DBCache,

@@ -116,3 +116,34 @@ def test_a_chunk_of_an_earlier_attempt_asks_nothing_after_the_run_went_on(make_s
     assert fake_server.stats().completion_requests == asked and counters(run)["done"] == 0
     current = judge_chunk_process(run_id=run.pk, item_ids=ids[:2], attempt=1)
     assert current.written == 2 * 3 * 5 and fake_server.stats().completion_requests > asked
+
+
+@pytest.mark.parametrize("meanwhile", ["failed", "failed and resumed", "cancelled"])
+def test_a_chunk_whose_run_stopped_during_its_preflight_asks_nothing(make_study, make_judge, fake_server, monkeypatch,
+                                                                     meanwhile):
+    """The chunk found its run active, then waited on the endpoint's preflight; meanwhile another chunk failed the
+    run (the endpoint was down), a user cancelled it, or the endpoint came up and the run was resumed as a new
+    attempt. The chunk must not ask the judge: the resumed attempt's chunks ask for the same items (a full run saw
+    105 calls for 75 slots, tests/faults/test_llm_backend_faults.py)."""
+    from judges.services import runs
+    from judges.services.runs import judge_run_cancel, judge_run_fail, judge_run_resume
+
+    study = make_study("rrgen-001")
+    run = judge_run_start(study=study, judge=make_judge(endpoint=fake_server.base_url))
+
+    def preflight_while_the_run_stops(config):
+        if meanwhile == "cancelled":
+            judge_run_cancel(run=JudgeRun.objects.get(pk=run.pk))
+        else:
+            judge_run_fail(run_id=run.pk, error="cannot reach the endpoint")
+        if meanwhile == "failed and resumed":
+            judge_run_resume(run=JudgeRun.objects.get(pk=run.pk))
+        return None  # the endpoint answers now
+
+    monkeypatch.setattr(runs, "preflight_problem", preflight_while_the_run_stops)
+    asked = fake_server.stats().completion_requests
+    outcome = judge_chunk_process(run_id=run.pk, item_ids=item_ids(study)[:2], attempt=0)
+    assert outcome.written == 0
+    assert outcome.skipped == {"failed": "failed", "failed and resumed": "superseded", "cancelled": "cancelled"}[meanwhile]
+    assert fake_server.stats().completion_requests == asked
+    assert not JudgeScore.objects.filter(run=run, item_id__in=item_ids(study)[:2]).exists()
