@@ -40,9 +40,10 @@ fi
 
 # A build is kept per user, as pip keeps its wheels: a new checkout (every CI run is one) copies it in a
 # second where building took 11 s on 2 cores.
-CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/concord/pgbouncer-$VERSION-$(uname -m)"
-if [ -x "$CACHE/bin/pgbouncer" ] && "$CACHE/bin/pgbouncer" --version 2>/dev/null | grep -q "$VERSION"; then
-  rm -rf "$DEST" && mkdir -p "$(dirname "$DEST")" && cp -a "$CACHE" "$DEST"
+CACHE="${XDG_CACHE_HOME:-${HOME:-$PWD/.data}/.cache}/concord/pgbouncer-$VERSION-$(uname -m)"
+if [ -x "$CACHE/bin/pgbouncer" ] && "$CACHE/bin/pgbouncer" --version 2>/dev/null | grep -q "$VERSION" \
+    && rm -rf "$DEST" && mkdir -p "$(dirname "$DEST")" && cp -a "$CACHE" "$DEST" \
+    && "$DEST/bin/pgbouncer" --version 2>/dev/null | grep -q "$VERSION"; then
   chmod -R a+rX "$DEST"
   exit 0
 fi
