@@ -1,5 +1,5 @@
 """STATIC_ROOT as the Dockerfile builds it (`collectstatic`: hashed names, .gz and .br beside each), made once
-per content of the static sources and kept under .data/collected-static/<digest>/.
+per content of the static sources and kept under ~/.cache/concord/collected-static/<digest>/ (see _cache_dir).
 
 Compressing Swagger UI's and Redoc's bundles with Brotli took about 46 s of CPU (2026-11-28, 2-core
 python-svc machine), 10 s since only the hashed copies are kept and source maps are not compressed
@@ -22,7 +22,19 @@ from importlib.metadata import version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = Path(os.environ.get("CONCORD_DATA_DIR") or ROOT / ".data") / "collected-static"
+
+
+def _cache_dir() -> Path:
+    """Beside the embedded servers where CONCORD_DATA_DIR names a place; otherwise in the user's cache (as
+    scripts/ensure-pgbouncer.sh keeps its build), so a new checkout of the same sources, a CI run's clean clone
+    among them, finds the collection made by the last one instead of paying the Brotli work again."""
+    if os.environ.get("CONCORD_DATA_DIR"):
+        return Path(os.environ["CONCORD_DATA_DIR"]) / "collected-static"
+    base = os.environ.get("XDG_CACHE_HOME") or (Path(os.environ["HOME"]) / ".cache" if os.environ.get("HOME") else None)
+    return Path(base) / "concord" / "collected-static" if base else ROOT / ".data" / "collected-static"
+
+
+CACHE = _cache_dir()
 STORAGE = "whitenoise.storage.CompressedManifestStaticFilesStorage"  # config/settings.py's, outside tests
 KEEP = 3  # collections of earlier sources kept beside the current one (other checkouts' branches)
 
