@@ -21,7 +21,7 @@ from django.template.loader import render_to_string
 from annotation.datasets.spreadsheet import spreadsheet_safe
 from annotation.models import Study
 from annotation.reports.background import latest_sections, report_for_request, sections_for_request
-from annotation.reports.page import report_view
+from annotation.reports.page import pending_plots, report_view
 from annotation.reports import plots as plots_module
 from annotation.reports.plots import report_plots
 from annotation.reports.sections import cached_extra_sections
@@ -87,12 +87,31 @@ def cached_report_plots(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def page_context(study: Study, report: dict[str, Any], sections: list[dict[str, Any]],
-                 threshold: float) -> dict[str, Any]:
-    """What report.html and report_standalone.html render."""
-    plots = cached_report_plots(report)
+                 threshold: float, *, lazy_plots: bool = False) -> dict[str, Any]:
+    """What report.html and report_standalone.html render. With lazy_plots (the page) each plot is a
+    placeholder that the page's second request fills (plot_slots), so the tables answer before the plots
+    are drawn (seconds for a large study); a downloaded report has them inline."""
+    if lazy_plots:
+        plots = pending_plots(report)
+        lazy_plots = any(name != "comparisons" for name in plots) or bool(plots["comparisons"])  # else nothing to ask
+    else:
+        plots = cached_report_plots(report)
     summary, parts = summary_with_parts(study, report, sections)
-    return {"study": study, "report": report, "plots": plots, "view": report_view(report, plots),
-            "threshold": threshold, "sections": sections, "summary": summary, "summary_parts": parts}
+    return {"study": study, "report": report, "plots": plots, "lazy_plots": lazy_plots,
+            "view": report_view(report, plots), "threshold": threshold, "sections": sections,
+            "summary": summary, "summary_parts": parts}
+
+
+def plot_slots(report: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """Each placeholder of the page (pending_plots) by its element id, with its SVG or None where there turned
+    out to be nothing to draw."""
+    drawn = cached_report_plots(report)
+    pending = pending_plots(report)
+    slots = [(name, drawn.get(name)) for name in pending if name != "comparisons"]
+    for n, key in enumerate(report.get("comparisons") or {}, start=1):  # report_body.html's loop, in its order
+        for kind in pending["comparisons"].get(key, ()):
+            slots.append((f"comparison-{n}-{kind}", (drawn["comparisons"].get(key) or {}).get(kind)))
+    return slots
 
 
 def _csv_cell(value: Any) -> Any:

@@ -75,6 +75,20 @@ def _flat(tree: dict[str, Any], prefix: str = "", skip: set[str] = frozenset()):
             yield f"{prefix}{k}", v
 
 
+PENDING = "pending"  # a plot the page's second request draws (report_plot.html)
+
+
+def pending_plots(report: dict[str, Any]) -> dict[str, Any]:
+    """report_plots' shape with a placeholder for each plot the page may show: those whose data table has rows,
+    and each answered comparison's two. A plot that turns out empty replaces its placeholder with nothing."""
+    tables = plot_tables(report)
+    plots: dict[str, Any] = {name: PENDING for name in ("agreement", "distributions", "bias", "heatmap", "positions")
+                             if (tables.get(name) or {}).get("rows")}
+    plots["comparisons"] = {key: {"strengths": PENDING, "heatmap": PENDING}
+                            for key, c in (report.get("comparisons") or {}).items() if c.get("n_answers")}
+    return plots
+
+
 def plot_tables(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Each plot's data as a table ({"columns", "rows"}), shown on demand under the plot."""
     names = {c["key"]: c["name"] for c in report.get("criteria", [])}

@@ -50,21 +50,22 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
         return _steps_csv(request, study)
     if download and (download not in DOWNLOADS or error):
         return HttpResponseBadRequest(error or f"download must be one of {sorted(DOWNLOADS)}")
-    polled = request.GET.get("fragment") == "pending"
+    fragment = request.GET.get("fragment")
+    polled = fragment == "pending"
     try:
         report, sections = report_with_sections(study, threshold, web=True)
-    except ReportPending as exc:
-        return report_not_ready(exc) if download else _pending_page(request, study, exc, polled)
-    except ReportFailed as exc:
+    except (ReportPending, ReportFailed) as exc:
         if download:
             return report_not_ready(exc)
-        if not polled:
+        if fragment == "plots":  # the report went from under the page: show the page as it now is
+            return _refresh()
+        if isinstance(exc, ReportPending) or not polled:
             return _pending_page(request, study, exc, polled)
+        return _refresh()  # polled, and the report failed: the page shows the failure
+    if fragment == "plots":
+        return _plots_fragment(request, study, report)
     if polled:
-        # The report, or its failure, is there: show the whole page (htmx swaps no error status).
-        response = HttpResponse(status=204)
-        response["HX-Refresh"] = "true"
-        return response
+        return _refresh()  # the report is there: show the whole page
     if download:
         body = report_bytes(study, download, threshold=threshold, report=report, sections=sections)
         # per-rater statistics name the raters
@@ -73,9 +74,25 @@ def study_report(request: HttpRequest, slug: str) -> HttpResponse:
         response = HttpResponse(body, content_type=DOWNLOADS[download].content_type)
         response["Content-Disposition"] = f'attachment; filename="{report_filename(study, download)}"'
         return response
-    context = {**page_context(study, report, sections, threshold), "threshold_error": error}
+    context = {**page_context(study, report, sections, threshold, lazy_plots=True), "threshold_error": error}
     audit_page(request=request, study=study, target="report page")  # raters named with their statistics
     return render(request, "annotation/report.html", context)
+
+
+def _refresh() -> HttpResponse:
+    """htmx reloads the whole page (it swaps no error status)."""
+    response = HttpResponse(status=204)
+    response["HX-Refresh"] = "true"
+    return response
+
+
+def _plots_fragment(request: HttpRequest, study: Study, report: dict) -> HttpResponse:
+    """The page's plots, each in place of its placeholder (report_plots.html). They name raters as the page
+    does, so they are audited as the page is (an htmx request within the page's window adds no entry)."""
+    from annotation.reports.downloads import plot_slots
+
+    audit_page(request=request, study=study, target="report page")
+    return render(request, "annotation/report_plots.html", {"slots": plot_slots(report)})
 
 
 def report_not_ready(exc: ReportPending | ReportFailed) -> HttpResponse:

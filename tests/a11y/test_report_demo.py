@@ -74,11 +74,14 @@ def test_every_demo_report_with_every_section_open(demo, live_server, new_contex
             page = new_context(viewport={"width": width, "height": 900}).new_page()
             sign_in(page, live_server, username)
             for slug in demo if username == "admin" else demo[:1]:
-                # a page whose report is ready draws its plots before it answers: over 30 s for the largest demo
-                # study on a slowed instance with the other workers busy (2026-12-07)
                 page.goto(f"{live_server.url}/studies/{slug}/report/", timeout=90_000)
                 page.wait_for_selector("#agreement", timeout=60_000)  # the report itself, not its pending page
+                # its plots, drawn by the page's second request: over 30 s for the largest demo study on a slowed
+                # instance with the other workers busy (2026-12-07), longer than settle() waits
+                page.wait_for_function("() => !document.querySelector('#report-plots:not([data-drawn])')",
+                                       timeout=90_000)
                 settle(page)
+                assert page.locator("[aria-busy=true]").count() == 0, f"{slug}: a plot placeholder left"
                 page.eval_on_selector_all("details", "all => all.forEach(d => { d.open = true; })")
                 regions += page.locator("[role=region][tabindex='0']").count()
                 if slug == demo[0]:

@@ -96,7 +96,9 @@ def check_report_page(client, study, preset, tmp_path):
     assert report["agreement"], "the report has no agreement section"
     for c in report["criteria"] if isinstance(report["criteria"], list) else []:
         assert c.get("name", "") in html
-    assert "<svg" in html  # the plots
+    assert 'hx-get="?fragment=plots' in html  # the report's plots come in a second request
+    plots = _get(client, reverse("report", args=[study.slug]), fragment="plots").decode()
+    assert "<svg" in plots  # the plots
     assert "Judges vs humans" in html
 
 

@@ -115,7 +115,9 @@ def test_report_page_csv_and_json_carry_the_section(client, admin_user):
     page = client.get(reverse("report", args=[study.slug]))
     assert page.status_code == 200
     html = page.content.decode()
-    assert 'id="comparisons"' in html and "Strengths best_worst" in html and "Win rates order" in html
+    assert 'id="comparisons"' in html and 'id="plot-comparison-1-strengths"' in html
+    plots = client.get(reverse("report", args=[study.slug]), {"fragment": "plots"}).content.decode()
+    assert "Strengths best_worst" in plots and "Win rates order" in plots
     data = client.get(reverse("report", args=[study.slug]), {"download": "json"}).json()
     assert set(data["comparisons"]) == {"best_worst", "order"}
     rows = list(report_csv_rows(study_report(study, n_boot=20)))

@@ -20,7 +20,9 @@ def test_report_page_renders_in_chromium(rated_study, researcher, live_server, p
     page.click("button[type=submit]")
     page.goto(live_server.url + reverse("report", args=[rated_study.slug]))
     assert page.locator("h1").first.inner_text().startswith("Report:")
+    page.wait_for_selector("#report-plots[data-drawn]", state="attached")  # the page's second request
     assert page.locator(".report svg").count() >= 5
+    assert page.locator(".report [aria-busy=true]").count() == 0  # every placeholder filled or emptied
     # the widest element must fit the viewport: plots scale with their container
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+from html import unescape
 
 import numpy as np
 import pandas as pd
@@ -40,16 +42,33 @@ def report_json(client, study, **params):
     return json.loads(response.content)
 
 
-@pytest.mark.parametrize("download", ["", "html", "csv", "json"])
+@pytest.mark.parametrize("query", ["", "download=html", "download=csv", "download=json", "fragment=plots"])
 def test_only_admins_and_researchers_reach_the_report(rated_study, raters, researcher, admin_user, outsider,
-                                                      client_for, client, download):
-    url = reverse("report", args=[rated_study.slug]) + (f"?download={download}" if download else "")
+                                                      client_for, client, query):
+    url = reverse("report", args=[rated_study.slug]) + (f"?{query}" if query else "")
     assert client_for(admin_user).get(url).status_code == 200
     assert client_for(researcher).get(url).status_code == 200
     assert client_for(raters[0]).get(url).status_code == 404  # an annotator of this very study
     assert client_for(outsider).get(url).status_code == 404
     anonymous = client.get(url)
     assert anonymous.status_code == 302 and "/login/" in anonymous["Location"]
+
+
+def test_plots_asked_for_when_the_report_has_gone_reload_the_page(rated_study, researcher, client_for, monkeypatch):
+    """A report no longer there when the page's second request comes (evicted, or computing again): the whole
+    page is shown again (its pending page, with the progress bar), not swapped into the report's place."""
+    from annotation.reports import downloads
+    from annotation.reports.pending import ReportFailed, ReportPending
+
+    c = client_for(researcher)
+    url = reverse("report", args=[rated_study.slug])
+    for gone in (ReportPending(queued_at=0, expected_s=30), ReportFailed("the worker stopped")):
+        def raising(*args, **kwargs):
+            raise gone
+
+        monkeypatch.setattr(downloads, "report_with_sections", raising)
+        response = c.get(url, {"fragment": "plots"}, HTTP_HX_REQUEST="true")
+        assert response.status_code == 204 and response["HX-Refresh"] == "true" and not response.content
 
 
 def test_researcher_of_another_study_gets_404(rated_study, make_study, client_for, db):
@@ -168,9 +187,21 @@ def test_empty_study_report_renders(make_study, researcher, client_for):
 
 
 def test_page_shows_plots_and_the_standalone_file_has_no_external_assets(rated_study, researcher, client_for):
+    """The page answers with a placeholder for each plot and asks for the plots once shown (one request, each
+    plot in place of its placeholder); the downloaded report has them inline."""
     c = client_for(researcher)
     page = c.get(reverse("report", args=[rated_study.slug])).content.decode()
-    assert page.count("<svg") >= 5
+    assert "<svg" not in page
+    placeholders = re.findall(r'<div class="plot" id="(plot-[a-z0-9-]+)" aria-busy="true">', page)
+    assert len(placeholders) >= 5 and len(set(placeholders)) == len(placeholders)
+    asked = re.search(r'<div id="report-plots" hx-get="([^"]+)" hx-trigger="load" hx-swap="outerHTML">', page)
+    assert asked, "the page does not ask for its plots"
+    fragment = c.get(reverse("report", args=[rated_study.slug]) + unescape(asked.group(1)),
+                     HTTP_HX_REQUEST="true").content.decode()
+    swapped = re.findall(r'<div class="plot" id="(plot-[a-z0-9-]+)" hx-swap-oob="true">(<svg)?', fragment)
+    assert [name for name, _ in swapped] == placeholders  # each placeholder filled or emptied, nothing else
+    assert sum(1 for _, svg in swapped if svg) >= 5 and fragment.count("<svg") >= 5
+    assert '<div id="report-plots" data-drawn>' in fragment
     standalone = c.get(reverse("report", args=[rated_study.slug]), {"download": "html"})
     assert standalone["Content-Disposition"] == f'attachment; filename="{rated_study.slug}-report.html"'
     html = standalone.content.decode()
