@@ -11,7 +11,8 @@ with the reason only when the task's last attempt still cannot reach it. A provi
 (429, 5xx) or has no models route (404) passes: the calls themselves retry, or speak.
 
 A pass is remembered per process for PASS_TTL_S for that endpoint, key and headers, so a run of
-many chunks costs one call per worker process.
+many chunks costs one call per worker process; a chunk whose calls failed on retryable errors forgets it
+(forget_passes), so its next attempt checks again.
 """
 
 from __future__ import annotations
@@ -72,10 +73,7 @@ def judge_problem(judge: Mapping[str, Any]) -> Problem | None:
         return Problem(f"{', '.join(unset)} {verb} not set on the workers (worker {worker}, judge "
                        f"{judge.get('name')}); set it where the workers start (export it in the shell that starts "
                        f"them, e.g. before `make run`, or in their environment file), restart them and resume the run")
-    key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
-    headers = provider.headers(settings, key)
-    url = provider.models_url(settings)
-    seen = hashlib.sha256(json.dumps([url, sorted(headers.items())]).encode()).hexdigest()
+    url, headers, seen = _endpoint(judge)
     with _lock:
         if _passed.get(seen, 0.0) > time.monotonic():
             return None
@@ -84,6 +82,26 @@ def judge_problem(judge: Mapping[str, Any]) -> Problem | None:
         with _lock:
             _passed[seen] = time.monotonic() + PASS_TTL_S
     return problem
+
+
+def _endpoint(judge: Mapping[str, Any]) -> tuple[str, dict[str, str], str]:
+    """The judge's models URL and headers, and the key its pass is remembered by."""
+    settings = settings_from_judge(judge)
+    provider = get_provider(settings.provider)
+    key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+    headers = provider.headers(settings, key)
+    url = provider.models_url(settings)
+    return url, headers, hashlib.sha256(json.dumps([url, sorted(headers.items())]).encode()).hexdigest()
+
+
+def forget_passes(config: Mapping[str, Any]) -> None:
+    """Forget the remembered passes of the judges of `config`: a chunk whose calls failed on retryable errors
+    (the server gone since it passed, or overloaded) has its next attempt check the endpoint again, so a server
+    that went away fails the run with the reason rather than its last attempt storing a row of errors."""
+    with _lock:
+        for judge in run_judges(config):
+            if judge.get("backend") == "openai":
+                _passed.pop(_endpoint(judge)[2], None)
 
 
 def _ask(url: str, headers: dict[str, str], key_env: str | None, title: str, worker: str,

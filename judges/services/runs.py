@@ -35,7 +35,7 @@ from judges.services.run_items import (
     enqueue_chunks, enqueue_items, item_output_counts, item_payload, make_chunks, missing_item_ids,
     output_slot_counts,
 )
-from judges.services.preflight import preflight_problem
+from judges.services.preflight import forget_passes, preflight_problem
 from judges.services.run_keys import run_key, run_key_parts
 from judges.services.run_scores import (
     ChunkOutcome, judge_run_finish_if_complete, judge_run_refresh_totals, write_judged,
@@ -367,10 +367,13 @@ def judge_chunk_process(*, run_id: int, item_ids: Sequence[int], final_attempt: 
         if limiter is not None:
             count_rate_limited(run_id=run.pk, n=limiter.rate_limited)
     try:
-        return write_judged(run, judged, pending, where, final_attempt, outcome, reserved=reserved)
+        outcome = write_judged(run, judged, pending, where, final_attempt, outcome, reserved=reserved)
     except BaseException:
         cost_release(run_id=run.pk, amount=reserved)
         raise
+    if outcome.retry:
+        forget_passes(run.config)
+    return outcome
 
 
 def _not_current(status: str, run_attempt: int, attempt: int | None) -> str | None:

@@ -120,6 +120,26 @@ def test_backend_down_past_every_retry_fails_the_run_then_resume_completes(celer
     assert f"scored: {SLOTS}" in report and "error: 0" in report  # the files follow the resumed run
 
 
+def test_a_server_gone_after_its_check_passed_fails_the_next_run_saying_why(celery_worker_session, make_study,
+                                                                             make_judge, media_root):
+    """A worker remembers an endpoint's passed check (judges.services.preflight) for minutes. A first run is
+    judged; the server then goes away and a second run starts within those minutes: its chunks ask on the
+    remembered pass, fail on refused connections, forget the pass, and the next attempt's check fails the run
+    with the reason. Without the forgetting the last attempt stored a row of errors per slot (seen in a full run
+    where the port of a server stopped by an earlier test came back as the "down" port of this file's tests)."""
+    port = free_port()
+    judge = make_judge(endpoint=f"http://127.0.0.1:{port}/v1", method_options={"task_max_retries": 2})
+    with running_fake_server(port=port):
+        first = judge_run_start(study=make_study("rrgen-001"), judge=judge)
+        wait_run_ends(first, timeout=60)
+    assert first.status == JudgeRun.Status.DONE and first.n_scored == SLOTS
+    second = judge_run_start(study=make_study("rrgen-001", slug="second-rrgen-001"), judge=judge)
+    wait_run_ends(second, timeout=60)
+    assert second.status == JudgeRun.Status.FAILED, (second.status, second.n_done, second.error)
+    assert "cannot reach judge fake-judge's endpoint" in second.error
+    assert second.n_done == 0 and not JudgeScore.objects.filter(run=second).exists()
+
+
 def test_a_done_run_without_errors_is_not_resumed(celery_worker_session, make_study, make_judge, media_root):
     from judges.services.runs import JudgeRunError
 
