@@ -38,6 +38,12 @@ def items(n: int) -> str:
                      for i in range(n)) + "\n"
 
 
+def held(log: str) -> set[str]:
+    """The judge_chunk tasks a worker's log shows received and not yet finished."""
+    received = set(re.findall(r"judge_chunk\[([0-9a-f-]+)\] received", log))
+    return received - set(re.findall(r"judge_chunk\[([0-9a-f-]+)\] (?:succeeded|raised|retry)", log))
+
+
 def test_sigkill_mid_run_then_a_new_worker_leaves_exactly_one_score_per_slot(make_study, make_judge, tmp_path):
     from judges.fakeserver import running_fake_server
 
@@ -51,7 +57,10 @@ def test_sigkill_mid_run_then_a_new_worker_leaves_exactly_one_score_per_slot(mak
             first = start_worker(log, **WORKER)
             run = judge_run_start(study=study, judge=judge)
             assert run.n_expected == 150
-            wait_for(lambda: JudgeScore.objects.filter(run=run).count() >= 10, 60, what="the first worker to score")
+            # killed while it holds a chunk: one it has received and not finished (a CI run killed it in the gap
+            # between two, and nothing was delivered again)
+            wait_for(lambda: JudgeScore.objects.filter(run=run).count() >= 10 and held(log.read_text()), 60,
+                     what="the first worker to score and hold a chunk")
             kill_worker(first)
             partial = JudgeScore.objects.filter(run=run).count()
             assert partial < 150, "the run ended before the kill; make it slower"
