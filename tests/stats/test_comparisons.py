@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import friedmanchisquare
 
 from annotation.stats import comparisons as cmp
-from tests.offline_command import run_offline
+from tests.offline_command import run_in_process, run_offline
 
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 
@@ -103,14 +103,15 @@ def test_position_effect_counts_decided_pairs():
 
 
 def _run(tmp_path, text: str, *args: str):
-    return run_offline("comparisons", tmp_path, text, *args)
+    return run_in_process("comparisons", tmp_path, text, *args)
 
 
 def test_command_pairwise_json(tmp_path):
+    """In a fresh process with no database, as a user runs it."""
     rows = _simulated_pairs(4, n=200)
     text = "item,rater,system_a,system_b,winner\n" + "".join(
         f"i{k},r{k % 5},{a},{b},{w}\n" for k, (a, b, w) in enumerate(rows))
-    done = _run(tmp_path, text, "--json")
+    done = run_offline("comparisons", tmp_path, text, "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["kind"] == "pairwise" and set(out["systems"]) == set(SYSTEMS)

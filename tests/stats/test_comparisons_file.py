@@ -12,7 +12,7 @@ import pytest
 
 from annotation.stats import comparisons as cmp
 from bench.bench_arena import write_arena_csv
-from tests.offline_command import run_offline
+from tests.offline_command import run_in_process, run_offline
 
 HEADER = "item,rater,system_a,system_b,winner\n"
 
@@ -53,7 +53,7 @@ def test_every_field_is_the_line_by_line_readers(tmp_path):
     """The bulk reader's report against the list path (cmp.pairs_from_pairwise, cmp.win_matrix) on
     the same rows: strengths, intervals, counts, win rates and the position effect."""
     text, rows = _arena(tmp_path, 5_000)
-    out = json.loads(run_offline("comparisons", tmp_path, text, "--json").stdout)
+    out = json.loads(run_in_process("comparisons", tmp_path, text, "--json").stdout)
     wins = [w for a, b, win in rows for w in cmp.pairs_from_pairwise(a, b, win)]
     expected = cmp.bradley_terry(wins)
     assert out["systems"].keys() == expected["systems"].keys()
@@ -75,18 +75,18 @@ def test_every_field_is_the_line_by_line_readers(tmp_path):
     ("i,r,a,b,a\ni,r,a,b,a,extra\n", "not a valid CSV: Error tokenizing data. C error: Expected 5 fields in line 3"),
 ])
 def test_bad_lines_are_named_by_line_and_column(tmp_path, body, message):
-    done = run_offline("comparisons", tmp_path, HEADER + body)
+    done = run_in_process("comparisons", tmp_path, HEADER + body)
     assert done.returncode != 0 and message in done.stderr, done.stderr
 
 
 def test_spaces_around_names_and_a_header_alone(tmp_path):
-    done = run_offline("comparisons", tmp_path, HEADER + "i, r , a , b ,b\ni,r,b,a,tie\n", "--json")
+    done = run_in_process("comparisons", tmp_path, HEADER + "i, r , a , b ,b\ni,r,b,a,tie\n", "--json")
     out = json.loads(done.stdout)
     assert out["systems"]["a"]["n"] == 2 and out["win_rates"]["b"]["a"] == 0.75
     assert out["position"] == {"first_wins": 0.0, "n": 1, "p": 1.0}
     # A quote after a space is read as pandas reads it (skipinitialspace): the name unquoted.
     quoted = HEADER + 'i,r, "a a",b,b\ni,r,b,"a a",tie\n'
-    out = json.loads(run_offline("comparisons", tmp_path, quoted, "--json").stdout)
+    out = json.loads(run_in_process("comparisons", tmp_path, quoted, "--json").stdout)
     assert sorted(out["systems"]) == ["a a", "b"] and out["win_rates"]["b"]["a a"] == 0.75
-    out = json.loads(run_offline("comparisons", tmp_path, HEADER, "--json").stdout)
+    out = json.loads(run_in_process("comparisons", tmp_path, HEADER, "--json").stdout)
     assert out["systems"] == {} and out["bt_reason"] == "fewer than two systems were compared"

@@ -9,7 +9,7 @@ import pytest
 from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 
 from annotation.stats.ppi import estimate_system, ppi_lambda
-from tests.offline_command import run_offline
+from tests.offline_command import run_in_process, run_offline
 
 
 def _data(seed: int, n: int = 80, big_n: int = 900, bias: float = 0.7, noise: float = 0.6):
@@ -58,7 +58,7 @@ def test_ppi_intervals_cover_the_human_mean_despite_a_biased_judge():
 
 
 def _command(tmp_path, text: str, *args: str):
-    return run_offline("estimate", tmp_path, text, *args)
+    return run_in_process("estimate", tmp_path, text, *args)
 
 
 def test_estimate_command_json_averages_raters_and_needs_no_database(tmp_path):
@@ -68,7 +68,7 @@ def test_estimate_command_json_averages_raters_and_needs_no_database(tmp_path):
         lines += [f"i{i},sysA,{h - 0.5},{j}", f"i{i},sysA,{h + 0.5},{j}"]
     lines += [f"u{i},sysA,,{j}" for i, j in enumerate(yu)]
     lines += ["i0,sysB,4,3", "i1,sysB,5,4", "i2,sysB,,5"]
-    done = _command(tmp_path, "\n".join(lines) + "\n", "--json")
+    done = run_offline("estimate", tmp_path, "\n".join(lines) + "\n", "--json")  # a fresh process, no database
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert set(out) == {"sysA", "sysB"}
