@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev run test test-fast bench docs browsers pgbouncer haproxy clean
+.PHONY: install install-dev run test test-fast screenshots bench docs browsers pgbouncer haproxy clean
 
 # uv installs what serving needs in seconds where pip takes minutes (22 s against 346 s on a busy 2-core
 # machine, 2026-12-06), and the dev extras too (`make install-dev` with empty caches 24 s against 143 s, 2026-12-07); where
@@ -68,6 +68,11 @@ PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup
 test: install-dev browsers pgbouncer haproxy
 	@bash scripts/ensure-llamacpp.sh $(PY)
 	$(PY) -m config.launcher test $(PARALLEL) $(ARGS)
+
+## The browser tests, with screenshots of what they see for a person to look at (test-artifacts/). `make test`
+## takes none: no test reads them, and they were a tenth of the browser's CPU in a run (tests/screens.py).
+screenshots: install-dev browsers pgbouncer haproxy
+	CONCORD_SCREENSHOTS=1 $(PY) -m config.launcher test $(PARALLEL) -m browser $(ARGS)
 
 ## The documentation site (mkdocs.yml, docs/) into site/, which Concord serves at /docs/ to signed-in users.
 ## MkDocs and its theme at the versions the dev extra pins, without the rest of the dev tools.

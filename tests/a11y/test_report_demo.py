@@ -23,6 +23,7 @@ from annotation.demo import AGENT_SLUG
 from tests.a11y.axe import axe_run, describe
 from tests.commands.lived_in import fresh_demo  # noqa: F401  (loaded once for the module)
 from tests.page_settle import settle
+from tests.screens import screenshot
 from tests.ui.conftest import ARTIFACTS, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -58,8 +59,7 @@ def agent_judges_section(page, width: int) -> list[str]:
     assert section.count() == 1 and section.locator("[data-testid=judges-per-step]").count() == 2
     assert section.locator("td", has_text="per trajectory").count() >= 4  # two judges, two per-step criteria
     section.scroll_into_view_if_needed()
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    section.screenshot(path=str(ARTIFACTS / f"agent-report-judges-{width}.png"))
+    screenshot(section, ARTIFACTS / f"agent-report-judges-{width}.png")
     found = axe_run(page, within=f"#{section.get_attribute('id')}")
     return [f"{AGENT_SLUG} judges section {width}px: {d}"
             for d in describe(found, impacts=("critical", "serious", "moderate", "minor"))]

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import DatasetRelease
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -35,4 +35,4 @@ def test_create_a_release_in_the_browser(celery_worker_session, codegen_study, r
     assert overflow <= 0
     shot = os.environ.get("CONCORD_SCREENSHOT_DATASETS")
     if shot:
-        full_page_screenshot(page, shot)
+        screenshot(page, shot, full_page=True)

@@ -12,6 +12,7 @@ import pytest
 from annotation.models import CrowdParticipant, Study
 from tests.a11y.phase_flow import phases_study_and_link, walk_phases
 from tests.i18n.test_rater_pages import ARTIFACTS, TEXTS_JS, _english_left, _owned
+from tests.screens import screenshot
 from tests.ui.conftest import page_at  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,8 +26,7 @@ def _walk(page, live_server, study, link, language: str) -> dict[str, list[str]]
         assert page.get_attribute("html", "lang") == language, name
         texts[name] = page.evaluate(TEXTS_JS)
         if language == "de":
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / f"phase-de-{name.replace(' ', '_').replace(',', '')}.png"))
+            screenshot(page, ARTIFACTS / f"phase-de-{name.replace(' ', '_').replace(',', '')}.png")
 
     walk_phases(page, live_server.url, study, link, visit, tag=language)
     return texts

@@ -16,7 +16,7 @@ from annotation.demo_languages import ITEMS as RTL_ITEMS
 from annotation.models import Study
 from tests.a11y.inventory import PRESETS
 from tests.conftest import REPO, log_in, make_user
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 from tests.ui.conftest import WIDTHS, page_at  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -94,8 +94,7 @@ def test_the_workspace_of_every_preset_is_german_when_the_study_says_so(page_at,
     assert "Absenden" in german and "Submit" in english
     left = _english_left(german, english, _owned(study, rater))
     assert not left, f"untranslated in the German workspace of {preset}: {left}"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"workspace-de-{preset}.png"), full_page=False)
+    screenshot(page, ARTIFACTS / f"workspace-de-{preset}.png")
 
 
 def _compare_items(preset: str) -> str:
@@ -119,12 +118,7 @@ def test_right_to_left_items_are_laid_out_right_to_left(page_at, live_server, ma
         "els => els.map(e => [getComputedStyle(e).direction, e.textContent.trim().slice(0, 12)])")
     assert directions and all(d == "rtl" for d, _ in directions), directions
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTIFACTS / f"workspace-rtl-{width}.png"
-    if width > 600:
-        full_page_screenshot(page, shot)
-    else:
-        page.screenshot(path=str(shot))
+    screenshot(page, ARTIFACTS / f"workspace-rtl-{width}.png", full_page=width > 600)
 
 
 def test_the_browser_language_chooses_when_the_study_does_not(browser, live_server, make_study):

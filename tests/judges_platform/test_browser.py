@@ -9,7 +9,7 @@ import pytest
 
 from judges.models import JudgeRun
 from tests.conftest import log_in
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -36,8 +36,7 @@ def test_run_a_judge_and_watch_it_finish(page, live_server, celery_worker_sessio
     text = card.inner_text()
     assert f"{run.n_expected} / {run.n_expected}" in text and "judgements/s" in text
     assert card.get_attribute("hx-trigger") is None  # polling stopped by the final fragment
-    ARTIFACTS.mkdir(exist_ok=True)
-    full_page_screenshot(page, ARTIFACTS / "judges-run-done.png")
+    screenshot(page, ARTIFACTS / "judges-run-done.png", full_page=True)
     with page.expect_download() as dl:
         card.locator("text=labeled.csv").click()
     assert dl.value.suggested_filename == f"run{run.pk}-labeled.csv"
@@ -46,4 +45,4 @@ def test_run_a_judge_and_watch_it_finish(page, live_server, celery_worker_sessio
     page.click("button:has-text('Evaluate')")
     row = page.locator("#gold-table tbody tr").first
     assert "aqua-slow" in row.inner_text() and "label" in row.inner_text()
-    full_page_screenshot(page, ARTIFACTS / "judges-gold.png")
+    screenshot(page, ARTIFACTS / "judges-gold.png", full_page=True)

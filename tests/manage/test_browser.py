@@ -12,7 +12,7 @@ import pytest
 from annotation.models import Study, StudyChange, StudyMember
 from tests.conftest import PASSWORD, log_in, make_user
 from tests.manage.conftest import items_jsonl
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -21,8 +21,7 @@ WIDTHS = [390, 1400]
 
 
 def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    full_page_screenshot(page, ARTIFACTS / f"manage-{name}.png")
+    screenshot(page, ARTIFACTS / f"manage-{name}.png", full_page=True)
 
 
 def assert_html_page_without_overflow(page, path: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from annotation.models import ParticipantErasure
 from tests.conftest import log_in
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -33,5 +33,4 @@ def test_erase_from_progress_then_read_the_audit_log(page, live_server, rated, c
     entry = page.locator("tr[data-action=participant_erase]")
     assert erasure.pseudonym in entry.inner_text() and "boss" in entry.inner_text()
     assert "5f1a2b3c4d" not in page.content() and crowd_rater.username not in page.content()
-    ARTIFACTS.mkdir(exist_ok=True)
-    full_page_screenshot(page, ARTIFACTS / "participants-audit.png")
+    screenshot(page, ARTIFACTS / "participants-audit.png", full_page=True)

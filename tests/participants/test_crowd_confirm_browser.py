@@ -12,7 +12,7 @@ import pytest
 from annotation.models import CrowdParticipant
 from annotation.services.crowd import crowd_link_create
 from tests.conftest import log_in
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,8 +27,7 @@ def test_a_crowd_link_asks_before_it_signs_an_admin_out(page, live_server, study
     page.goto(url)
     confirm = page.get_by_test_id("crowd-confirm")
     assert admin_user.username in confirm.inner_text()
-    ARTIFACTS.mkdir(exist_ok=True)
-    full_page_screenshot(page, ARTIFACTS / "crowd-confirm.png")
+    screenshot(page, ARTIFACTS / "crowd-confirm.png", full_page=True)
     assert not CrowdParticipant.objects.exists()  # nothing made before the person decides
 
     page.get_by_role("link", name=f"Go back, staying signed in as {admin_user.username}").click()

@@ -5,7 +5,7 @@ On every page reachable from the navigation: an answer below 500, the stylesheet
 (a computed style, `window.htmx`), no request to another host, no Content-Security-Policy violation
 (the production policy), no horizontal overflow at 390 px and
 1400 px; each role reaches its study's pages, and an annotator no report or item list. Screenshots of every page
-go to test-artifacts/prod/ for a person to look at."""
+go to test-artifacts/prod/ for a person to look at (`make screenshots`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import pytest
 from annotation.models import Assignment, Rating
 from tests.conftest import PASSWORD, make_user
 from tests.prod.conftest import ARTIFACTS
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -125,8 +125,7 @@ def assert_page_is_whole(page, path: str, width: int) -> None:
 
 
 def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    full_page_screenshot(page, ARTIFACTS / f"{name}.png")
+    screenshot(page, ARTIFACTS / f"{name}.png", full_page=True)
 
 
 def slug_of(path: str) -> str:

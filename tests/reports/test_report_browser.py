@@ -6,7 +6,7 @@ import os
 
 import pytest
 from django.urls import reverse
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -28,4 +28,4 @@ def test_report_page_renders_in_chromium(rated_study, researcher, live_server, p
     assert overflow <= 0
     shot = os.environ.get("CONCORD_SCREENSHOT")
     if shot:
-        full_page_screenshot(page, shot)
+        screenshot(page, shot, full_page=True)

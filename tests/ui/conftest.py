@@ -1,5 +1,5 @@
 """Helpers for the layout tests: a page at a given width that records requests to other hosts,
-an overflow check, and screenshots under test-artifacts/ui/ (look at them)."""
+an overflow check, and screenshots under test-artifacts/ui/ (`make screenshots`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.page_settle import tracked
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
 WIDTHS = (390, 1400)
@@ -46,12 +46,7 @@ def horizontal_overflow(page) -> int:
 
 
 def shot(page, name: str, *, full_page: bool = False) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    if full_page:
-        full_page_screenshot(page, path)
-    else:
-        page.screenshot(path=str(path))
+    screenshot(page, ARTIFACTS / f"{name}.png", full_page=full_page)
 
 
 def answer_the_rest_and_submit(page) -> None:

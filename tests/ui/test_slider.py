@@ -11,7 +11,7 @@ from annotation.models import Rating
 from tests.conftest import log_in
 from tests.ui.conftest import horizontal_overflow, shot
 from tests.workspace.conftest import open_study_with_rubric
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -104,7 +104,7 @@ def test_slider_by_keyboard_at_1400(new_context, live_server, slider_study):
     assert _state(page, "confidence")["value"] == "66"
     assert _state(page, "quality")["value"] == "4"  # the arrows stayed inside the slider
     shot(page, "slider-keyboard-1400")
-    full_page_screenshot(page, "test-artifacts/ui/slider-1400-full.png")
+    screenshot(page, "test-artifacts/ui/slider-1400-full.png", full_page=True)
     page.click(".submit-btn")
     page.wait_for_selector("[data-progress]:has-text('1 done')")
     stored = dict(Rating.objects.filter(assignment__study=study).values_list("criterion", "value"))
@@ -132,7 +132,7 @@ def test_slider_by_touch_at_390(new_context, live_server, slider_study):
     box = page.locator(".criterion[data-name$=quality] [role=slider]").bounding_box()
     assert box["width"] >= 24 and box["height"] >= 24
     shot(page, "slider-touch-390")
-    full_page_screenshot(page, "test-artifacts/ui/slider-390-full.png")
+    screenshot(page, "test-artifacts/ui/slider-390-full.png", full_page=True)
     page.locator(".submit-btn").tap()
     page.wait_for_selector("[data-progress]:has-text('1 done')")
     stored = dict(Rating.objects.filter(assignment__study=study).values_list("criterion", "value"))

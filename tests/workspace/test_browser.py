@@ -12,7 +12,7 @@ import pytest
 
 from annotation.models import Assignment, Rating
 from tests.conftest import log_in, make_user
-from tests.screens import full_page_screenshot
+from tests.screens import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -21,8 +21,7 @@ DEMO = Path(__file__).resolve().parents[2] / "annotation" / "demo"
 
 
 def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    full_page_screenshot(page, ARTIFACTS / f"workspace-{name}.png")
+    screenshot(page, ARTIFACTS / f"workspace-{name}.png", full_page=True)
 
 
 def open_workspace(page, live_server, study) -> None:
