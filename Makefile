@@ -70,7 +70,8 @@ test: install-dev browsers pgbouncer haproxy
 	$(PY) -m config.launcher test $(PARALLEL) $(ARGS)
 
 ## The browser tests, with screenshots of what they see for a person to look at (test-artifacts/). `make test`
-## takes none: no test reads them, and they were a tenth of the browser's CPU in a run (tests/screens.py).
+## takes none: no test reads them, and they cost (the production walk's full-page shots: 18.6 s of the 41.6 s
+## of CPU its browser spent, 2026-12-07; tests/screens.py).
 screenshots: install-dev browsers pgbouncer haproxy
 	CONCORD_SCREENSHOTS=1 $(PY) -m config.launcher test $(PARALLEL) -m browser $(ARGS)
 
