@@ -83,19 +83,34 @@ def uses_demo(group: str) -> bool:
 _uses_demo: dict[str, bool] = {}
 
 
-def next_group(queue: list[str], worker: str) -> str:
+# A worker still holding this many seconds of tests it has not begun is handed a short group (next_group).
+HOLDING_LONG_S = 30.0
+
+
+def next_group(queue: list[str], worker: str, *, holding_long: bool = False) -> str:
     """The group `worker` ('gw0', ...) takes next from `queue` (in group_order): the groups without the browser
     first, even workers those that wait first and odd ones the others first, so that while one waits the other
     keeps the cores busy. Handed out longest first regardless, the waiting groups (the longest) all ran at the
     start and left the cores 25-60% idle for the run's first 300 s (vmstat, 2026-11-29). An odd worker takes
     the groups that start from the demo after its others: the even one's first waiting group (the documentation
-    reader) loads it, and the odd one had waited 21 s for that load at its own start."""
+    reader) loads it, and the odd one had waited 21 s for that load at its own start.
+
+    A worker `holding_long` (a long group handed to it and not yet run) takes the shortest group of its kind
+    instead. pytest-xdist runs a worker's last test only once another is queued behind it, so a one-test group
+    (the demo's report walk, 130 s) is always handed out with the next group: that was the next longest (axe
+    over the inventory, 100 s), and one worker ran both at the end, 30 s after the others had finished
+    (2026-12-07)."""
     waits_first = int(worker.removeprefix("gw")) % 2 == 0
     without = [g for g in queue if not g.endswith("::browser")]
     mine = [g for g in without if g.startswith(WAITING) == waits_first]
     if not waits_first:
         mine.sort(key=uses_demo)  # stable: longest first within each kind
-    return (mine or without or queue)[0]
+    pool = mine or without or queue
+    if holding_long:
+        if not waits_first:
+            pool = [g for g in pool if not uses_demo(g)] or pool
+        return pool[-1]
+    return pool[0]
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -109,17 +124,30 @@ def pytest_xdist_make_scheduler(config, log):
             tests/conftest.py), and the demo's report walk (one test, 150 s) last, to end alone."""
 
             _ordered = False
+            _seconds: dict[str, float] = {}
 
             def _assign_work_unit(self, node) -> None:
                 if not self._ordered:
                     self._ordered = True
-                    seconds = json.loads(GROUP_SECONDS.read_text()) if GROUP_SECONDS.exists() else {}
+                    self._seconds = json.loads(GROUP_SECONDS.read_text()) if GROUP_SECONDS.exists() else {}
                     units = dict(self.workqueue)
-                    order = group_order({g: len(tests) for g, tests in units.items()}, seconds)
+                    order = group_order({g: len(tests) for g, tests in units.items()}, self._seconds)
                     self.workqueue.clear()
                     self.workqueue.update((g, units[g]) for g in order)
-                self.workqueue.move_to_end(next_group(list(self.workqueue), node.gateway.id), last=False)
+                holding = self._seconds_not_begun(node) >= HOLDING_LONG_S
+                self.workqueue.move_to_end(next_group(list(self.workqueue), node.gateway.id, holding_long=holding),
+                                           last=False)
                 super()._assign_work_unit(node)
+
+            def _seconds_not_begun(self, node) -> float:
+                """The recorded seconds of the tests handed to `node` that it has not finished (a share of each
+                group's seconds by its tests; a group never recorded at one second a test)."""
+                left = 0.0
+                for group, tests in self.assigned_work.get(node, {}).items():
+                    pending = sum(not done for done in tests.values())
+                    if pending:
+                        left += self._seconds.get(group, float(len(tests))) * pending / len(tests)
+                return left
 
         return LongestFirstBrowserLast(config, log)
     return None

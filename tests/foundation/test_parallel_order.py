@@ -1,6 +1,7 @@
 """The order in which `make test`'s workers are handed the groups (tests/parallel.py): the groups without the
 browser before the browser ones, each part longest first by the recorded seconds, a group never recorded at one
-second a test; one worker takes the groups that wait first, the other the rest; and the recorded seconds read back from a pytest-xdist run's JUnit file."""
+second a test; one worker takes the groups that wait first, the other the rest; a worker still holding a long
+group is handed a short one; and the recorded seconds read back from a pytest-xdist run's JUnit file."""
 
 from __future__ import annotations
 
@@ -48,3 +49,14 @@ def test_the_worker_that_does_not_wait_first_takes_the_demo_modules_after_its_ot
     assert next_group(queue, "gw1") == "tests/stats/test_comparisons.py"
     assert next_group(queue[:3] + queue[4:], "gw1") == "tests/protocols/test_demo.py"  # when nothing else is left
     assert next_group(queue, "gw0") == "tests/docs/test_docs_blocks.py"  # the other loads it first
+
+
+def test_a_worker_holding_a_long_group_takes_the_shortest_of_its_kind():
+    queue = ["tests/docs/a.py", "tests/faults/e.py", "tests/stats/b.py", "tests/stats/f.py",
+             "tests/a11y/axe.py::browser", "tests/ui/g.py::browser"]
+    assert next_group(queue, "gw0", holding_long=True) == "tests/faults/e.py"
+    assert next_group(queue, "gw1", holding_long=True) == "tests/stats/f.py"
+    assert next_group(queue[4:], "gw1", holding_long=True) == "tests/ui/g.py::browser"  # the long one to another
+    assert next_group(queue[4:], "gw1") == "tests/a11y/axe.py::browser"
+    demo_last = ["tests/stats/b.py", "tests/protocols/test_demo.py"]  # the odd worker still leaves the demo for later
+    assert next_group(demo_last, "gw1", holding_long=True) == "tests/stats/b.py"
